@@ -1,0 +1,21 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace feeder {
+
+// Thrown for bad input: a malformed, truncated or unreadable file. The message always starts with
+// the file name and the place in it ("train.csv: line 3, column 17: ..."), so it can be shown as is.
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown when options are invalid; the message says what to change.
+class OptionsError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+}  // namespace feeder

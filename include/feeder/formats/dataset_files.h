@@ -1,0 +1,24 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "feeder/store/image_store.h"
+
+namespace feeder {
+
+enum class Split { train, test };
+
+// Where Debian's dataset-fashion-mnist package puts the data.
+inline const std::filesystem::path kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
+
+// Loads an image file by its kind: `.csv`, `.parquet`, or IDX (`*-images-idx3-ubyte[.gz]`, whose
+// labels are read from the `*-labels-idx1-ubyte[.gz]` file beside it when present).
+ImageStore load_images(const std::filesystem::path& file);
+
+// Finds the file of `split` in a directory: IDX (train-images-idx3-ubyte[.gz] / t10k-...),
+// train.csv / test.csv, train.parquet / test.parquet (also Kaggle's *_train.csv names).
+// Throws DataError listing what was looked for when nothing matches.
+std::filesystem::path find_split_file(const std::filesystem::path& dir, Split split);
+
+}  // namespace feeder

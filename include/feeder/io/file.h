@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace feeder {
+
+// Reads a whole file into memory. Files that start with the gzip magic are inflated transparently
+// (concatenated members included). Throws DataError naming the file on any failure.
+std::vector<uint8_t> read_file(const std::filesystem::path& path);
+
+// Reads a file as is, without inflating.
+std::vector<uint8_t> read_file_raw(const std::filesystem::path& path);
+
+// Inflates gzip data (one or more concatenated members). `name` is used in error messages.
+std::vector<uint8_t> gunzip(const uint8_t* data, size_t size_bytes, const std::string& name);
+
+// Writes an output file so that nothing is lost on failure: bytes go to a temporary file beside the
+// target, which is renamed into place only by commit(). Destroying it uncommitted removes the temp.
+// Not thread safe; one writer per file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path target);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, size_t size_bytes);
+  void write(std::string_view text) { write(text.data(), text.size()); }
+  uint64_t bytes_written() const { return bytes_written_; }
+  // Flushes, syncs and renames the temp file onto the target.
+  void commit();
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  std::FILE* file_ = nullptr;
+  uint64_t bytes_written_ = 0;
+  bool committed_ = false;
+};
+
+// Convenience: writes `text` to `target` atomically.
+void write_file_atomically(const std::filesystem::path& target, std::string_view text);
+
+}  // namespace feeder

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace feeder {
+
+// Shape of one image, channels first.
+struct ImageShape {
+  int64_t channels = 1;
+  int64_t height = 28;
+  int64_t width = 28;
+
+  int64_t num_pixels() const { return channels * height * width; }
+  bool operator==(const ImageShape&) const = default;
+};
+
+std::string to_string(const ImageShape& shape);
+
+// Label stored for images of an unlabeled set (a file with no label column), as in the article.
+inline constexpr int64_t kNoLabel = -1;
+
+// A decoded image set held in memory once, as readers produce it and the loader consumes it:
+// pixels (N,C,H,W) uint8 in one contiguous array, labels (N) int64 (kNoLabel when unlabeled).
+// uint8 rather than float keeps it 4x smaller than a float copy; conversion happens per batch.
+// Immutable once filled, so any number of loader threads may read it concurrently.
+class ImageStore {
+ public:
+  ImageStore() = default;
+  // Allocates a zero-filled store for num_images images; readers then fill it in place.
+  ImageStore(ImageShape shape, int64_t num_images, bool labeled);
+
+  int64_t size() const { return num_images_; }
+  const ImageShape& shape() const { return shape_; }
+  int64_t image_bytes() const { return shape_.num_pixels(); }
+  // True when the source had labels; otherwise every label is kNoLabel.
+  bool labeled() const { return labeled_; }
+
+  std::span<uint8_t> pixels() { return pixels_; }
+  std::span<const uint8_t> pixels() const { return pixels_; }
+  std::span<int64_t> labels() { return labels_; }
+  std::span<const int64_t> labels() const { return labels_; }
+
+  uint8_t* image(int64_t idx) { return pixels_.data() + idx * image_bytes(); }
+  const uint8_t* image(int64_t idx) const { return pixels_.data() + idx * image_bytes(); }
+  int64_t label(int64_t idx) const { return labels_[static_cast<size_t>(idx)]; }
+
+  // Number of images per label value 0..max_label; labels < 0 are not counted.
+  std::vector<int64_t> label_counts() const;
+
+ private:
+  ImageShape shape_;
+  int64_t num_images_ = 0;
+  bool labeled_ = false;
+  std::vector<uint8_t> pixels_;  // (N,C,H,W)
+  std::vector<int64_t> labels_;  // (N)
+};
+
+}  // namespace feeder

@@ -1,0 +1,1 @@
+# Sources of the Parquet reader and writer, part of feeder_core (no LibTorch).
