@@ -47,4 +47,8 @@ if ((run_tests)); then
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  # Parsers under libFuzzer for a bounded time each.
+  fuzz/run.sh
+  # Cross-checks with independent Parquet implementations (DuckDB, arrow-rs) from npm.
+  tests/compat/run.sh
 fi
