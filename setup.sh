@@ -19,7 +19,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-openmp     # LibTorch (CPU) and a fast BLAS for it
   dataset-fashion-mnist                # the default data: /usr/share/datasets/fashion-mnist
-  zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev libthrift-dev  # codecs, Parquet metadata
+  zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev libthrift-dev thrift-compiler  # codecs, Parquet metadata
   libgtest-dev clang libclang-rt-14-dev  # tests, sanitizers, fuzzing
   python3-torch python3-pandas gnuplot-nox nodejs npm  # references for benchmarks and compatibility tests
 )

@@ -1,0 +1,1 @@
+# Parquet metadata, codecs, decoders and reader sources.

@@ -1,0 +1,1 @@
+# Parquet encoders and writer sources.
