@@ -1,0 +1,130 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "feeder/store/image_store.h"
+
+namespace feeder {
+
+// Pixel normalisation applied while converting uint8 to float: y = (x / 255 - mean) / std.
+// The default (mean 0, std 1) is the article's x / 255.
+struct Normalization {
+  float mean = 0.0f;
+  float std = 1.0f;
+};
+
+// Memory layout of the images in a batch. For one channel both layouts are the same bytes.
+enum class ImageLayout { nchw, nhwc };
+
+struct LoaderOptions {
+  int64_t batch_size = 512;
+  bool shuffle = true;
+  uint64_t seed = 42;
+  bool drop_last = false;
+  // Worker threads assembling batches; 0 assembles on the calling thread inside next().
+  int num_workers = 1;
+  // Batches assembled ahead of the consumer (at most), per loader.
+  int prefetch = 4;
+  // Ask for page-locked batch buffers; only effective when the allocator supports it (CUDA present).
+  bool pin_memory = true;
+  Normalization normalization;
+  ImageLayout layout = ImageLayout::nchw;
+};
+
+// Where batch buffers come from. The default allocates 64-byte aligned heap memory; the LibTorch
+// adapter supplies page-locked memory when CUDA is present. Must be thread safe.
+class BufferAllocator {
+ public:
+  virtual ~BufferAllocator() = default;
+  virtual void* allocate(size_t size_bytes) = 0;
+  virtual void deallocate(void* data, size_t size_bytes) = 0;
+  // True when the memory is page-locked (DMA-able by a GPU).
+  virtual bool pinned() const { return false; }
+};
+
+namespace detail {
+class BufferPool;
+struct BatchBuffer;
+}  // namespace detail
+
+// One assembled batch. It leases a buffer from the loader's pool; the buffer goes back to the pool
+// when the batch and every holder of buffer_owner() are gone, so steady-state iteration allocates
+// nothing. Safe to outlive the loader.
+class Batch {
+ public:
+  Batch(std::shared_ptr<detail::BatchBuffer> buffer, int64_t index, int64_t size, ImageShape shape,
+        ImageLayout layout);
+
+  int64_t index() const { return index_; }  // batch number within the epoch
+  int64_t size() const { return size_; }    // B (smaller for the last batch without drop_last)
+  const ImageShape& shape() const { return shape_; }
+  ImageLayout layout() const { return layout_; }
+
+  float* images();  // (B,C,H,W) or (B,H,W,C) float32, contiguous
+  const float* images() const;
+  int64_t* labels();  // (B) int64
+  const int64_t* labels() const;
+  // Store indices of the samples in this batch, in batch order.
+  std::span<const int64_t> sample_indices() const;
+
+  // Keeps the buffer alive (for zero-copy tensors that outlive the Batch object).
+  std::shared_ptr<void> buffer_owner() const;
+
+ private:
+  std::shared_ptr<detail::BatchBuffer> buffer_;
+  int64_t index_;
+  int64_t size_;
+  ImageShape shape_;
+  ImageLayout layout_;
+};
+
+// A user hook run on a worker thread on each assembled batch (augmentation, checks). Exceptions it
+// throws are carried to the consumer and rethrown from next().
+using BatchTransform = std::function<void(Batch&)>;
+
+// Multithreaded batch loader over an ImageStore.
+//
+// Sample order depends only on (seed, epoch), never on the number of workers. Batches are
+// delivered in order. Workers are persistent: started once, reused across epochs, joined by the
+// destructor. Starting a new epoch or destroying the loader mid-epoch cancels outstanding work
+// without hanging. Not thread safe: one consumer thread calls start_epoch()/next().
+class Loader {
+ public:
+  Loader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
+         std::shared_ptr<BufferAllocator> allocator = nullptr, BatchTransform transform = nullptr);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  const LoaderOptions& options() const { return options_; }
+  const ImageStore& store() const { return *store_; }
+  int64_t num_batches() const { return num_batches_; }  // per epoch
+  int64_t num_samples() const { return num_samples_; }  // per epoch, after drop_last
+  bool pinned() const;
+
+  // Begins epoch `epoch` (any value; it seeds the shuffle), cancelling whatever is left of the last.
+  void start_epoch(int64_t epoch);
+  // The next batch of the current epoch, or nothing at its end. Rethrows a worker's exception.
+  std::optional<Batch> next();
+
+ private:
+  struct Shared;
+  Batch assemble(int64_t batch_index) const;
+  void worker_loop();
+
+  std::shared_ptr<const ImageStore> store_;
+  LoaderOptions options_;
+  BatchTransform transform_;
+  int64_t num_samples_ = 0;
+  int64_t num_batches_ = 0;
+  std::shared_ptr<detail::BufferPool> pool_;
+  std::unique_ptr<Shared> shared_;
+};
+
+}  // namespace feeder
