@@ -1,1 +1,33 @@
 # Parquet metadata, codecs, decoders and reader sources.
+# Included from src/CMakeLists.txt with feeder_core defined.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(FEEDER_THRIFT REQUIRED IMPORTED_TARGET thrift)
+pkg_check_modules(FEEDER_CODECS REQUIRED IMPORTED_TARGET libzstd liblz4 libbrotlidec libbrotlienc snappy)
+find_program(FEEDER_THRIFT_COMPILER thrift REQUIRED)
+
+# The footer and page-header structs are generated from the IDL at build time, so the IDL is the
+# only description of the format in the tree.
+set(FEEDER_PARQUET_IDL ${PROJECT_SOURCE_DIR}/third_party/parquet-format/parquet.thrift)
+set(FEEDER_PARQUET_GEN_DIR ${CMAKE_BINARY_DIR}/generated/parquet_format)
+add_custom_command(
+  OUTPUT ${FEEDER_PARQUET_GEN_DIR}/parquet_types.cpp ${FEEDER_PARQUET_GEN_DIR}/parquet_types.h
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${FEEDER_PARQUET_GEN_DIR}
+  COMMAND ${FEEDER_THRIFT_COMPILER} --gen cpp:moveable_types,no_skeleton,no_ostream_operators
+          -out ${FEEDER_PARQUET_GEN_DIR} ${FEEDER_PARQUET_IDL}
+  DEPENDS ${FEEDER_PARQUET_IDL}
+  COMMENT "Generating Parquet metadata structs from parquet.thrift"
+  VERBATIM)
+add_custom_target(feeder_parquet_format_gen DEPENDS ${FEEDER_PARQUET_GEN_DIR}/parquet_types.h)
+add_dependencies(feeder_core feeder_parquet_format_gen)
+# Generated code is not ours to warn about.
+set_source_files_properties(${FEEDER_PARQUET_GEN_DIR}/parquet_types.cpp PROPERTIES COMPILE_OPTIONS "-w")
+
+target_sources(feeder_core PRIVATE
+  ${FEEDER_PARQUET_GEN_DIR}/parquet_types.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/detail/thrift.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/metadata.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/codec.cpp
+)
+# Public so that tests and fuzz targets can include src/formats/parquet/detail/thrift.h.
+target_include_directories(feeder_core PUBLIC $<BUILD_INTERFACE:${FEEDER_PARQUET_GEN_DIR}>)
+target_link_libraries(feeder_core PUBLIC PkgConfig::FEEDER_THRIFT PRIVATE PkgConfig::FEEDER_CODECS)

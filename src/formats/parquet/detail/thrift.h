@@ -1,0 +1,28 @@
+#pragma once
+
+// Internal: the Thrift-generated Parquet structs (namespace feeder::parquet::format, generated from
+// third_party/parquet-format/parquet.thrift) and bounded compact-protocol (de)serialization.
+// Shared by the reader and the writer so both speak through the same generated code.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "parquet_types.h"
+
+namespace feeder::parquet::detail {
+
+// Decodes one compact-protocol struct from data[0, size_bytes). Every string, binary and container
+// length is bounded by size_bytes (no allocation larger than the input), nesting depth is bounded,
+// and reading past the end is an error. Returns the number of bytes consumed.
+// Throws DataError("<context>: <what> ...") on malformed input.
+size_t read_file_metadata(const uint8_t* data, size_t size_bytes, format::FileMetaData& out,
+                          const std::string& context);
+size_t read_page_header(const uint8_t* data, size_t size_bytes, format::PageHeader& out,
+                        const std::string& context);
+
+// Encodes with the compact protocol, as Parquet requires.
+std::string serialize_file_metadata(const format::FileMetaData& metadata);
+std::string serialize_page_header(const format::PageHeader& header);
+
+}  // namespace feeder::parquet::detail
