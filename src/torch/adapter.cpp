@@ -1,1 +1,74 @@
-// placeholder
+#include "feeder/torch/adapter.h"
+
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace feeder {
+namespace {
+
+// Page-locked memory from LibTorch's CUDA host allocator (cached by LibTorch, so reuse is cheap).
+class PinnedAllocator : public BufferAllocator {
+ public:
+  void* allocate(size_t size_bytes) override {
+    std::lock_guard lock(mutex_);
+    at::Allocator* pinned = at::detail::getCUDAHooks().getPinnedMemoryAllocator();
+    at::DataPtr data = pinned->allocate(size_bytes);
+    void* raw = data.get();
+    owned_.emplace(raw, std::move(data));
+    return raw;
+  }
+  void deallocate(void* data, size_t) override {
+    std::lock_guard lock(mutex_);
+    owned_.erase(data);
+  }
+  bool pinned() const override { return true; }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, at::DataPtr> owned_;  // guarded by mutex_
+};
+
+}  // namespace
+
+TensorBatch to_tensors(const Batch& batch) {
+  const ImageShape& shape = batch.shape();
+  const int64_t b = batch.size();
+  std::shared_ptr<void> owner = batch.buffer_owner();
+  auto keep_alive = [owner](void*) mutable { owner.reset(); };
+  // The images are written (B,C,H,W) or (B,H,W,C); either way the tensor is logically NCHW, with
+  // channels-last strides for the latter, which is what LibTorch's channels-last kernels expect.
+  std::vector<int64_t> sizes{b, shape.channels, shape.height, shape.width};
+  std::vector<int64_t> strides;
+  if (batch.layout() == ImageLayout::nhwc)
+    strides = {shape.height * shape.width * shape.channels, 1, shape.width * shape.channels, shape.channels};
+  else
+    strides = {shape.channels * shape.height * shape.width, shape.height * shape.width, shape.width, 1};
+  TensorBatch tensors;
+  tensors.images = torch::from_blob(const_cast<float*>(batch.images()), sizes, strides, keep_alive,
+                                    torch::TensorOptions().dtype(torch::kFloat32));
+  tensors.labels = torch::from_blob(const_cast<int64_t*>(batch.labels()), {b}, keep_alive,
+                                    torch::TensorOptions().dtype(torch::kInt64));
+  tensors.index = batch.index();
+  return tensors;
+}
+
+std::shared_ptr<BufferAllocator> make_pinned_allocator_if_cuda() {
+  if (!at::hasCUDA()) return nullptr;
+  return std::make_shared<PinnedAllocator>();
+}
+
+TensorLoader::TensorLoader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
+                           BatchTransform transform)
+    : loader_(std::move(store), options, options.pin_memory ? make_pinned_allocator_if_cuda() : nullptr,
+              std::move(transform)) {}
+
+std::optional<TensorBatch> TensorLoader::next() {
+  std::optional<Batch> batch = loader_.next();
+  if (!batch) return std::nullopt;
+  return to_tensors(*batch);
+}
+
+}  // namespace feeder

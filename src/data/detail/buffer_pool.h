@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "feeder/data/loader.h"
+
+namespace feeder::detail {
+
+// One batch's memory: images, labels and sample indices in a single allocation.
+struct BatchBuffer {
+  void* memory = nullptr;
+  size_t size_bytes = 0;
+  float* images = nullptr;          // (batch_size, pixels_per_image)
+  int64_t* labels = nullptr;        // (batch_size)
+  int64_t* sample_indices = nullptr;  // (batch_size)
+};
+
+// Recycles batch buffers. acquire() hands out a buffer whose deleter returns it to the free list,
+// so in steady state the loader allocates nothing. Buffers keep the pool alive (the deleter holds a
+// shared_ptr to it), so batches may outlive the loader. Thread safe.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t pixels_per_image);
+  ~BufferPool();
+
+  std::shared_ptr<BatchBuffer> acquire();
+  bool pinned() const { return allocator_->pinned(); }
+  // Buffers allocated so far (reused ones are not counted again).
+  int64_t num_allocated() const;
+
+ private:
+  void release(BatchBuffer* buffer);
+
+  std::shared_ptr<BufferAllocator> allocator_;
+  int64_t batch_size_;
+  int64_t pixels_per_image_;
+  mutable std::mutex mutex_;
+  std::vector<BatchBuffer*> free_;  // guarded by mutex_
+  int64_t num_allocated_ = 0;       // guarded by mutex_
+};
+
+}  // namespace feeder::detail

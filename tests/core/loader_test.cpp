@@ -1,0 +1,313 @@
+#include "feeder/data/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "feeder/data/sampler.h"
+#include "feeder/error.h"
+
+namespace feeder {
+namespace {
+
+// Image i has every pixel equal to i % 251 (offset per pixel position) and label i, so a batch row
+// tells exactly which sample it came from.
+std::shared_ptr<ImageStore> numbered_store(int64_t num_images, ImageShape shape = {1, 4, 4}) {
+  auto store = std::make_shared<ImageStore>(shape, num_images, true);
+  for (int64_t i = 0; i < num_images; ++i) {
+    store->labels()[static_cast<size_t>(i)] = i;
+    uint8_t* image = store->image(i);
+    for (int64_t p = 0; p < shape.num_pixels(); ++p) image[p] = static_cast<uint8_t>((i + p) % 251);
+  }
+  return store;
+}
+
+struct EpochRecord {
+  std::vector<int64_t> labels;
+  std::vector<float> pixels;
+  std::vector<int64_t> batch_sizes;
+};
+
+EpochRecord run_epoch(Loader& loader, int64_t epoch) {
+  EpochRecord record;
+  loader.start_epoch(epoch);
+  int64_t expected_index = 0;
+  while (auto batch = loader.next()) {
+    EXPECT_EQ(batch->index(), expected_index++);
+    const int64_t pixels = batch->shape().num_pixels();
+    record.batch_sizes.push_back(batch->size());
+    record.labels.insert(record.labels.end(), batch->labels(), batch->labels() + batch->size());
+    record.pixels.insert(record.pixels.end(), batch->images(), batch->images() + batch->size() * pixels);
+  }
+  return record;
+}
+
+LoaderOptions options_with(int64_t batch_size, int workers, bool drop_last = false) {
+  LoaderOptions options;
+  options.batch_size = batch_size;
+  options.num_workers = workers;
+  options.drop_last = drop_last;
+  options.seed = 7;
+  return options;
+}
+
+TEST(EpochOrder, IsAPermutation) {
+  std::vector<int64_t> order = epoch_order(1000, true, 42, 3);
+  std::set<int64_t> seen(order.begin(), order.end());
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_EQ(*seen.begin(), 0);
+  EXPECT_EQ(*seen.rbegin(), 999);
+}
+
+TEST(EpochOrder, DependsOnlyOnSeedAndEpoch) {
+  EXPECT_EQ(epoch_order(500, true, 42, 1), epoch_order(500, true, 42, 1));
+  EXPECT_NE(epoch_order(500, true, 42, 1), epoch_order(500, true, 42, 2));
+  EXPECT_NE(epoch_order(500, true, 42, 1), epoch_order(500, true, 43, 1));
+}
+
+TEST(EpochOrder, WithoutShuffleIsSequential) {
+  std::vector<int64_t> order = epoch_order(10, false, 42, 5);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+}
+
+TEST(EpochOrder, FirstPositionIsRoughlyUniform) {
+  // 4000 epochs of 8 samples: each sample should lead about 500 times.
+  std::vector<int> leads(8);
+  for (int64_t epoch = 0; epoch < 4000; ++epoch) ++leads[static_cast<size_t>(epoch_order(8, true, 1, epoch)[0])];
+  for (int count : leads) {
+    EXPECT_GT(count, 400);
+    EXPECT_LT(count, 600);
+  }
+}
+
+TEST(Loader, EverySampleExactlyOncePerEpoch) {
+  auto store = numbered_store(1000);
+  Loader loader(store, options_with(64, 2));
+  EXPECT_EQ(loader.num_batches(), 16);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    EpochRecord record = run_epoch(loader, epoch);
+    ASSERT_EQ(record.labels.size(), 1000u);
+    std::set<int64_t> seen(record.labels.begin(), record.labels.end());
+    EXPECT_EQ(seen.size(), 1000u);
+    EXPECT_EQ(record.batch_sizes.back(), 1000 - 15 * 64);
+  }
+}
+
+TEST(Loader, DropLastDropsOnlyTheIncompleteBatch) {
+  auto store = numbered_store(1000);
+  Loader loader(store, options_with(64, 2, true));
+  EXPECT_EQ(loader.num_batches(), 15);
+  EXPECT_EQ(loader.num_samples(), 960);
+  EpochRecord record = run_epoch(loader, 0);
+  ASSERT_EQ(record.labels.size(), 960u);
+  std::set<int64_t> seen(record.labels.begin(), record.labels.end());
+  EXPECT_EQ(seen.size(), 960u);
+  for (int64_t size : record.batch_sizes) EXPECT_EQ(size, 64);
+}
+
+TEST(Loader, ImagesMatchTheirLabelsAfterConversion) {
+  auto store = numbered_store(300);
+  Loader loader(store, options_with(32, 3));
+  EpochRecord record = run_epoch(loader, 0);
+  const int64_t pixels = store->image_bytes();
+  for (size_t row = 0; row < record.labels.size(); ++row) {
+    const uint8_t* source = store->image(record.labels[row]);
+    for (int64_t p = 0; p < pixels; ++p)
+      ASSERT_FLOAT_EQ(record.pixels[row * static_cast<size_t>(pixels) + static_cast<size_t>(p)],
+                      static_cast<float>(source[p]) / 255.0f);
+  }
+}
+
+TEST(Loader, SameBatchesForAnyNumberOfWorkers) {
+  auto store = numbered_store(777);
+  std::vector<EpochRecord> records;
+  for (int workers : {0, 1, 2, 4}) {
+    Loader loader(store, options_with(50, workers));
+    records.push_back(run_epoch(loader, 4));
+  }
+  for (size_t i = 1; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].labels, records[0].labels);
+    EXPECT_EQ(records[i].pixels, records[0].pixels);
+    EXPECT_EQ(records[i].batch_sizes, records[0].batch_sizes);
+  }
+}
+
+TEST(Loader, ShuffleFalseKeepsStoreOrder) {
+  auto store = numbered_store(100);
+  LoaderOptions options = options_with(30, 2);
+  options.shuffle = false;
+  Loader loader(store, options);
+  EpochRecord record = run_epoch(loader, 0);
+  for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(record.labels[static_cast<size_t>(i)], i);
+}
+
+TEST(Loader, NormalizationAppliesMeanAndStd) {
+  auto store = numbered_store(10);
+  LoaderOptions options = options_with(10, 0);
+  options.shuffle = false;
+  options.normalization = {0.5f, 0.25f};
+  Loader loader(store, options);
+  loader.start_epoch(0);
+  auto batch = loader.next();
+  ASSERT_TRUE(batch);
+  for (int64_t i = 0; i < 10 * 16; ++i) {
+    const float x = static_cast<float>(store->pixels()[static_cast<size_t>(i)]);
+    EXPECT_NEAR(batch->images()[i], (x / 255.0f - 0.5f) / 0.25f, 1e-5f);
+  }
+}
+
+TEST(Loader, NhwcLayoutTransposesChannels) {
+  auto store = numbered_store(4, {3, 2, 2});
+  LoaderOptions options = options_with(4, 1);
+  options.shuffle = false;
+  options.layout = ImageLayout::nhwc;
+  Loader loader(store, options);
+  loader.start_epoch(0);
+  auto batch = loader.next();
+  ASSERT_TRUE(batch);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t p = 0; p < 4; ++p)
+        EXPECT_FLOAT_EQ(batch->images()[i * 12 + p * 3 + c], store->image(i)[c * 4 + p] / 255.0f);
+}
+
+TEST(Loader, EarlyBreakThenNextEpochIsComplete) {
+  auto store = numbered_store(1000);
+  Loader loader(store, options_with(10, 4));
+  loader.start_epoch(0);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(loader.next());
+  EpochRecord record = run_epoch(loader, 1);
+  std::set<int64_t> seen(record.labels.begin(), record.labels.end());
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_EQ(record.labels, [&] {
+    Loader fresh(store, options_with(10, 1));
+    return run_epoch(fresh, 1).labels;
+  }());
+}
+
+TEST(Loader, DestroyedMidEpochWithSlowWorkersDoesNotHang) {
+  auto store = numbered_store(2000);
+  auto slow = [](Batch&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  for (int round = 0; round < 20; ++round) {
+    Loader loader(store, options_with(8, 4), nullptr, slow);
+    loader.start_epoch(round);
+    for (int i = 0; i < round % 4; ++i) ASSERT_TRUE(loader.next());
+  }
+}
+
+TEST(Loader, DestroyedBeforeAnyEpochDoesNotHang) {
+  auto store = numbered_store(10);
+  Loader loader(store, options_with(4, 3));
+}
+
+TEST(Loader, BatchOutlivesLoader) {
+  auto store = numbered_store(20);
+  std::optional<Batch> kept;
+  {
+    LoaderOptions options = options_with(20, 2);
+    options.shuffle = false;
+    Loader loader(store, options);
+    loader.start_epoch(0);
+    kept = loader.next();
+  }
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->labels()[19], 19);
+  EXPECT_FLOAT_EQ(kept->images()[0], 0.0f);
+}
+
+TEST(Loader, WorkerExceptionReachesConsumerWithItsMessage) {
+  auto store = numbered_store(100);
+  auto failing = [](Batch& batch) {
+    if (batch.index() == 3) throw std::runtime_error("augmentation failed on batch 3");
+  };
+  for (int workers : {0, 1, 3}) {
+    Loader loader(store, options_with(10, workers), nullptr, failing);
+    loader.start_epoch(0);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(loader.next());
+    try {
+      loader.next();
+      FAIL() << "expected the worker's exception, workers=" << workers;
+    } catch (const std::runtime_error& error) {
+      EXPECT_STREQ(error.what(), "augmentation failed on batch 3");
+    }
+    // The epoch goes on after the failed batch.
+    auto after = loader.next();
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->index(), 4);
+  }
+}
+
+class CountingAllocator : public BufferAllocator {
+ public:
+  void* allocate(size_t size_bytes) override {
+    ++allocations;
+    return ::operator new(size_bytes);
+  }
+  void deallocate(void* data, size_t) override {
+    ++deallocations;
+    ::operator delete(data);
+  }
+  std::atomic<int> allocations{0};
+  std::atomic<int> deallocations{0};
+};
+
+TEST(Loader, ReusesBuffersAcrossBatchesAndEpochs) {
+  auto store = numbered_store(1000);
+  auto allocator = std::make_shared<CountingAllocator>();
+  {
+    LoaderOptions options = options_with(10, 2);
+    options.prefetch = 3;
+    Loader loader(store, options, allocator);
+    for (int epoch = 0; epoch < 5; ++epoch) run_epoch(loader, epoch);
+    // At most prefetch batches in flight, plus the one being consumed, plus one per worker
+    // finishing as another is handed out.
+    EXPECT_LE(allocator->allocations.load(), 3 + 1 + 2);
+  }
+  EXPECT_EQ(allocator->allocations.load(), allocator->deallocations.load());
+}
+
+TEST(Loader, InvalidOptionsSayWhatToChange) {
+  auto store = numbered_store(10);
+  auto message_for = [&](LoaderOptions options) -> std::string {
+    try {
+      Loader loader(store, options);
+    } catch (const OptionsError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  LoaderOptions options;
+  options.batch_size = 0;
+  EXPECT_EQ(message_for(options), "batch_size must be at least 1, got 0");
+  options = {};
+  options.num_workers = -1;
+  EXPECT_EQ(message_for(options), "num_workers must be 0 (assemble on the calling thread) or more, got -1");
+  options = {};
+  options.prefetch = 0;
+  EXPECT_EQ(message_for(options), "prefetch must be at least 1 batch, got 0");
+  options = {};
+  options.normalization.std = 0.0f;
+  EXPECT_EQ(message_for(options), "normalization std must be positive, got 0.000000");
+}
+
+TEST(Loader, NextBeforeStartEpochIsAnError) {
+  auto store = numbered_store(10);
+  Loader loader(store, options_with(4, 1));
+  EXPECT_THROW(loader.next(), std::logic_error);
+}
+
+TEST(Loader, EmptyStoreGivesEmptyEpochs) {
+  auto store = std::make_shared<ImageStore>(ImageShape{1, 2, 2}, 0, true);
+  Loader loader(store, options_with(4, 2));
+  loader.start_epoch(0);
+  EXPECT_FALSE(loader.next());
+}
+
+}  // namespace
+}  // namespace feeder
