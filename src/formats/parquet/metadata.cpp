@@ -309,10 +309,6 @@ FileMetadata parse_file_metadata(std::span<const uint8_t> footer, int64_t data_e
         throw DataError(chunk_where + ": negative chunk size");
       }
       const int64_t start = chunk.start_offset();
-      if (chunk.dictionary_page_offset && *chunk.dictionary_page_offset > chunk.data_page_offset) {
-        throw DataError(chunk_where + ": dictionary page offset " + std::to_string(*chunk.dictionary_page_offset) +
-                        " is after the data page offset " + std::to_string(chunk.data_page_offset));
-      }
       if (start < 4 || start > data_end_bytes || chunk.total_compressed_size_bytes > data_end_bytes - start) {
         throw DataError(chunk_where + ": chunk at offset " + std::to_string(start) + " with " +
                         std::to_string(chunk.total_compressed_size_bytes) +

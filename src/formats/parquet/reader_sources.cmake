@@ -31,3 +31,13 @@ target_sources(feeder_core PRIVATE
 # Public so that tests and fuzz targets can include src/formats/parquet/detail/thrift.h.
 target_include_directories(feeder_core PUBLIC $<BUILD_INTERFACE:${FEEDER_PARQUET_GEN_DIR}>)
 target_link_libraries(feeder_core PUBLIC PkgConfig::FEEDER_THRIFT PRIVATE PkgConfig::FEEDER_CODECS)
+target_sources(feeder_core PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/detail/chunk_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/detail/column_values.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decoder/rle_bit_packed.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decoder/plain.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decoder/dictionary.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decoder/delta_binary_packed.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decoder/byte_stream_split.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
+)

@@ -1,0 +1,272 @@
+#include "formats/parquet/detail/chunk_reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "feeder/error.h"
+#include "formats/parquet/codec.h"
+#include "formats/parquet/decoder/decode_error.h"
+#include "formats/parquet/detail/thrift.h"
+
+namespace feeder::parquet::detail {
+
+namespace {
+
+// A page may not claim more than this uncompressed, nor expand more than kMaxExpansion times
+// beyond 1 MiB of slack: real pages are around 1 MiB, and the bound keeps a lying header from
+// making us allocate gigabytes.
+constexpr int64_t kMaxPageBytes = int64_t{1} << 30;
+constexpr int64_t kMaxExpansion = 4096;
+
+struct RawPage {
+  format::PageHeader header;
+  int64_t page_idx = 0;
+  std::span<const uint8_t> body;  // compressed bytes as stored
+};
+
+// Iterates page headers of a chunk; each header and body is checked to lie inside the chunk.
+class PageWalker {
+ public:
+  explicit PageWalker(const ChunkLocation& where) : where_(where) {
+    const int64_t start = where.chunk->start_offset();
+    pos_ = static_cast<size_t>(start);
+    end_ = static_cast<size_t>(start + where.chunk->total_compressed_size_bytes);
+  }
+
+  bool done() const { return pos_ >= end_; }
+
+  RawPage next() {
+    RawPage page;
+    page.page_idx = page_idx_++;
+    const std::string context = page_context(where_, page.page_idx);
+    const size_t header_bytes = read_page_header(where_.file_bytes.data() + pos_, end_ - pos_, page.header, context);
+    pos_ += header_bytes;
+    const auto& h = page.header;
+    if (h.compressed_page_size < 0 || h.uncompressed_page_size < 0) {
+      throw DataError(context + ": negative page size in page header (compressed " + std::to_string(h.compressed_page_size) +
+                      ", uncompressed " + std::to_string(h.uncompressed_page_size) + ")");
+    }
+    const size_t left = end_ - pos_;
+    if (static_cast<size_t>(h.compressed_page_size) > left) {
+      throw DataError(context + ": page header declares " + std::to_string(h.compressed_page_size) + " bytes but only " +
+                      std::to_string(left) + " are left in the column chunk (truncated data page)");
+    }
+    page.body = where_.file_bytes.subspan(pos_, static_cast<size_t>(h.compressed_page_size));
+    pos_ += static_cast<size_t>(h.compressed_page_size);
+    return page;
+  }
+
+ private:
+  const ChunkLocation& where_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  int64_t page_idx_ = 0;
+};
+
+void check_crc(const RawPage& page, const std::string& context) {
+  if (!page.header.__isset.crc) return;
+  const uint32_t expected = static_cast<uint32_t>(page.header.crc);
+  const uint32_t found =
+      static_cast<uint32_t>(crc32(0L, page.body.data(), static_cast<uInt>(page.body.size())));
+  if (expected != found) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "expected %08x, found %08x", expected, found);
+    throw DataError(context + ": page CRC mismatch (" + text + ")");
+  }
+}
+
+void check_uncompressed_size(int64_t uncompressed, int64_t compressed, const std::string& context) {
+  if (uncompressed > kMaxPageBytes || uncompressed > compressed * kMaxExpansion + (int64_t{1} << 20)) {
+    throw DataError(context + ": page header declares " + std::to_string(uncompressed) +
+                    " uncompressed bytes for " + std::to_string(compressed) + " stored bytes, which is not plausible");
+  }
+}
+
+// Decompresses `in` into buffer (resized to `size`) unless the chunk is uncompressed, in which case
+// the stored bytes are used as they are.
+std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64_t size, std::vector<uint8_t>& buffer,
+                                 const std::string& context) {
+  if (codec == Codec::kUncompressed) {
+    if (static_cast<int64_t>(in.size()) != size) {
+      throw DataError(context + ": UNCOMPRESSED: page stores " + std::to_string(in.size()) +
+                      " bytes but declares an uncompressed size of " + std::to_string(size));
+    }
+    return in;
+  }
+  if (size == 0 && in.empty()) return {};  // empty v2 value sections hold no codec frame at all
+  check_uncompressed_size(size, static_cast<int64_t>(in.size()), context);
+  buffer.resize(static_cast<size_t>(size));
+  decompress(codec, in, buffer, context);
+  return buffer;
+}
+
+}  // namespace
+
+std::string chunk_context(const ChunkLocation& where) {
+  std::string text = *where.file_name + ": column '" + where.column->name + "'";
+  if (where.num_row_groups > 1) text += " row group " + std::to_string(where.row_group_idx);
+  return text;
+}
+
+std::string page_context(const ChunkLocation& where, int64_t page_idx) {
+  return chunk_context(where) + " page " + std::to_string(page_idx);
+}
+
+void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
+                   const std::function<void(const DataPage&)>& on_data) {
+  const ColumnChunkInfo& chunk = *where.chunk;
+  const ColumnSchema& column = *where.column;
+  if (chunk.encrypted) throw DataError(chunk_context(where) + ": column is encrypted (encrypted Parquet is not supported)");
+  if (!codec_supported(chunk.codec)) {
+    throw DataError(chunk_context(where) + ": codec " + to_string(chunk.codec) + " is not supported");
+  }
+  if (chunk.num_values != where.num_rows) {
+    throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) +
+                    " values but the row group has " + std::to_string(where.num_rows) + " rows");
+  }
+  const bool has_nulls = column.max_definition_level > 0;
+  PageWalker walker(where);
+  std::vector<uint8_t> buffer;
+  int64_t rows_done = 0;
+  int64_t num_data_pages = 0;
+  while (!walker.done() && rows_done < chunk.num_values) {
+    RawPage page = walker.next();
+    const std::string context = page_context(where, page.page_idx);
+    try {
+      if (where.verify_checksums) check_crc(page, context);
+      const auto& h = page.header;
+      switch (static_cast<PageType>(h.type)) {
+        case PageType::kDictionaryPage: {
+          if (!h.__isset.dictionary_page_header) throw DataError(context + ": dictionary page without its header");
+          if (num_data_pages > 0) throw DataError(context + ": dictionary page after data pages");
+          const auto& dh = h.dictionary_page_header;
+          if (dh.num_values < 0) {
+            throw DataError(context + ": negative num_values in dictionary page header (" + std::to_string(dh.num_values) + ")");
+          }
+          if (dh.encoding != format::Encoding::PLAIN && dh.encoding != format::Encoding::PLAIN_DICTIONARY) {
+            throw DataError(context + ": dictionary page encoding " + to_string(static_cast<Encoding>(dh.encoding)) +
+                            " is not supported");
+          }
+          DictionaryPage dict;
+          dict.page_idx = page.page_idx;
+          dict.num_values = dh.num_values;
+          dict.values = inflate(chunk.codec, page.body, h.uncompressed_page_size, buffer, context);
+          on_dictionary(dict);
+          break;
+        }
+        case PageType::kDataPage: {
+          if (!h.__isset.data_page_header) throw DataError(context + ": data page without its header");
+          const auto& dh = h.data_page_header;
+          DataPage data;
+          data.page_idx = page.page_idx;
+          data.first_row = rows_done;
+          data.num_values = dh.num_values;
+          data.encoding = static_cast<Encoding>(dh.encoding);
+          if (dh.num_values < 0 || dh.num_values > chunk.num_values - rows_done) {
+            throw DataError(context + ": page declares " + std::to_string(dh.num_values) + " values but " +
+                            std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
+          }
+          std::span<const uint8_t> body = inflate(chunk.codec, page.body, h.uncompressed_page_size, buffer, context);
+          if (has_nulls) {
+            if (dh.definition_level_encoding != format::Encoding::RLE) {
+              throw DataError(context + ": definition level encoding " +
+                              to_string(static_cast<Encoding>(dh.definition_level_encoding)) + " is not supported");
+            }
+            if (body.size() < 4) throw DataError(context + ": page too short for its definition levels");
+            uint32_t levels_bytes = 0;
+            std::memcpy(&levels_bytes, body.data(), 4);
+            if (levels_bytes > body.size() - 4) {
+              throw DataError(context + ": definition levels declare " + std::to_string(levels_bytes) +
+                              " bytes but the page has " + std::to_string(body.size() - 4));
+            }
+            data.def_levels = body.subspan(4, levels_bytes);
+            body = body.subspan(4 + levels_bytes);
+          }
+          data.values = body;
+          on_data(data);
+          rows_done += data.num_values;
+          ++num_data_pages;
+          break;
+        }
+        case PageType::kDataPageV2: {
+          if (!h.__isset.data_page_header_v2) throw DataError(context + ": data page v2 without its header");
+          const auto& dh = h.data_page_header_v2;
+          DataPage data;
+          data.page_idx = page.page_idx;
+          data.first_row = rows_done;
+          data.num_values = dh.num_values;
+          data.encoding = static_cast<Encoding>(dh.encoding);
+          if (dh.num_values < 0 || dh.num_values > chunk.num_values - rows_done) {
+            throw DataError(context + ": page declares " + std::to_string(dh.num_values) + " values but " +
+                            std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
+          }
+          // Levels are stored uncompressed ahead of the values: repetition levels (ignored: a flat
+          // column has none, though some writers still emit an empty run) then definition levels.
+          const int64_t rep_bytes = dh.repetition_levels_byte_length;
+          const int64_t def_bytes = dh.definition_levels_byte_length;
+          if (rep_bytes < 0 || def_bytes < 0 || rep_bytes + def_bytes > static_cast<int64_t>(page.body.size()) ||
+              rep_bytes + def_bytes > h.uncompressed_page_size) {
+            throw DataError(context + ": level lengths (repetition " + std::to_string(rep_bytes) + ", definition " +
+                            std::to_string(def_bytes) + ") do not fit in the page");
+          }
+          const size_t levels_bytes = static_cast<size_t>(rep_bytes + def_bytes);
+          if (has_nulls) data.def_levels = page.body.subspan(static_cast<size_t>(rep_bytes), static_cast<size_t>(def_bytes));
+          const std::span<const uint8_t> stored_values = page.body.subspan(levels_bytes);
+          const int64_t values_bytes = h.uncompressed_page_size - static_cast<int64_t>(levels_bytes);
+          // In v2 only the values are compressed, and only when is_compressed (default true) says so.
+          const bool compressed = !dh.__isset.is_compressed || dh.is_compressed;
+          data.values = inflate(compressed ? chunk.codec : Codec::kUncompressed, stored_values, values_bytes, buffer, context);
+          on_data(data);
+          rows_done += data.num_values;
+          ++num_data_pages;
+          break;
+        }
+        case PageType::kIndexPage:
+          break;  // not used by readers of values
+        default:
+          throw DataError(context + ": unknown page type " + std::to_string(static_cast<int32_t>(h.type)));
+      }
+    } catch (const decoder::DecodeError& e) {
+      throw DataError(context + ": " + e.what());
+    }
+  }
+  if (rows_done != chunk.num_values) {
+    throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(rows_done) + " of its " +
+                    std::to_string(chunk.num_values) + " values");
+  }
+}
+
+PageCounts count_pages(const ChunkLocation& where) {
+  PageCounts counts;
+  if (where.chunk->encrypted) return counts;
+  PageWalker walker(where);
+  while (!walker.done()) {
+    const RawPage page = walker.next();
+    const auto& h = page.header;
+    counts.has_crc = counts.has_crc || h.__isset.crc;
+    std::optional<Encoding> encoding;
+    switch (static_cast<PageType>(h.type)) {
+      case PageType::kDictionaryPage: ++counts.dictionary; break;
+      case PageType::kDataPage:
+        ++counts.data_v1;
+        encoding = static_cast<Encoding>(h.data_page_header.encoding);
+        break;
+      case PageType::kDataPageV2:
+        ++counts.data_v2;
+        encoding = static_cast<Encoding>(h.data_page_header_v2.encoding);
+        break;
+      default: ++counts.other; break;
+    }
+    if (encoding && std::find(counts.data_encodings.begin(), counts.data_encodings.end(), *encoding) ==
+                        counts.data_encodings.end()) {
+      counts.data_encodings.push_back(*encoding);
+    }
+  }
+  return counts;
+}
+
+}  // namespace feeder::parquet::detail

@@ -1,0 +1,63 @@
+#pragma once
+
+// Internal: walks the pages of one column chunk, checking every header against the chunk's bytes,
+// verifying CRCs when asked, decompressing, and splitting data pages into definition levels and
+// values. Value decoding is left to the caller, so the generic reader and the image path share it.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "feeder/formats/parquet/metadata.h"
+
+namespace feeder::parquet::detail {
+
+struct ChunkLocation {
+  std::span<const uint8_t> file_bytes;
+  const std::string* file_name = nullptr;
+  const ColumnSchema* column = nullptr;
+  const ColumnChunkInfo* chunk = nullptr;
+  int64_t row_group_idx = 0;
+  int64_t num_row_groups = 1;
+  int64_t num_rows = 0;  // rows of the row group; a flat chunk holds exactly this many values
+  bool verify_checksums = false;
+};
+
+struct DictionaryPage {
+  int64_t page_idx = 0;
+  int64_t num_values = 0;
+  std::span<const uint8_t> values;  // PLAIN-encoded dictionary entries
+};
+
+struct DataPage {
+  int64_t page_idx = 0;
+  int64_t first_row = 0;   // row (within the row group) of the page's first value
+  int64_t num_values = 0;  // rows in the page, nulls included
+  Encoding encoding = Encoding::kPlain;
+  // Definition levels as RLE/bit-packed hybrid data without a length prefix; empty when the column
+  // is REQUIRED (every value present).
+  std::span<const uint8_t> def_levels;
+  std::span<const uint8_t> values;
+};
+
+// "<file>: column '<name>'" plus " row group <i>" when the file has several, plus " page <i>".
+std::string page_context(const ChunkLocation& where, int64_t page_idx);
+std::string chunk_context(const ChunkLocation& where);
+
+// Calls on_dictionary / on_data for each page in file order. Spans are valid only during the
+// call. Errors (including DecodeErrors thrown by the callbacks) become DataErrors prefixed with
+// the page context. At the end, checks that the pages held exactly num_rows values.
+void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
+                   const std::function<void(const DataPage&)>& on_data);
+
+// Counts pages by type without decompressing anything.
+struct PageCounts {
+  int64_t dictionary = 0, data_v1 = 0, data_v2 = 0, other = 0;
+  std::vector<Encoding> data_encodings;
+  bool has_crc = false;
+};
+PageCounts count_pages(const ChunkLocation& where);
+
+}  // namespace feeder::parquet::detail

@@ -1,0 +1,132 @@
+#include "feeder/formats/parquet/reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "feeder/error.h"
+#include "feeder/io/file.h"
+#include "formats/parquet/decoder/decoder.h"
+#include "formats/parquet/detail/chunk_reader.h"
+#include "formats/parquet/detail/column_values.h"
+
+namespace feeder::parquet {
+
+namespace {
+
+constexpr size_t kMagicBytes = 4;
+constexpr size_t kFooterTailBytes = 8;  // u32 footer length + "PAR1"
+
+}  // namespace
+
+int64_t ColumnData::null_count() const {
+  return static_cast<int64_t>(std::count(valid.begin(), valid.end(), uint8_t{0}));
+}
+
+ParquetFile ParquetFile::open(const std::filesystem::path& path, const ReaderOptions& options) {
+  return from_buffer(read_file_raw(path), path.string(), options);
+}
+
+ParquetFile ParquetFile::from_buffer(std::vector<uint8_t> bytes, std::string name, const ReaderOptions& options) {
+  ParquetFile file;
+  file.name_ = std::move(name);
+  file.bytes_ = std::move(bytes);
+  file.options_ = options;
+  const std::string& n = file.name_;
+  const auto& b = file.bytes_;
+  if (b.size() >= kMagicBytes && std::memcmp(b.data(), "PARE", 4) == 0) {
+    throw DataError(n + ": encrypted parquet not supported (magic PARE)");
+  }
+  if (b.size() < kMagicBytes + kFooterTailBytes) {
+    throw DataError(n + ": not a Parquet file: " + std::to_string(b.size()) + " bytes is too short (truncated?)");
+  }
+  if (std::memcmp(b.data(), "PAR1", 4) != 0) throw DataError(n + ": not a Parquet file: bad magic at the start (expected PAR1)");
+  const uint8_t* tail = b.data() + b.size() - 4;
+  if (std::memcmp(tail, "PARE", 4) == 0) throw DataError(n + ": encrypted parquet not supported (footer magic PARE)");
+  if (std::memcmp(tail, "PAR1", 4) != 0) {
+    throw DataError(n + ": not a Parquet file: bad magic at the end (expected PAR1; truncated file?)");
+  }
+  uint32_t footer_bytes = 0;
+  std::memcpy(&footer_bytes, b.data() + b.size() - kFooterTailBytes, 4);
+  const uint64_t room = b.size() - kMagicBytes - kFooterTailBytes;
+  if (footer_bytes == 0 || footer_bytes > room) {
+    throw DataError(n + ": footer length " + std::to_string(footer_bytes) + " is larger than the file allows (" +
+                    std::to_string(room) + " bytes between the magics)");
+  }
+  const size_t footer_start = b.size() - kFooterTailBytes - footer_bytes;
+  file.metadata_ = parse_file_metadata(std::span<const uint8_t>(b.data() + footer_start, footer_bytes),
+                                       static_cast<int64_t>(footer_start), n);
+  int64_t rows = 0;
+  for (const auto& rg : file.metadata_.row_groups) rows += rg.num_rows;
+  if (rows != file.metadata_.num_rows) {
+    throw DataError(n + ": footer declares " + std::to_string(file.metadata_.num_rows) +
+                    " rows but its row groups add up to " + std::to_string(rows));
+  }
+  return file;
+}
+
+void ParquetFile::require_flat_schema() const {
+  if (metadata_.nested_column) {
+    throw DataError(name_ + ": nested schema not supported (column '" + *metadata_.nested_column +
+                    "'); feeder reads flat files of top-level primitive columns");
+  }
+}
+
+detail::ChunkLocation detail::make_location(const ParquetFile& file, int64_t row_group_idx, int64_t column_idx,
+                                            bool verify_checksums) {
+  const FileMetadata& meta = file.metadata();
+  ChunkLocation where;
+  where.file_bytes = file.bytes();
+  where.file_name = &file.name();
+  where.column = &meta.columns[static_cast<size_t>(column_idx)];
+  where.chunk = &meta.row_groups[static_cast<size_t>(row_group_idx)].columns[static_cast<size_t>(column_idx)];
+  where.row_group_idx = row_group_idx;
+  where.num_row_groups = static_cast<int64_t>(meta.row_groups.size());
+  where.num_rows = meta.row_groups[static_cast<size_t>(row_group_idx)].num_rows;
+  where.verify_checksums = verify_checksums;
+  return where;
+}
+
+ColumnData ParquetFile::read_column(int64_t column_idx) const {
+  require_flat_schema();
+  if (column_idx < 0 || column_idx >= static_cast<int64_t>(metadata_.columns.size())) {
+    throw DataError(name_ + ": no column " + std::to_string(column_idx) + " (the file has " +
+                    std::to_string(metadata_.columns.size()) + ")");
+  }
+  const ColumnSchema& column = metadata_.columns[static_cast<size_t>(column_idx)];
+  ColumnData out;
+  out.physical_type = column.physical_type;
+  switch (column.physical_type) {
+    case PhysicalType::kBoolean: out.values = detail::read_values<uint8_t>(*this, column_idx, out.valid); break;
+    case PhysicalType::kInt32: out.values = detail::read_values<int32_t>(*this, column_idx, out.valid); break;
+    case PhysicalType::kInt64: out.values = detail::read_values<int64_t>(*this, column_idx, out.valid); break;
+    case PhysicalType::kFloat: out.values = detail::read_values<float>(*this, column_idx, out.valid); break;
+    case PhysicalType::kDouble: out.values = detail::read_values<double>(*this, column_idx, out.valid); break;
+    case PhysicalType::kByteArray:
+    case PhysicalType::kFixedLenByteArray:
+      out.values = detail::read_values<std::string>(*this, column_idx, out.valid);
+      break;
+    case PhysicalType::kInt96:
+      throw DataError(name_ + ": column '" + column.name + "': INT96 columns are not supported");
+  }
+  return out;
+}
+
+ColumnData ParquetFile::read_column(std::string_view column_name) const {
+  const int64_t idx = metadata_.column_index(column_name);
+  if (idx < 0) throw DataError(name_ + ": no column named '" + std::string(column_name) + "'");
+  return read_column(idx);
+}
+
+ChunkPageSummary ParquetFile::summarize_pages(int64_t row_group_idx, int64_t column_idx) const {
+  const detail::PageCounts counts = detail::count_pages(detail::make_location(*this, row_group_idx, column_idx, false));
+  ChunkPageSummary summary;
+  summary.num_dictionary_pages = counts.dictionary;
+  summary.num_data_pages_v1 = counts.data_v1;
+  summary.num_data_pages_v2 = counts.data_v2;
+  summary.num_other_pages = counts.other;
+  summary.data_encodings = counts.data_encodings;
+  summary.has_crc = counts.has_crc;
+  return summary;
+}
+
+}  // namespace feeder::parquet
