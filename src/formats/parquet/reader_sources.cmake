@@ -40,4 +40,5 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/decoder/delta_binary_packed.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decoder/byte_stream_split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/image_reader.cpp
 )

@@ -89,6 +89,8 @@ struct ParquetImageOptions {
   // Image shape; unset: 784 pixels -> 1x28x28, S*S -> 1xSxS, else an error asking for a shape.
   std::optional<ImageShape> shape;
   std::string label_column = "label";
+  // Pixel columns in pixel order; empty: every INT32/INT64 column other than the label, in file order.
+  std::vector<std::string> pixel_columns;
   // Image column (FIXED_LEN_BYTE_ARRAY of C*H*W bytes); unset: use it when it is the only
   // non-label column of that type.
   std::optional<std::string> image_column;
