@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "feeder/formats/parquet/metadata.h"
+#include "feeder/store/image_store.h"
+
+namespace feeder {
+
+// How images map onto Parquet columns.
+enum class ParquetLayout {
+  // `label` + `pixel1..pixelK`, one INT32 column per pixel annotated INT(8,false) (UINT_8), so
+  // pandas and DuckDB read uint8 pixels: the article's CSV layout, dictionary + RLE/bit-packed.
+  kColumns,
+  // `label` + one FIXED_LEN_BYTE_ARRAY(C*H*W) column `image` holding each image row-major: one
+  // memcpy per page to load.
+  kImage,
+};
+
+std::string to_string(ParquetLayout layout);
+
+// Key of the key-value metadata entry that records the image shape as "CxHxW", so a reader can
+// restore (N,C,H,W) from either layout.
+inline constexpr std::string_view kImageShapeKey = "feeder.image_shape";
+
+struct ParquetWriteOptions {
+  ParquetLayout layout = ParquetLayout::kColumns;
+  // kLz4 (the deprecated Hadoop framing) is not written; "lz4" means kLz4Raw.
+  parquet::Codec codec = parquet::Codec::kZstd;
+  // Codec level; 0 picks feeder's default for the codec (ZSTD: 1, GZIP: 6, BROTLI: 5).
+  int compression_level = 0;
+  // Rows per row group. One FashionMNIST train set (60,000 rows) fits in one group by default;
+  // memory while writing is bounded by one encoded row group.
+  int64_t row_group_size = 65536;
+  // Target uncompressed size of one data page; a page always holds at least one value.
+  int64_t page_size_bytes = 1 << 20;
+  // Encoding threads; 0 = one per core.
+  int num_threads = 0;
+};
+
+// Parses the names used on the command line; throws OptionsError listing the accepted names.
+ParquetLayout parse_parquet_layout(std::string_view name);
+parquet::Codec parse_parquet_codec(std::string_view name);
+
+// Writes `store` as a Parquet file (data page v1, REQUIRED columns, min/max/null_count statistics
+// per column chunk, created_by "feeder version ..."). An unlabeled store gets no label column.
+// Output goes to a temporary file renamed onto `path` only when complete, so a failure leaves any
+// existing file untouched. Throws OptionsError on invalid options, DataError on I/O errors.
+void write_parquet(const ImageStore& store, const std::filesystem::path& path, const ParquetWriteOptions& options = {});
+
+}  // namespace feeder

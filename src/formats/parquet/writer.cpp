@@ -1,0 +1,462 @@
+#include "feeder/formats/parquet/writer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "feeder/error.h"
+#include "feeder/io/file.h"
+#include "formats/parquet/codec.h"
+#include "formats/parquet/detail/thrift.h"
+#include "formats/parquet/encoder/dictionary_encoder.h"
+#include "formats/parquet/encoder/plain_encoder.h"
+
+namespace feeder {
+namespace {
+
+namespace fmt = parquet::format;
+namespace encoder = parquet::encoder;
+using parquet::Codec;
+
+// "<app> version <semver>" is the form other readers parse to apply per-writer workarounds.
+constexpr const char* kCreatedBy = "feeder version 0.1.0";
+constexpr std::string_view kMagic = "PAR1";
+// Pixel columns are transposed this many at a time: a block reads 32 bytes of each image (one cache
+// line) and its column-major copy stays in L2 while it is encoded.
+constexpr int64_t kPixelColumnsPerBlock = 32;
+// Labels are class indexes; past this many distinct values a dictionary stops paying off.
+constexpr size_t kMaxLabelDictionaryEntries = 4096;
+
+// Options resolved and checked once; immutable while writing.
+struct WriteConfig {
+  ParquetLayout layout;
+  Codec codec;
+  int compression_level;
+  int64_t rows_per_group;
+  int64_t page_size_bytes;
+  int num_threads;
+};
+
+int default_level(Codec codec) {
+  switch (codec) {
+    case Codec::kZstd: return 1;  // FashionMNIST train: level 1 28.96 MB, 3 29.40 MB, 15 28.06 MB at 5x the time
+    case Codec::kGzip: return 6;
+    case Codec::kBrotli: return 5;
+    default: return -1;  // the codec has no levels, or its library default is right
+  }
+}
+
+WriteConfig resolve(const ParquetWriteOptions& options) {
+  switch (options.codec) {
+    case Codec::kUncompressed:
+    case Codec::kSnappy:
+    case Codec::kGzip:
+    case Codec::kBrotli:
+    case Codec::kZstd:
+    case Codec::kLz4Raw:
+      break;
+    case Codec::kLz4:
+      throw OptionsError("parquet writer: codec LZ4 (Hadoop framing) is deprecated; use LZ4_RAW (\"lz4\")");
+    default:
+      throw OptionsError("parquet writer: cannot write codec " + parquet::to_string(options.codec));
+  }
+  if (options.row_group_size <= 0)
+    throw OptionsError("parquet writer: row group size must be positive, got " + std::to_string(options.row_group_size));
+  if (options.page_size_bytes <= 0)
+    throw OptionsError("parquet writer: page size must be positive, got " + std::to_string(options.page_size_bytes));
+  if (options.num_threads < 0)
+    throw OptionsError("parquet writer: number of threads must not be negative, got " + std::to_string(options.num_threads));
+  WriteConfig config;
+  config.layout = options.layout;
+  config.codec = options.codec;
+  config.compression_level = options.compression_level != 0 ? options.compression_level : default_level(options.codec);
+  config.rows_per_group = options.row_group_size;
+  config.page_size_bytes = options.page_size_bytes;
+  config.num_threads = options.num_threads != 0 ? options.num_threads
+                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return config;
+}
+
+// Runs fn(item_idx) for item_idx in [0, num_items) on up to num_threads threads. The first exception
+// a worker catches is rethrown here, after every thread has been joined.
+template <typename Fn>
+void parallel_for(int64_t num_items, int num_threads, Fn&& fn) {
+  const int num_workers = static_cast<int>(std::min<int64_t>(num_threads, num_items));
+  if (num_workers <= 1) {
+    for (int64_t item_idx = 0; item_idx < num_items; ++item_idx) fn(item_idx);
+    return;
+  }
+  std::atomic<int64_t> next_item{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(num_workers));  // one slot per worker
+  auto work = [&](int worker_idx) {
+    try {
+      for (int64_t item_idx = next_item++; item_idx < num_items && !failed; item_idx = next_item++) fn(item_idx);
+    } catch (...) {
+      errors[static_cast<size_t>(worker_idx)] = std::current_exception();
+      failed = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(num_workers - 1));
+  for (int worker_idx = 1; worker_idx < num_workers; ++worker_idx) threads.emplace_back(work, worker_idx);
+  work(0);
+  for (std::thread& thread : threads) thread.join();
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
+}
+
+fmt::CompressionCodec::type to_thrift(Codec codec) { return static_cast<fmt::CompressionCodec::type>(codec); }
+
+std::vector<uint8_t> compress_page(const WriteConfig& config, std::span<const uint8_t> page) {
+  if (config.codec == Codec::kUncompressed) return {page.begin(), page.end()};
+  return parquet::compress(config.codec, page, config.compression_level);
+}
+
+// One page, compressed, with its serialized header in front.
+struct EncodedPage {
+  std::vector<uint8_t> bytes;
+  int64_t uncompressed_size_bytes = 0;  // header + uncompressed payload, as ColumnMetaData counts it
+};
+
+EncodedPage encode_page(const WriteConfig& config, fmt::PageHeader header, std::span<const uint8_t> payload) {
+  std::vector<uint8_t> compressed = compress_page(config, payload);
+  if (payload.size() > INT32_MAX || compressed.size() > INT32_MAX)
+    throw OptionsError("parquet writer: a page exceeds 2 GiB; use a smaller page size");
+  header.__set_uncompressed_page_size(static_cast<int32_t>(payload.size()));
+  header.__set_compressed_page_size(static_cast<int32_t>(compressed.size()));
+  const std::string header_bytes = parquet::detail::serialize_page_header(header);
+  EncodedPage page;
+  page.bytes.reserve(header_bytes.size() + compressed.size());
+  page.bytes.insert(page.bytes.end(), header_bytes.begin(), header_bytes.end());
+  page.bytes.insert(page.bytes.end(), compressed.begin(), compressed.end());
+  page.uncompressed_size_bytes = static_cast<int64_t>(header_bytes.size() + payload.size());
+  return page;
+}
+
+EncodedPage encode_dictionary_page(const WriteConfig& config, std::span<const uint8_t> plain_values, int64_t num_entries) {
+  fmt::DictionaryPageHeader dictionary_header;
+  dictionary_header.__set_num_values(static_cast<int32_t>(num_entries));
+  dictionary_header.__set_encoding(fmt::Encoding::PLAIN);
+  dictionary_header.__set_is_sorted(true);  // entries are in ascending order
+  fmt::PageHeader header;
+  header.__set_type(fmt::PageType::DICTIONARY_PAGE);
+  header.__set_dictionary_page_header(dictionary_header);
+  return encode_page(config, std::move(header), plain_values);
+}
+
+EncodedPage encode_data_page(const WriteConfig& config, std::span<const uint8_t> payload, int64_t num_values,
+                             fmt::Encoding::type encoding) {
+  fmt::DataPageHeader data_header;
+  data_header.__set_num_values(static_cast<int32_t>(num_values));
+  data_header.__set_encoding(encoding);
+  // Required fields even though REQUIRED flat columns carry no levels.
+  data_header.__set_definition_level_encoding(fmt::Encoding::RLE);
+  data_header.__set_repetition_level_encoding(fmt::Encoding::RLE);
+  fmt::PageHeader header;
+  header.__set_type(fmt::PageType::DATA_PAGE);
+  header.__set_data_page_header(data_header);
+  return encode_page(config, std::move(header), payload);
+}
+
+// One column chunk of one row group, pages back to back, waiting to be placed in the file.
+struct EncodedChunk {
+  std::vector<uint8_t> bytes;
+  bool has_dictionary = false;
+  int64_t data_page_offset_in_chunk = 0;  // the dictionary page, when present, is at 0
+  int64_t uncompressed_size_bytes = 0;
+  int64_t num_values = 0;
+  std::vector<fmt::Encoding::type> encodings;
+  fmt::Statistics statistics;
+
+  void append(const EncodedPage& page) {
+    bytes.insert(bytes.end(), page.bytes.begin(), page.bytes.end());
+    uncompressed_size_bytes += page.uncompressed_size_bytes;
+  }
+};
+
+fmt::Statistics make_statistics(std::string min_value, std::string max_value) {
+  fmt::Statistics statistics;
+  statistics.__set_null_count(0);
+  statistics.__set_min_value(std::move(min_value));
+  statistics.__set_max_value(std::move(max_value));
+  statistics.__set_is_min_value_exact(true);
+  statistics.__set_is_max_value_exact(true);
+  return statistics;
+}
+
+template <typename T>
+std::string plain_bytes(T value) {
+  std::string bytes(sizeof(T), '\0');
+  std::memcpy(bytes.data(), &value, sizeof(T));
+  return bytes;
+}
+
+// Dictionary page (PLAIN values) followed by RLE_DICTIONARY data pages of at most values_per_page.
+EncodedChunk encode_dictionary_chunk(const WriteConfig& config, const encoder::DictionaryColumn& column,
+                                     std::span<const uint8_t> plain_dictionary, int64_t values_per_page) {
+  EncodedChunk chunk;
+  chunk.has_dictionary = true;
+  chunk.num_values = static_cast<int64_t>(column.indices.size());
+  chunk.encodings = {fmt::Encoding::PLAIN, fmt::Encoding::RLE_DICTIONARY};
+  chunk.append(encode_dictionary_page(config, plain_dictionary, static_cast<int64_t>(column.dictionary.size())));
+  chunk.data_page_offset_in_chunk = static_cast<int64_t>(chunk.bytes.size());
+  std::vector<uint8_t> payload;
+  const std::span<const uint32_t> indices = column.indices;
+  for (int64_t first = 0; first < chunk.num_values; first += values_per_page) {
+    const int64_t count = std::min(values_per_page, chunk.num_values - first);
+    payload.clear();
+    encoder::put_dictionary_indices(indices.subspan(static_cast<size_t>(first), static_cast<size_t>(count)),
+                                    column.bit_width, payload);
+    chunk.append(encode_data_page(config, payload, count, fmt::Encoding::RLE_DICTIONARY));
+  }
+  return chunk;
+}
+
+// pixels: one pixel column of one row group, contiguous.
+EncodedChunk encode_pixel_chunk(const WriteConfig& config, const uint8_t* pixels, int64_t num_rows) {
+  const encoder::DictionaryColumn column = encoder::dictionary_encode_bytes(pixels, num_rows, 1);
+  std::vector<int32_t> entries(column.dictionary.begin(), column.dictionary.end());
+  std::vector<uint8_t> plain_dictionary;
+  encoder::put_plain_int32(entries, plain_dictionary);
+  const int64_t values_per_page = std::max<int64_t>(1, config.page_size_bytes / static_cast<int64_t>(sizeof(int32_t)));
+  EncodedChunk chunk = encode_dictionary_chunk(config, column, plain_dictionary, values_per_page);
+  if (!entries.empty()) chunk.statistics = make_statistics(plain_bytes(entries.front()), plain_bytes(entries.back()));
+  return chunk;
+}
+
+EncodedChunk encode_label_chunk(const WriteConfig& config, std::span<const int64_t> labels) {
+  const int64_t values_per_page = std::max<int64_t>(1, config.page_size_bytes / static_cast<int64_t>(sizeof(int64_t)));
+  EncodedChunk chunk;
+  if (std::optional<encoder::DictionaryColumn> column = encoder::dictionary_encode_int64(labels, kMaxLabelDictionaryEntries)) {
+    std::vector<uint8_t> plain_dictionary;
+    encoder::put_plain_int64(column->dictionary, plain_dictionary);
+    chunk = encode_dictionary_chunk(config, *column, plain_dictionary, values_per_page);
+  } else {
+    chunk.num_values = static_cast<int64_t>(labels.size());
+    chunk.encodings = {fmt::Encoding::PLAIN};
+    std::vector<uint8_t> payload;
+    for (int64_t first = 0; first < chunk.num_values; first += values_per_page) {
+      const int64_t count = std::min(values_per_page, chunk.num_values - first);
+      payload.clear();
+      encoder::put_plain_int64(labels.subspan(static_cast<size_t>(first), static_cast<size_t>(count)), payload);
+      chunk.append(encode_data_page(config, payload, count, fmt::Encoding::PLAIN));
+    }
+  }
+  if (!labels.empty()) {
+    const auto [min_it, max_it] = std::minmax_element(labels.begin(), labels.end());
+    chunk.statistics = make_statistics(plain_bytes(*min_it), plain_bytes(*max_it));
+  }
+  return chunk;
+}
+
+// images: (num_rows, image_bytes) contiguous. Pages are compressed in parallel: with one column
+// there is nothing else to spread over the threads.
+EncodedChunk encode_image_chunk(const WriteConfig& config, const uint8_t* images, int64_t num_rows, int64_t image_bytes) {
+  const int64_t rows_per_page = std::max<int64_t>(1, config.page_size_bytes / image_bytes);
+  const int64_t num_pages = (num_rows + rows_per_page - 1) / rows_per_page;
+  std::vector<EncodedPage> pages(static_cast<size_t>(num_pages));
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> page_min_max(static_cast<size_t>(num_pages));
+  auto less = [image_bytes](const uint8_t* a, const uint8_t* b) { return std::memcmp(a, b, static_cast<size_t>(image_bytes)) < 0; };
+  parallel_for(num_pages, config.num_threads, [&](int64_t page_idx) {
+    const int64_t first = page_idx * rows_per_page;
+    const int64_t count = std::min(rows_per_page, num_rows - first);
+    const uint8_t* begin = images + first * image_bytes;
+    std::vector<uint8_t> payload;
+    encoder::put_plain_fixed(begin, count, image_bytes, payload);
+    pages[static_cast<size_t>(page_idx)] = encode_data_page(config, payload, count, fmt::Encoding::PLAIN);
+    // Unsigned lexicographic order, the order Parquet defines for FIXED_LEN_BYTE_ARRAY.
+    const uint8_t* min_image = begin;
+    const uint8_t* max_image = begin;
+    for (int64_t row = 1; row < count; ++row) {
+      const uint8_t* image = begin + row * image_bytes;
+      if (less(image, min_image)) min_image = image;
+      if (less(max_image, image)) max_image = image;
+    }
+    page_min_max[static_cast<size_t>(page_idx)] = {min_image, max_image};
+  });
+  EncodedChunk chunk;
+  chunk.num_values = num_rows;
+  chunk.encodings = {fmt::Encoding::PLAIN};
+  for (const EncodedPage& page : pages) chunk.append(page);
+  if (num_pages > 0) {
+    const uint8_t* min_image = page_min_max[0].first;
+    const uint8_t* max_image = page_min_max[0].second;
+    for (const auto& [page_min, page_max] : page_min_max) {
+      if (less(page_min, min_image)) min_image = page_min;
+      if (less(max_image, page_max)) max_image = page_max;
+    }
+    chunk.statistics = make_statistics(std::string(reinterpret_cast<const char*>(min_image), static_cast<size_t>(image_bytes)),
+                                       std::string(reinterpret_cast<const char*>(max_image), static_cast<size_t>(image_bytes)));
+  }
+  return chunk;
+}
+
+// Encodes every column chunk of rows [first_row, first_row + num_rows), in schema order.
+std::vector<EncodedChunk> encode_row_group(const WriteConfig& config, const ImageStore& store, int64_t first_row,
+                                           int64_t num_rows) {
+  const int64_t image_bytes = store.image_bytes();
+  const uint8_t* images = store.pixels().data() + first_row * image_bytes;  // (num_rows, image_bytes)
+  const bool labeled = store.labeled();
+  std::vector<EncodedChunk> chunks;
+  if (config.layout == ParquetLayout::kImage) {
+    if (labeled) chunks.push_back(encode_label_chunk(config, store.labels().subspan(static_cast<size_t>(first_row), static_cast<size_t>(num_rows))));
+    chunks.push_back(encode_image_chunk(config, images, num_rows, image_bytes));
+    return chunks;
+  }
+  const int64_t first_pixel_chunk = labeled ? 1 : 0;
+  chunks.resize(static_cast<size_t>(first_pixel_chunk + image_bytes));
+  const int64_t num_blocks = (image_bytes + kPixelColumnsPerBlock - 1) / kPixelColumnsPerBlock;
+  // Item 0 is the label column (when any), items after it are blocks of pixel columns.
+  parallel_for(first_pixel_chunk + num_blocks, config.num_threads, [&](int64_t item_idx) {
+    if (item_idx < first_pixel_chunk) {
+      chunks[0] = encode_label_chunk(config, store.labels().subspan(static_cast<size_t>(first_row), static_cast<size_t>(num_rows)));
+      return;
+    }
+    const int64_t first_column = (item_idx - first_pixel_chunk) * kPixelColumnsPerBlock;
+    const int64_t num_columns = std::min(kPixelColumnsPerBlock, image_bytes - first_column);
+    std::vector<uint8_t> block(static_cast<size_t>(num_columns * num_rows));  // (num_columns, num_rows)
+    for (int64_t row = 0; row < num_rows; ++row) {
+      const uint8_t* src = images + row * image_bytes + first_column;
+      for (int64_t column = 0; column < num_columns; ++column) block[static_cast<size_t>(column * num_rows + row)] = src[column];
+    }
+    for (int64_t column = 0; column < num_columns; ++column)
+      chunks[static_cast<size_t>(first_pixel_chunk + first_column + column)] =
+          encode_pixel_chunk(config, block.data() + column * num_rows, num_rows);
+  });
+  return chunks;
+}
+
+fmt::SchemaElement leaf(const std::string& name, fmt::Type::type type) {
+  fmt::SchemaElement element;
+  element.__set_name(name);
+  element.__set_type(type);
+  element.__set_repetition_type(fmt::FieldRepetitionType::REQUIRED);
+  return element;
+}
+
+// Leaves in column-chunk order: [label], then pixel1..pixelK or image.
+std::vector<fmt::SchemaElement> make_schema(const ImageStore& store, ParquetLayout layout) {
+  std::vector<fmt::SchemaElement> leaves;
+  if (store.labeled()) leaves.push_back(leaf("label", fmt::Type::INT64));
+  if (layout == ParquetLayout::kImage) {
+    if (store.image_bytes() > INT32_MAX) throw OptionsError("parquet writer: image of " + to_string(store.shape()) + " is too large for one value");
+    fmt::SchemaElement image = leaf("image", fmt::Type::FIXED_LEN_BYTE_ARRAY);
+    image.__set_type_length(static_cast<int32_t>(store.image_bytes()));
+    leaves.push_back(std::move(image));
+  } else {
+    fmt::IntType uint8_type;
+    uint8_type.__set_bitWidth(8);
+    uint8_type.__set_isSigned(false);
+    fmt::LogicalType logical_type;
+    logical_type.__set_INTEGER(uint8_type);
+    for (int64_t pixel = 1; pixel <= store.image_bytes(); ++pixel) {
+      fmt::SchemaElement element = leaf("pixel" + std::to_string(pixel), fmt::Type::INT32);
+      element.__set_converted_type(fmt::ConvertedType::UINT_8);
+      element.__set_logicalType(logical_type);
+      leaves.push_back(std::move(element));
+    }
+  }
+  return leaves;
+}
+
+}  // namespace
+
+std::string to_string(ParquetLayout layout) { return layout == ParquetLayout::kImage ? "image" : "columns"; }
+
+ParquetLayout parse_parquet_layout(std::string_view name) {
+  if (name == "columns") return ParquetLayout::kColumns;
+  if (name == "image") return ParquetLayout::kImage;
+  throw OptionsError("unknown Parquet layout '" + std::string(name) + "' (use columns or image)");
+}
+
+parquet::Codec parse_parquet_codec(std::string_view name) {
+  if (name == "zstd") return Codec::kZstd;
+  if (name == "snappy") return Codec::kSnappy;
+  if (name == "gzip") return Codec::kGzip;
+  if (name == "lz4") return Codec::kLz4Raw;
+  if (name == "brotli") return Codec::kBrotli;
+  if (name == "none" || name == "uncompressed") return Codec::kUncompressed;
+  throw OptionsError("unknown Parquet codec '" + std::string(name) + "' (use zstd, snappy, gzip, lz4, brotli or none)");
+}
+
+void write_parquet(const ImageStore& store, const std::filesystem::path& path, const ParquetWriteOptions& options) {
+  const WriteConfig config = resolve(options);
+  std::vector<fmt::SchemaElement> schema = make_schema(store, config.layout);
+  const int64_t num_leaves = static_cast<int64_t>(schema.size());
+  fmt::SchemaElement root;
+  root.__set_name("schema");
+  root.__set_num_children(static_cast<int32_t>(num_leaves));
+  schema.insert(schema.begin(), std::move(root));
+
+  fmt::FileMetaData metadata;
+  metadata.__set_version(2);
+  metadata.__set_num_rows(store.size());
+  metadata.__set_created_by(kCreatedBy);
+  fmt::KeyValue shape_entry;
+  shape_entry.__set_key(std::string(kImageShapeKey));
+  shape_entry.__set_value(to_string(store.shape()));
+  metadata.__set_key_value_metadata({shape_entry});
+  // TypeDefinedOrder tells readers that min_value/max_value follow the type's order (unsigned for
+  // UINT_8 and FIXED_LEN_BYTE_ARRAY), so they may use the statistics.
+  fmt::ColumnOrder column_order;
+  column_order.__set_TYPE_ORDER(fmt::TypeDefinedOrder());
+  metadata.__set_column_orders(std::vector<fmt::ColumnOrder>(static_cast<size_t>(num_leaves), column_order));
+
+  AtomicFileWriter file(path);
+  file.write(kMagic);
+  std::vector<fmt::RowGroup> row_groups;
+  for (int64_t first_row = 0; first_row < store.size(); first_row += config.rows_per_group) {
+    const int64_t num_rows = std::min(config.rows_per_group, store.size() - first_row);
+    const std::vector<EncodedChunk> chunks = encode_row_group(config, store, first_row, num_rows);
+    fmt::RowGroup row_group;
+    row_group.__set_num_rows(num_rows);
+    row_group.__set_file_offset(static_cast<int64_t>(file.bytes_written()));
+    row_group.__set_ordinal(static_cast<int16_t>(std::min<size_t>(row_groups.size(), INT16_MAX)));
+    int64_t total_uncompressed_bytes = 0;
+    int64_t total_compressed_bytes = 0;
+    for (size_t column_idx = 0; column_idx < chunks.size(); ++column_idx) {
+      const EncodedChunk& chunk = chunks[column_idx];
+      const int64_t chunk_offset = static_cast<int64_t>(file.bytes_written());
+      file.write(chunk.bytes.data(), chunk.bytes.size());
+      fmt::ColumnMetaData column_metadata;
+      column_metadata.__set_type(schema[column_idx + 1].type);
+      column_metadata.__set_encodings(chunk.encodings);
+      column_metadata.__set_path_in_schema({schema[column_idx + 1].name});
+      column_metadata.__set_codec(to_thrift(config.codec));
+      column_metadata.__set_num_values(chunk.num_values);
+      column_metadata.__set_total_uncompressed_size(chunk.uncompressed_size_bytes);
+      column_metadata.__set_total_compressed_size(static_cast<int64_t>(chunk.bytes.size()));
+      column_metadata.__set_data_page_offset(chunk_offset + chunk.data_page_offset_in_chunk);
+      if (chunk.has_dictionary) column_metadata.__set_dictionary_page_offset(chunk_offset);
+      if (chunk.num_values > 0) column_metadata.__set_statistics(chunk.statistics);
+      fmt::ColumnChunk column_chunk;
+      column_chunk.__set_file_offset(chunk_offset);
+      column_chunk.__set_meta_data(std::move(column_metadata));
+      row_group.columns.push_back(std::move(column_chunk));
+      total_uncompressed_bytes += chunk.uncompressed_size_bytes;
+      total_compressed_bytes += static_cast<int64_t>(chunk.bytes.size());
+    }
+    row_group.__set_total_byte_size(total_uncompressed_bytes);
+    row_group.__set_total_compressed_size(total_compressed_bytes);
+    row_groups.push_back(std::move(row_group));
+  }
+  metadata.__set_schema(std::move(schema));
+  metadata.__set_row_groups(std::move(row_groups));
+
+  const std::string footer = parquet::detail::serialize_file_metadata(metadata);
+  file.write(footer);
+  const uint32_t footer_bytes = static_cast<uint32_t>(footer.size());
+  uint8_t length[4];
+  for (int byte_idx = 0; byte_idx < 4; ++byte_idx) length[byte_idx] = static_cast<uint8_t>(footer_bytes >> (8 * byte_idx));
+  file.write(length, sizeof(length));
+  file.write(kMagic);
+  file.commit();
+}
+
+}  // namespace feeder
