@@ -1,0 +1,91 @@
+#include "feeder/torch/adapter.h"
+
+#include <gtest/gtest.h>
+
+namespace feeder {
+namespace {
+
+std::shared_ptr<ImageStore> store_of(int64_t num_images, ImageShape shape) {
+  auto store = std::make_shared<ImageStore>(shape, num_images, true);
+  for (int64_t i = 0; i < num_images; ++i) {
+    store->labels()[static_cast<size_t>(i)] = i % 10;
+    for (int64_t p = 0; p < shape.num_pixels(); ++p) store->image(i)[p] = static_cast<uint8_t>((3 * i + p) % 256);
+  }
+  return store;
+}
+
+LoaderOptions sequential(int64_t batch_size) {
+  LoaderOptions options;
+  options.batch_size = batch_size;
+  options.shuffle = false;
+  options.num_workers = 2;
+  return options;
+}
+
+TEST(ToTensors, WrapsTheBatchBufferWithoutCopying) {
+  auto store = store_of(10, {1, 28, 28});
+  Loader loader(store, sequential(4));
+  loader.start_epoch(0);
+  std::optional<Batch> batch = loader.next();
+  ASSERT_TRUE(batch);
+  TensorBatch tensors = to_tensors(*batch);
+  EXPECT_EQ(tensors.images.data_ptr<float>(), batch->images());
+  EXPECT_EQ(tensors.labels.data_ptr<int64_t>(), batch->labels());
+  EXPECT_EQ(tensors.images.sizes(), (std::vector<int64_t>{4, 1, 28, 28}));
+  EXPECT_EQ(tensors.labels.sizes(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(tensors.images.dtype(), torch::kFloat32);
+  EXPECT_EQ(tensors.labels.dtype(), torch::kInt64);
+  EXPECT_TRUE(tensors.images.is_contiguous());
+}
+
+TEST(ToTensors, ValuesMatchTheStore) {
+  auto store = store_of(6, {1, 5, 5});
+  Loader loader(store, sequential(6));
+  loader.start_epoch(0);
+  TensorBatch tensors = to_tensors(*loader.next());
+  torch::Tensor expected =
+      torch::from_blob(store->pixels().data(), {6, 1, 5, 5}, torch::kUInt8).to(torch::kFloat32) / 255.0;
+  EXPECT_TRUE(torch::allclose(tensors.images, expected));
+  EXPECT_EQ(tensors.labels[5].item<int64_t>(), 5);
+}
+
+TEST(ToTensors, TensorsOutliveBatchAndLoader) {
+  auto store = store_of(8, {1, 2, 2});
+  torch::Tensor images;
+  torch::Tensor labels;
+  {
+    Loader loader(store, sequential(8));
+    loader.start_epoch(0);
+    TensorBatch tensors = to_tensors(*loader.next());
+    images = tensors.images;
+    labels = tensors.labels;
+  }
+  EXPECT_FLOAT_EQ(images[7][0][0][1].item<float>(), static_cast<float>((3 * 7 + 1) % 256) / 255.0f);
+  EXPECT_EQ(labels[7].item<int64_t>(), 7);
+}
+
+TEST(ToTensors, NhwcBatchesAreChannelsLastTensors) {
+  auto store = store_of(2, {3, 4, 4});
+  LoaderOptions options = sequential(2);
+  options.layout = ImageLayout::nhwc;
+  Loader loader(store, options);
+  loader.start_epoch(0);
+  TensorBatch tensors = to_tensors(*loader.next());
+  EXPECT_TRUE(tensors.images.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  torch::Tensor expected =
+      torch::from_blob(store->pixels().data(), {2, 3, 4, 4}, torch::kUInt8).to(torch::kFloat32) / 255.0;
+  EXPECT_TRUE(torch::allclose(tensors.images, expected));
+}
+
+TEST(TensorLoader, PinnedOnlyWithCuda) {
+  auto store = store_of(4, {1, 2, 2});
+  TensorLoader loader(store, sequential(2));
+  EXPECT_EQ(loader.loader().pinned(), torch::cuda::is_available());
+  loader.start_epoch(0);
+  int64_t batches = 0;
+  while (auto tensors = loader.next()) ++batches;
+  EXPECT_EQ(batches, 2);
+}
+
+}  // namespace
+}  // namespace feeder
