@@ -17,8 +17,7 @@ RleBitPackedDecoder make_index_decoder(std::span<const uint8_t> data, int64_t nu
 }  // namespace
 
 void throw_index_out_of_range(uint32_t index, uint64_t dictionary_size) {
-  throw DecodeError("dictionary index " + std::to_string(index) + " out of range (dictionary has " +
-                    std::to_string(dictionary_size) + " entries)");
+  throw_index_out_of_range(uint64_t{index}, dictionary_size);
 }
 
 DictionaryIndexDecoder::DictionaryIndexDecoder(std::span<const uint8_t> data, int64_t num_values)

@@ -20,6 +20,12 @@ class DictionaryIndexDecoder {
   // Decodes `count` indices, each checked against dictionary_size.
   void get(uint32_t* indices, int64_t count, uint64_t dictionary_size);
 
+  // Decodes `count` indices mapped through `lut` (one entry per dictionary entry) into bytes; see
+  // RleBitPackedDecoder::get_mapped for the return value.
+  int64_t get_mapped(uint8_t* out, int64_t count, std::span<const int16_t> lut) {
+    return indices_.get_mapped(out, count, lut);
+  }
+
  private:
   RleBitPackedDecoder indices_;
 };

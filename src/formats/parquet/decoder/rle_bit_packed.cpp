@@ -86,9 +86,23 @@ void RleBitPackedDecoder::get_impl(T* out, int64_t count) {
         for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(src[i]);
         packed_bit_ += static_cast<uint64_t>(n) * 8;
       } else {
+        int64_t i = 0;
+        if (bit_width_ <= 24) {
+          // Fast path: one unaligned 8-byte load covers any value of <= 24 bits plus its 7-bit
+          // offset whenever 8 bytes remain before the end of the input.
+          const uint64_t limit_bit = (static_cast<uint64_t>(end_ - packed_) >= 8)
+                                         ? (static_cast<uint64_t>(end_ - packed_) - 8) * 8
+                                         : 0;
+          for (; i < n && packed_bit_ <= limit_bit && static_cast<uint64_t>(end_ - packed_) >= 8; ++i) {
+            uint64_t word;
+            std::memcpy(&word, packed_ + (packed_bit_ >> 3), 8);
+            out[i] = static_cast<T>((word >> (packed_bit_ & 7)) & mask);
+            packed_bit_ += static_cast<uint64_t>(bit_width_);
+          }
+        }
         // Each value spans at most 5 bytes (32 bits + 7 bits of offset); all of them lie inside the
         // run because packed_left_ counts only values whose bits are present.
-        for (int64_t i = 0; i < n; ++i) {
+        for (; i < n; ++i) {
           const uint64_t byte_idx = packed_bit_ >> 3;
           const uint32_t shift = packed_bit_ & 7;
           const uint64_t last_byte = (packed_bit_ + static_cast<uint64_t>(bit_width_) - 1) >> 3;
@@ -105,6 +119,52 @@ void RleBitPackedDecoder::get_impl(T* out, int64_t count) {
       next_run();
     }
   }
+}
+
+[[noreturn]] void throw_index_out_of_range(uint64_t index, uint64_t dictionary_size) {
+  throw DecodeError("dictionary index " + std::to_string(index) + " out of range (dictionary has " +
+                    std::to_string(dictionary_size) + " entries)");
+}
+
+int64_t RleBitPackedDecoder::get_mapped(uint8_t* out, int64_t count, std::span<const int16_t> lut) {
+  int64_t first_bad = -1;
+  int64_t done = 0;
+  uint32_t indices[64];
+  while (done < count) {
+    if (repeat_left_ > 0) {
+      const int64_t n = std::min(count - done, repeat_left_);
+      if (repeat_value_ >= lut.size()) throw_index_out_of_range(repeat_value_, lut.size());
+      const int16_t pixel = lut[repeat_value_];
+      if (pixel < 0 && first_bad < 0) first_bad = done;
+      std::memset(out + done, static_cast<uint8_t>(pixel), static_cast<size_t>(n));
+      done += n;
+      repeat_left_ -= n;
+    } else if (packed_left_ > 0) {
+      const int64_t n = std::min<int64_t>({count - done, packed_left_, 64});
+      get_impl(indices, n);  // stays inside this bit-packed run
+      int16_t all = 0;
+      uint32_t max_index = 0;
+      for (int64_t i = 0; i < n; ++i) max_index = std::max(max_index, indices[i]);
+      if (max_index >= lut.size()) throw_index_out_of_range(max_index, lut.size());
+      for (int64_t i = 0; i < n; ++i) {
+        const int16_t pixel = lut[indices[i]];
+        all |= pixel;
+        out[done + i] = static_cast<uint8_t>(pixel);
+      }
+      if (all < 0 && first_bad < 0) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (lut[indices[i]] < 0) {
+            first_bad = done + i;
+            break;
+          }
+        }
+      }
+      done += n;
+    } else {
+      next_run();
+    }
+  }
+  return first_bad;
 }
 
 void RleBitPackedDecoder::get(uint32_t* out, int64_t count) { get_impl(out, count); }

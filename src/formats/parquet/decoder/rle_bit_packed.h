@@ -18,6 +18,11 @@ class RleBitPackedDecoder {
   void get(uint32_t* out, int64_t count);
   void get(uint8_t* out, int64_t count);  // values must fit in 8 bits (bit_width <= 8)
 
+  // Decodes `count` indices and writes lut[index] to out. An index >= lut.size() throws
+  // DecodeError (dictionary index out of range). Returns the offset of the first value whose lut
+  // entry is negative (the caller's "not representable" marker), or -1 when there is none.
+  int64_t get_mapped(uint8_t* out, int64_t count, std::span<const int16_t> lut);
+
   // Bytes consumed so far (the end of the last run started).
   int64_t consumed_bytes() const { return pos_ - begin_; }
 
@@ -38,6 +43,8 @@ class RleBitPackedDecoder {
   uint64_t packed_bit_ = 0;
   int64_t packed_left_ = 0;
 };
+
+[[noreturn]] void throw_index_out_of_range(uint64_t index, uint64_t dictionary_size);
 
 // RLE-encoded booleans (encoding RLE on a BOOLEAN column): [u32 length][hybrid data, bit width 1].
 // Returns the bytes consumed.

@@ -88,7 +88,7 @@ void check_uncompressed_size(int64_t uncompressed, int64_t compressed, const std
 
 // Decompresses `in` into buffer (resized to `size`) unless the chunk is uncompressed, in which case
 // the stored bytes are used as they are.
-std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64_t size, std::vector<uint8_t>& buffer,
+std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64_t size, PageBuffer& buffer,
                                  const std::string& context) {
   if (codec == Codec::kUncompressed) {
     if (static_cast<int64_t>(in.size()) != size) {
@@ -99,9 +99,9 @@ std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64
   }
   if (size == 0 && in.empty()) return {};  // empty v2 value sections hold no codec frame at all
   check_uncompressed_size(size, static_cast<int64_t>(in.size()), context);
-  buffer.resize(static_cast<size_t>(size));
-  decompress(codec, in, buffer, context);
-  return buffer;
+  const std::span<uint8_t> out(buffer.get(static_cast<size_t>(size)), static_cast<size_t>(size));
+  decompress(codec, in, out, context);
+  return out;
 }
 
 }  // namespace
@@ -117,7 +117,7 @@ std::string page_context(const ChunkLocation& where, int64_t page_idx) {
 }
 
 void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
-                   const std::function<void(const DataPage&)>& on_data) {
+                   const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer) {
   const ColumnChunkInfo& chunk = *where.chunk;
   const ColumnSchema& column = *where.column;
   if (chunk.encrypted) throw DataError(chunk_context(where) + ": column is encrypted (encrypted Parquet is not supported)");
@@ -130,7 +130,8 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
   }
   const bool has_nulls = column.max_definition_level > 0;
   PageWalker walker(where);
-  std::vector<uint8_t> buffer;
+  PageBuffer own_buffer;
+  PageBuffer& pages = buffer ? *buffer : own_buffer;
   int64_t rows_done = 0;
   int64_t num_data_pages = 0;
   while (!walker.done() && rows_done < chunk.num_values) {
@@ -154,7 +155,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
           DictionaryPage dict;
           dict.page_idx = page.page_idx;
           dict.num_values = dh.num_values;
-          dict.values = inflate(chunk.codec, page.body, h.uncompressed_page_size, buffer, context);
+          dict.values = inflate(chunk.codec, page.body, h.uncompressed_page_size, pages, context);
           on_dictionary(dict);
           break;
         }
@@ -170,7 +171,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
             throw DataError(context + ": page declares " + std::to_string(dh.num_values) + " values but " +
                             std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
           }
-          std::span<const uint8_t> body = inflate(chunk.codec, page.body, h.uncompressed_page_size, buffer, context);
+          std::span<const uint8_t> body = inflate(chunk.codec, page.body, h.uncompressed_page_size, pages, context);
           if (has_nulls) {
             if (dh.definition_level_encoding != format::Encoding::RLE) {
               throw DataError(context + ": definition level encoding " +
@@ -219,7 +220,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
           const int64_t values_bytes = h.uncompressed_page_size - static_cast<int64_t>(levels_bytes);
           // In v2 only the values are compressed, and only when is_compressed (default true) says so.
           const bool compressed = !dh.__isset.is_compressed || dh.is_compressed;
-          data.values = inflate(compressed ? chunk.codec : Codec::kUncompressed, stored_values, values_bytes, buffer, context);
+          data.values = inflate(compressed ? chunk.codec : Codec::kUncompressed, stored_values, values_bytes, pages, context);
           on_data(data);
           rows_done += data.num_values;
           ++num_data_pages;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,11 +47,28 @@ struct DataPage {
 std::string page_context(const ChunkLocation& where, int64_t page_idx);
 std::string chunk_context(const ChunkLocation& where);
 
+// Decompression buffer reused across pages and chunks; grows without zero-filling (every byte
+// is written by the codec before it is read). Owned by one thread at a time.
+class PageBuffer {
+ public:
+  uint8_t* get(size_t size_bytes) {
+    if (size_bytes > capacity_) {
+      data_.reset(new uint8_t[size_bytes]);
+      capacity_ = size_bytes;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t capacity_ = 0;
+};
+
 // Calls on_dictionary / on_data for each page in file order. Spans are valid only during the
 // call. Errors (including DecodeErrors thrown by the callbacks) become DataErrors prefixed with
 // the page context. At the end, checks that the pages held exactly num_rows values.
 void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
-                   const std::function<void(const DataPage&)>& on_data);
+                   const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer = nullptr);
 
 // Counts pages by type without decompressing anything.
 struct PageCounts {
