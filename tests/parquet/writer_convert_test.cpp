@@ -1,0 +1,114 @@
+// `feeder convert`: conversions between CSV, IDX and Parquet, exit codes and error text.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "feeder/formats/csv.h"
+#include "feeder/formats/parquet/reader.h"
+#include "feeder/formats/parquet/writer.h"
+#include "feeder/io/file.h"
+#include "parquet/writer_test_util.h"
+
+namespace feeder {
+namespace {
+
+using testing::TempDir;
+
+struct RunResult {
+  int exit_code = 0;
+  std::string err;
+};
+
+// Runs convert_main with std::cerr captured (the report goes to stdout and is left alone).
+RunResult run_convert(const std::vector<std::string>& args) {
+  std::ostringstream err;
+  std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
+  RunResult result;
+  try {
+    result.exit_code = cli::convert_main(args);
+  } catch (...) {
+    std::cerr.rdbuf(old);
+    throw;
+  }
+  std::cerr.rdbuf(old);
+  result.err = err.str();
+  return result;
+}
+
+TEST(ParquetConvert, CsvToParquetToCsvKeepsEveryValue) {
+  TempDir dir;
+  ImageStore store = testing::make_store(ImageShape{1, 28, 28}, 30, true);
+  for (int64_t row = 0; row < store.size(); ++row) store.labels()[static_cast<size_t>(row)] = row % 10;  // CSV labels are 0..255
+  write_csv(store, dir / "in.csv");
+  for (const std::string layout : {"columns", "image"}) {
+    SCOPED_TRACE(layout);
+    ASSERT_EQ(run_convert({(dir / "in.csv").string(), (dir / "mid.parquet").string(), "--layout", layout, "--codec", "gzip",
+                           "--row-group-size", "7"}).exit_code, 0);
+    testing::expect_same_images(parquet::read_parquet_images(dir / "mid.parquet"), store);
+    ASSERT_EQ(run_convert({(dir / "mid.parquet").string(), (dir / "out.csv").string()}).exit_code, 0);
+    const std::vector<uint8_t> in = read_file_raw(dir / "in.csv");
+    const std::vector<uint8_t> out = read_file_raw(dir / "out.csv");
+    EXPECT_EQ(in, out);  // the article's CSV layout both ways, byte for byte
+  }
+}
+
+TEST(ParquetConvert, ShapeOptionIsRecordedInTheFile) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(ImageShape{3, 4, 5}, 6, true);
+  write_parquet(store, dir / "in.parquet");
+  ASSERT_EQ(run_convert({(dir / "in.parquet").string(), (dir / "out.parquet").string(), "--shape", "3x2x10"}).exit_code, 0);
+  EXPECT_EQ(parquet::read_parquet_images(dir / "out.parquet").shape(), (ImageShape{3, 2, 10}));
+}
+
+TEST(ParquetConvert, UsageErrorsExitTwoWithTheUsageLine) {
+  TempDir dir;
+  write_csv(testing::make_store(ImageShape{1, 2, 2}, 3, true), dir / "in.csv");
+  const std::string in = (dir / "in.csv").string();
+  const std::string out = (dir / "out.parquet").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "expected IN and OUT, got 0 file names"},
+      {{in}, "expected IN and OUT, got 1 file names"},
+      {{in, out, "--codec", "zip"}, "unknown Parquet codec 'zip'"},
+      {{in, out, "--layout", "rows"}, "unknown Parquet layout 'rows'"},
+      {{in, out, "--row-group-size", "0"}, "--row-group-size needs a positive integer, got '0'"},
+      {{in, out, "--row-group-size"}, "--row-group-size needs a value"},
+      {{in, out, "--shape", "1x28"}, "--shape needs CxHxW (e.g. 1x28x28), got '1x28'"},
+      {{in, out, "--frobnicate", "1"}, "unknown option --frobnicate"},
+      {{in, (dir / "out.txt").string()}, "cannot tell the output format of"},
+  };
+  for (const auto& [args, message] : cases) {
+    const RunResult result = run_convert(args);
+    EXPECT_EQ(result.exit_code, 2) << message;
+    EXPECT_NE(result.err.find("feeder convert: " + message), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("usage: feeder convert IN OUT"), std::string::npos) << result.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(ParquetConvert, MissingInputExitsOneNamingTheFile) {
+  TempDir dir;
+  const RunResult result = run_convert({(dir / "nope.csv").string(), (dir / "out.parquet").string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "feeder convert: " + (dir / "nope.csv").string() + ": no such file\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.parquet"));
+}
+
+TEST(ParquetConvert, CorruptInputExitsOneAndKeepsTheOldOutput) {
+  TempDir dir;
+  write_file_atomically(dir / "bad.parquet", "PAR1 this is not a parquet file PAR1");
+  write_file_atomically(dir / "out.csv", "old");
+  const RunResult result = run_convert({(dir / "bad.parquet").string(), (dir / "out.csv").string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err.rfind("feeder convert: " + (dir / "bad.parquet").string(), 0), 0u) << result.err;
+  const std::vector<uint8_t> old = read_file_raw(dir / "out.csv");
+  EXPECT_EQ(std::string(old.begin(), old.end()), "old");
+}
+
+}  // namespace
+}  // namespace feeder
