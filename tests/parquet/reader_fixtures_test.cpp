@@ -160,9 +160,14 @@ TEST(ParquetFixtures, CorruptChecksumWithoutVerificationReadsAlteredValues) {
 
 TEST(ParquetFixtures, DataPageV2Snappy) {
   const ParquetFile file = open_fixture("data/datapage_v2.snappy.parquet");
-  ASSERT_TRUE(file.metadata().nested_column.has_value());
-  // The file has a LIST column, so a flat reader rejects it as a whole, cleanly.
-  expect_data_error([&] { file.read_column("b"); }, "nested schema not supported (column 'e')");
+  EXPECT_EQ(values_of<int32_t>(file.read_column("b")), (std::vector<int32_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(values_of<double>(file.read_column("c")), (std::vector<double>{2, 3, 4, 5, 2}));
+  EXPECT_EQ(values_of<uint8_t>(file.read_column("d")), (std::vector<uint8_t>{1, 1, 1, 0, 1}));
+  const ColumnData a = file.read_column("a");
+  EXPECT_EQ(a.valid, (std::vector<uint8_t>{1, 1, 1, 0, 1}));
+  EXPECT_EQ(values_of<std::string>(a)[0], "abc");
+  // The LIST column is rejected cleanly by a flat reader.
+  expect_data_error([&] { file.read_column("e.list.element"); }, "nested schema not supported");
 }
 
 TEST(ParquetFixtures, DataPageV2EmptyDataPage) {
@@ -340,7 +345,7 @@ TEST(ParquetFixtures, NanInStats) {
 
 TEST(ParquetFixtures, NestedNullsRejected) {
   const ParquetFile file = open_fixture("data/nulls.snappy.parquet");
-  expect_data_error([&] { file.read_column(0); }, "nested schema not supported (column 'b_struct')");
+  expect_data_error([&] { file.read_column(0); }, "column 'b_struct.b_c_int': nested schema not supported");
 }
 
 TEST(ParquetFixtures, Overflow16BitPageCount) {

@@ -87,12 +87,16 @@ detail::ChunkLocation detail::make_location(const ParquetFile& file, int64_t row
 }
 
 ColumnData ParquetFile::read_column(int64_t column_idx) const {
-  require_flat_schema();
   if (column_idx < 0 || column_idx >= static_cast<int64_t>(metadata_.columns.size())) {
     throw DataError(name_ + ": no column " + std::to_string(column_idx) + " (the file has " +
                     std::to_string(metadata_.columns.size()) + ")");
   }
   const ColumnSchema& column = metadata_.columns[static_cast<size_t>(column_idx)];
+  // A top-level primitive column reads the same whether or not other columns are nested.
+  if (column.path.size() != 1 || column.repetition == Repetition::kRepeated) {
+    throw DataError(name_ + ": column '" + column.name +
+                    "': nested schema not supported; feeder reads top-level primitive columns");
+  }
   ColumnData out;
   out.physical_type = column.physical_type;
   switch (column.physical_type) {

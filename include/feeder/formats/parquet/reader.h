@@ -66,7 +66,7 @@ class ParquetFile {
   const ReaderOptions& options() const { return options_; }
   std::span<const uint8_t> bytes() const { return bytes_; }
 
-  // Decodes a whole column across row groups. Nested schemas, encrypted columns, INT96 and
+  // Decodes a whole column across row groups. Nested columns, encrypted columns, INT96 and
   // unsupported encodings throw DataError naming the file, column (and page).
   ColumnData read_column(int64_t column_idx) const;
   ColumnData read_column(std::string_view column_name) const;
