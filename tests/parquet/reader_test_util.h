@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "feeder/error.h"
 #include "feeder/formats/parquet/reader.h"
 
 namespace feeder::parquet::testing {
