@@ -1,1 +1,233 @@
-// placeholder
+#include "feeder/train/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include <chrono>
+#include <string>
+
+#include "feeder/error.h"
+#include "feeder/train/runtime.h"
+
+namespace feeder {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Autocast to bf16 for the scope's lifetime, as Python's `with torch.autocast(...)`: enter saves the
+// previous state and bumps the nesting level; exit restores it and, when leaving the outermost
+// scope, clears the cache of casted weights (otherwise the bf16 copies of the previous step's
+// weights would be reused after the optimizer has changed them).
+class AutocastScope {
+ public:
+  AutocastScope(bool enabled, const torch::Device& device)
+      : enabled_(enabled), cuda_(device.is_cuda()) {
+    if (!enabled_) return;
+    if (cuda_) {
+      previous_enabled_ = at::autocast::is_enabled();
+      previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    } else {
+      previous_enabled_ = at::autocast::is_cpu_enabled();
+      previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    }
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (cuda_) {
+      at::autocast::set_enabled(previous_enabled_);
+      at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+    } else {
+      at::autocast::set_cpu_enabled(previous_enabled_);
+      at::autocast::set_autocast_cpu_dtype(previous_dtype_);
+    }
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_;
+  bool cuda_;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kBFloat16;
+};
+
+}  // namespace
+
+std::string_view to_string(Precision precision) {
+  switch (precision) {
+    case Precision::automatic: return "auto";
+    case Precision::fp32: return "fp32";
+    case Precision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+std::string_view to_string(DeviceChoice device) {
+  switch (device) {
+    case DeviceChoice::automatic: return "auto";
+    case DeviceChoice::cpu: return "cpu";
+    case DeviceChoice::cuda: return "cuda";
+  }
+  return "?";
+}
+
+Precision parse_precision(std::string_view text) {
+  if (text == "auto") return Precision::automatic;
+  if (text == "fp32") return Precision::fp32;
+  if (text == "bf16") return Precision::bf16;
+  throw OptionsError("unknown precision '" + std::string(text) + "': use auto, fp32 or bf16");
+}
+
+DeviceChoice parse_device(std::string_view text) {
+  if (text == "auto") return DeviceChoice::automatic;
+  if (text == "cpu") return DeviceChoice::cpu;
+  if (text == "cuda") return DeviceChoice::cuda;
+  throw OptionsError("unknown device '" + std::string(text) + "': use auto, cpu or cuda");
+}
+
+Hardware detect_hardware() {
+  Hardware hardware;
+  hardware.cpu_native_bf16 = read_cpuinfo().has_native_bf16();
+  hardware.cuda_available = torch::cuda::is_available();
+  // Ampere and later; the hook answers false in a CPU-only LibTorch.
+  hardware.cuda_bf16 =
+      hardware.cuda_available && at::detail::getCUDAHooks().supportsBFloat16ConvolutionWithCuDNNv8();
+  return hardware;
+}
+
+TrainerConfig resolve_trainer_options(const TrainerOptions& options, const Hardware& hardware) {
+  if (!(options.learning_rate > 0)) {
+    throw OptionsError("learning rate must be positive, got " + std::to_string(options.learning_rate));
+  }
+  TrainerConfig config;
+  config.learning_rate = options.learning_rate;
+  config.channels_last = options.channels_last;
+  bool use_cuda = false;
+  switch (options.device) {
+    case DeviceChoice::automatic: use_cuda = hardware.cuda_available; break;
+    case DeviceChoice::cpu: use_cuda = false; break;
+    case DeviceChoice::cuda:
+      if (!hardware.cuda_available) {
+        throw OptionsError("device cuda requested but no CUDA device is available: use --device cpu or auto");
+      }
+      use_cuda = true;
+      break;
+  }
+  config.device = use_cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+  const bool native_bf16 = use_cuda ? hardware.cuda_bf16 : hardware.cpu_native_bf16;
+  switch (options.precision) {
+    case Precision::automatic: config.precision = native_bf16 ? Precision::bf16 : Precision::fp32; break;
+    case Precision::fp32: config.precision = Precision::fp32; break;
+    case Precision::bf16: config.precision = Precision::bf16; break;
+  }
+  return config;
+}
+
+Trainer::Trainer(SimpleCNN model, const TrainerConfig& config) : config_(config), model_(std::move(model)) {
+  model_->to(config_.device);
+  if (config_.channels_last) {
+    // Convolution weights in channels-last order make oneDNN/cuDNN pick their NHWC kernels; the
+    // optimizer state created later inherits the strides.
+    torch::NoGradGuard no_grad;
+    for (auto& parameter : model_->parameters()) {
+      if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(torch::MemoryFormat::ChannelsLast));
+    }
+  }
+  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
+                                                    torch::optim::AdamOptions(config_.learning_rate));
+}
+
+torch::Tensor Trainer::prepare_images(const torch::Tensor& images) const {
+  torch::Tensor on_device = images.to(config_.device, /*non_blocking=*/true);
+  // A no-op when the loader already delivers the layout (always so for one channel).
+  return config_.channels_last ? on_device.contiguous(torch::MemoryFormat::ChannelsLast) : on_device;
+}
+
+torch::Tensor Trainer::train_step(const torch::Tensor& images, const torch::Tensor& labels) {
+  const torch::Tensor inputs = prepare_images(images);
+  const torch::Tensor targets = labels.to(config_.device, /*non_blocking=*/true);
+  optimizer_->zero_grad();
+  torch::Tensor loss;
+  {
+    AutocastScope autocast(config_.precision == Precision::bf16, config_.device);
+    const torch::Tensor logits = model_->forward(inputs);  // (B,10)
+    loss = torch::cross_entropy_loss(logits, targets);
+  }
+  loss.backward();
+  optimizer_->step();
+  return loss.detach().to(torch::kFloat);
+}
+
+torch::Tensor Trainer::predict(const torch::Tensor& images) {
+  torch::InferenceMode inference;
+  AutocastScope autocast(config_.precision == Precision::bf16, config_.device);
+  return model_->forward(prepare_images(images)).to(torch::kFloat);
+}
+
+EpochReport Trainer::run_epoch(TensorLoader& train, TensorLoader& test, int64_t epoch,
+                               const ProgressCallback& progress) {
+  if (!train.loader().store().labeled()) {
+    throw OptionsError("the training set has no labels: training needs a labeled set");
+  }
+  EpochReport report;
+  report.epoch = epoch;
+  const torch::TensorOptions counter = torch::TensorOptions().device(config_.device);
+
+  // Training pass. Loss sums stay on the device and are read once at the end, so a GPU never
+  // waits for the host in the middle of an epoch.
+  const Clock::time_point train_start = Clock::now();
+  train.start_epoch(epoch);
+  torch::Tensor loss_sum = torch::zeros({}, counter.dtype(torch::kDouble));
+  for (int64_t batch_idx = 1;; ++batch_idx) {
+    const Clock::time_point wait_start = Clock::now();
+    std::optional<TensorBatch> batch = train.next();
+    report.data_wait_seconds += seconds_since(wait_start);
+    if (!batch) break;
+    const int64_t batch_size = batch->labels.size(0);
+    const torch::Tensor loss = train_step(batch->images, batch->labels);
+    loss_sum += loss * static_cast<double>(batch_size);
+    report.num_train_samples += batch_size;
+    if (progress) progress({Phase::train, epoch, batch_idx, train.num_batches()});
+  }
+  const double loss_total = loss_sum.item<double>();  // also waits for the device to finish
+  report.train_seconds = seconds_since(train_start);
+  report.train_loss = report.num_train_samples > 0 ? loss_total / report.num_train_samples : 0.0;
+  report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
+
+  // Test pass.
+  const bool labeled = test.loader().store().labeled();
+  const Clock::time_point test_start = Clock::now();
+  test.start_epoch(epoch);
+  torch::Tensor num_correct = torch::zeros({}, counter.dtype(torch::kLong));
+  for (int64_t batch_idx = 1;; ++batch_idx) {
+    const Clock::time_point wait_start = Clock::now();
+    std::optional<TensorBatch> batch = test.next();
+    report.test_data_wait_seconds += seconds_since(wait_start);
+    if (!batch) break;
+    const torch::Tensor logits = predict(batch->images);  // (B,10)
+    if (labeled) {
+      const torch::Tensor targets = batch->labels.to(config_.device, /*non_blocking=*/true);
+      num_correct += logits.argmax(1).eq(targets).sum();
+    }
+    report.num_test_samples += batch->labels.size(0);
+    if (progress) progress({Phase::test, epoch, batch_idx, test.num_batches()});
+  }
+  const int64_t correct = num_correct.item<int64_t>();
+  report.test_seconds = seconds_since(test_start);
+  if (labeled && report.num_test_samples > 0) {
+    report.accuracy = static_cast<double>(correct) / static_cast<double>(report.num_test_samples);
+  }
+  return report;
+}
+
+}  // namespace feeder

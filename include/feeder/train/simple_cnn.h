@@ -1,0 +1,26 @@
+#pragma once
+
+#include <torch/torch.h>
+
+namespace feeder {
+
+// The article's SimpleCNN for 1x28x28 images and 10 classes (206,922 parameters):
+// conv1 1->16 3x3 pad 1, ReLU, maxpool 2 -> conv2 16->32 3x3 pad 1, ReLU, maxpool 2 -> flatten 1568
+// -> fc1 1568->128, ReLU -> fc2 128->10. Returns logits.
+struct SimpleCNNImpl : torch::nn::Module {
+  SimpleCNNImpl();
+
+  // x: (B,1,28,28) float, NCHW or channels-last strides -> (B,10) logits
+  torch::Tensor forward(torch::Tensor x);
+
+  torch::nn::Conv2d conv1{nullptr};
+  torch::nn::Conv2d conv2{nullptr};
+  torch::nn::Linear fc1{nullptr};
+  torch::nn::Linear fc2{nullptr};
+};
+TORCH_MODULE(SimpleCNN);
+
+// Number of trainable parameter elements (206,922 for SimpleCNN).
+int64_t count_parameters(const torch::nn::Module& module);
+
+}  // namespace feeder
