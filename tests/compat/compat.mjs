@@ -204,6 +204,7 @@ async function duckdbCheck(file, source, layout) {
     const numRows = Number(chunk.row_group_num_rows);
     let values;
     if (chunk.path_in_schema === 'label') {
+      if (!source.labels) { problems.push('duckdb: label column in an unlabeled file'); break; }
       values = source.labels.slice(firstRow, firstRow + numRows);
     } else {
       const idx = Number(chunk.path_in_schema.slice('pixel'.length)) - 1;
