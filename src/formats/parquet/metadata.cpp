@@ -34,7 +34,7 @@ std::string time_unit(const format::TimeUnit& unit) {
 void describe_annotation(const format::SchemaElement& element, std::string& annotation, int32_t& int_bit_width,
                          bool& int_signed) {
   if (element.__isset.converted_type) {
-    const auto converted = static_cast<int32_t>(element.converted_type);
+    const auto converted = detail::raw_enum(element.converted_type);
     if (converted >= format::ConvertedType::UINT_8 && converted <= format::ConvertedType::INT_64) {
       const int32_t rank = (converted - format::ConvertedType::UINT_8) % 4;
       int_bit_width = 8 << rank;
@@ -193,7 +193,7 @@ FileMetadata parse_file_metadata(std::span<const uint8_t> footer, int64_t data_e
     node.is_group = !element.__isset.type || (element.__isset.num_children && element.num_children > 0);
     node.num_children = element.__isset.num_children ? element.num_children : 0;
     if (element.__isset.repetition_type) {
-      const auto rep = static_cast<int32_t>(element.repetition_type);
+      const auto rep = detail::raw_enum(element.repetition_type);
       if (rep < 0 || rep > 2) {
         throw DataError(name + ": footer: column '" + element.name + "': invalid repetition type " + std::to_string(rep));
       }
@@ -217,11 +217,11 @@ FileMetadata parse_file_metadata(std::span<const uint8_t> footer, int64_t data_e
       if (depth > 0 && !out.nested_column) out.nested_column = element.name;
       for (int32_t i = 0; i < node.num_children; ++i) walk(depth + 1, def_level, rep_level);
     } else {
-      if (!element.__isset.type || !valid_physical_type(static_cast<int32_t>(element.type))) {
+      if (!element.__isset.type || !valid_physical_type(detail::raw_enum(element.type))) {
         throw DataError(name + ": footer: column '" + element.name + "': invalid/corrupt physical type " +
-                        std::to_string(static_cast<int32_t>(element.type)));
+                        std::to_string(detail::raw_enum(element.type)));
       }
-      node.physical_type = static_cast<PhysicalType>(element.type);
+      node.physical_type = static_cast<PhysicalType>(detail::raw_enum(element.type));
       out.schema_nodes.push_back(node);
       ColumnSchema column;
       column.path = path;
@@ -231,7 +231,7 @@ FileMetadata parse_file_metadata(std::span<const uint8_t> footer, int64_t data_e
       column.annotation = node.annotation;
       column.int_bit_width = bit_width;
       column.int_signed = is_signed;
-      if (element.__isset.converted_type) column.converted_type = static_cast<int32_t>(element.converted_type);
+      if (element.__isset.converted_type) column.converted_type = detail::raw_enum(element.converted_type);
       column.max_definition_level = def_level;
       column.max_repetition_level = rep_level;
       if (column.physical_type == PhysicalType::kFixedLenByteArray) {
@@ -282,10 +282,10 @@ FileMetadata parse_file_metadata(std::span<const uint8_t> footer, int64_t data_e
                         "') is not supported");
       }
       const format::ColumnMetaData& meta = raw_chunk.meta_data;
-      if (static_cast<int32_t>(meta.type) != static_cast<int32_t>(column.physical_type)) {
+      if (detail::raw_enum(meta.type) != static_cast<int32_t>(column.physical_type)) {
         throw DataError(chunk_where + ": chunk physical type " +
-                        (valid_physical_type(meta.type) ? to_string(static_cast<PhysicalType>(meta.type))
-                                                        : "invalid/corrupt physical type " + std::to_string(meta.type)) +
+                        (valid_physical_type(detail::raw_enum(meta.type)) ? to_string(static_cast<PhysicalType>(detail::raw_enum(meta.type)))
+                                                        : "invalid/corrupt physical type " + std::to_string(detail::raw_enum(meta.type))) +
                         " does not match the schema type " + to_string(column.physical_type));
       }
       if (meta.path_in_schema != column.path) {
@@ -293,8 +293,8 @@ FileMetadata parse_file_metadata(std::span<const uint8_t> footer, int64_t data_e
         for (size_t i = 0; i < meta.path_in_schema.size(); ++i) found += (i ? "." : "") + meta.path_in_schema[i];
         throw DataError(chunk_where + ": chunk path '" + found + "' does not match the schema");
       }
-      chunk.codec = static_cast<Codec>(meta.codec);
-      for (auto encoding : meta.encodings) chunk.encodings.push_back(static_cast<Encoding>(encoding));
+      chunk.codec = static_cast<Codec>(detail::raw_enum(meta.codec));
+      for (const auto& encoding : meta.encodings) chunk.encodings.push_back(static_cast<Encoding>(detail::raw_enum(encoding)));
       chunk.num_values = meta.num_values;
       chunk.total_compressed_size_bytes = meta.total_compressed_size;
       chunk.total_uncompressed_size_bytes = meta.total_uncompressed_size;

@@ -140,7 +140,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
     try {
       if (where.verify_checksums) check_crc(page, context);
       const auto& h = page.header;
-      switch (static_cast<PageType>(h.type)) {
+      switch (static_cast<PageType>(raw_enum(h.type))) {
         case PageType::kDictionaryPage: {
           if (!h.__isset.dictionary_page_header) throw DataError(context + ": dictionary page without its header");
           if (num_data_pages > 0) throw DataError(context + ": dictionary page after data pages");
@@ -148,8 +148,8 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
           if (dh.num_values < 0) {
             throw DataError(context + ": negative num_values in dictionary page header (" + std::to_string(dh.num_values) + ")");
           }
-          if (dh.encoding != format::Encoding::PLAIN && dh.encoding != format::Encoding::PLAIN_DICTIONARY) {
-            throw DataError(context + ": dictionary page encoding " + to_string(static_cast<Encoding>(dh.encoding)) +
+          if (raw_enum(dh.encoding) != format::Encoding::PLAIN && raw_enum(dh.encoding) != format::Encoding::PLAIN_DICTIONARY) {
+            throw DataError(context + ": dictionary page encoding " + to_string(static_cast<Encoding>(raw_enum(dh.encoding))) +
                             " is not supported");
           }
           DictionaryPage dict;
@@ -166,16 +166,16 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
           data.page_idx = page.page_idx;
           data.first_row = rows_done;
           data.num_values = dh.num_values;
-          data.encoding = static_cast<Encoding>(dh.encoding);
+          data.encoding = static_cast<Encoding>(raw_enum(dh.encoding));
           if (dh.num_values < 0 || dh.num_values > chunk.num_values - rows_done) {
             throw DataError(context + ": page declares " + std::to_string(dh.num_values) + " values but " +
                             std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
           }
           std::span<const uint8_t> body = inflate(chunk.codec, page.body, h.uncompressed_page_size, pages, context);
           if (has_nulls) {
-            if (dh.definition_level_encoding != format::Encoding::RLE) {
+            if (raw_enum(dh.definition_level_encoding) != format::Encoding::RLE) {
               throw DataError(context + ": definition level encoding " +
-                              to_string(static_cast<Encoding>(dh.definition_level_encoding)) + " is not supported");
+                              to_string(static_cast<Encoding>(raw_enum(dh.definition_level_encoding))) + " is not supported");
             }
             if (body.size() < 4) throw DataError(context + ": page too short for its definition levels");
             uint32_t levels_bytes = 0;
@@ -200,7 +200,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
           data.page_idx = page.page_idx;
           data.first_row = rows_done;
           data.num_values = dh.num_values;
-          data.encoding = static_cast<Encoding>(dh.encoding);
+          data.encoding = static_cast<Encoding>(raw_enum(dh.encoding));
           if (dh.num_values < 0 || dh.num_values > chunk.num_values - rows_done) {
             throw DataError(context + ": page declares " + std::to_string(dh.num_values) + " values but " +
                             std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
@@ -229,7 +229,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
         case PageType::kIndexPage:
           break;  // not used by readers of values
         default:
-          throw DataError(context + ": unknown page type " + std::to_string(static_cast<int32_t>(h.type)));
+          throw DataError(context + ": unknown page type " + std::to_string(raw_enum(h.type)));
       }
     } catch (const decoder::DecodeError& e) {
       throw DataError(context + ": " + e.what());
@@ -250,15 +250,15 @@ PageCounts count_pages(const ChunkLocation& where) {
     const auto& h = page.header;
     counts.has_crc = counts.has_crc || h.__isset.crc;
     std::optional<Encoding> encoding;
-    switch (static_cast<PageType>(h.type)) {
+    switch (static_cast<PageType>(raw_enum(h.type))) {
       case PageType::kDictionaryPage: ++counts.dictionary; break;
       case PageType::kDataPage:
         ++counts.data_v1;
-        encoding = static_cast<Encoding>(h.data_page_header.encoding);
+        encoding = static_cast<Encoding>(raw_enum(h.data_page_header.encoding));
         break;
       case PageType::kDataPageV2:
         ++counts.data_v2;
-        encoding = static_cast<Encoding>(h.data_page_header_v2.encoding);
+        encoding = static_cast<Encoding>(raw_enum(h.data_page_header_v2.encoding));
         break;
       default: ++counts.other; break;
     }

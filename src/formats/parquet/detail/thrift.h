@@ -6,11 +6,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "parquet_types.h"
 
 namespace feeder::parquet::detail {
+
+// The wire value of a generated enum field. Files may hold values outside the enum's list, and
+// loading such a value as the enum type is undefined, so it is read as the integer it was stored as.
+template <class E>
+int32_t raw_enum(const E& value) {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t));
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
+}
 
 // Decodes one compact-protocol struct from data[0, size_bytes). Every string, binary and container
 // length is bounded by size_bytes (no allocation larger than the input), nesting depth is bounded,
