@@ -26,17 +26,30 @@ TensorBatch to_tensors(const Batch& batch);
 // nullptr (the loader then uses ordinary aligned memory).
 std::shared_ptr<BufferAllocator> make_pinned_allocator_if_cuda();
 
+// Anything that yields an epoch of tensor batches: feeder's loader, or another pipeline measured
+// against it. The trainer consumes this, so every pipeline is timed by the same loop.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual int64_t num_batches() const = 0;
+  virtual int64_t num_samples() const = 0;
+  // Begins epoch `epoch` (it seeds the shuffle), abandoning what is left of the last one.
+  virtual void start_epoch(int64_t epoch) = 0;
+  // The next batch, or nothing at the end of the epoch.
+  virtual std::optional<TensorBatch> next() = 0;
+};
+
 // A Loader that hands out tensors; `pin_memory` takes effect when CUDA is present.
-class TensorLoader {
+class TensorLoader : public BatchSource {
  public:
   TensorLoader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
                BatchTransform transform = nullptr);
 
   Loader& loader() { return loader_; }
-  int64_t num_batches() const { return loader_.num_batches(); }
-  int64_t num_samples() const { return loader_.num_samples(); }
-  void start_epoch(int64_t epoch) { loader_.start_epoch(epoch); }
-  std::optional<TensorBatch> next();
+  int64_t num_batches() const override { return loader_.num_batches(); }
+  int64_t num_samples() const override { return loader_.num_samples(); }
+  void start_epoch(int64_t epoch) override { loader_.start_epoch(epoch); }
+  std::optional<TensorBatch> next() override;
 
  private:
   Loader loader_;
