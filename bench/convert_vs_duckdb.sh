@@ -50,7 +50,7 @@ duckdb() {
 now() { date +%s.%N; }
 # Field of the data row of feeder convert's report table (1-based, | separated).
 report_field() { sed -n 3p | awk -F'|' -v field="$(($1 + 1))" '{ gsub(/ /, "", $field); print $field }'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 mb() { awk -v bytes="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", bytes / 1e6 }'; }
 
 "$feeder" convert "$data/train-images-idx3-ubyte.gz" "$work/train.csv" >/dev/null
@@ -82,4 +82,6 @@ echo "| train.parquet size, default settings (MB) | $(mb "$work/train.parquet") 
 echo "| load feeder's train.parquet (s): feeder store vs DuckDB table | $fl | $dl | $(ratio "$dl" "$fl") |"
 echo "| feeder --layout image: size (MB) / load (s) | $(mb "$work/image.parquet") / $fli | | |"
 echo
-echo "runs (s): feeder convert ${feeder_convert[*]}; DuckDB convert ${duck_convert[*]}; feeder load ${feeder_load[*]}; feeder load image ${feeder_load_image[*]}; DuckDB load ${duck_load[*]}"
+each() { printf '%.2f ' "$@" | sed 's/ $//'; }
+echo "runs (s): feeder convert $(each "${feeder_convert[@]}"); DuckDB convert $(each "${duck_convert[@]}");" \
+  "feeder load $(each "${feeder_load[@]}"); feeder load image $(each "${feeder_load_image[@]}"); DuckDB load $(each "${duck_load[@]}")"

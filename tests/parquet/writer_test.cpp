@@ -277,6 +277,16 @@ TEST(ParquetWriter, InvalidOptionsLeaveTheOldFileUntouched) {
   EXPECT_EQ(std::string(contents.begin(), contents.end()), "old contents");
 }
 
+TEST(ParquetWriter, RejectsPageSizesTheHeaderCannotHold) {
+  TempDir dir;
+  for (const int64_t page_size_bytes : {int64_t{0}, (int64_t{1} << 30) + 1}) {
+    ParquetWriteOptions options;
+    options.page_size_bytes = page_size_bytes;
+    EXPECT_THROW(write_parquet(testing::make_store(kShape, 5, true), dir / "pages.parquet", options), OptionsError);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "pages.parquet"));
+}
+
 TEST(ParquetWriter, RejectsHadoopLz4) {
   TempDir dir;
   ParquetWriteOptions options;

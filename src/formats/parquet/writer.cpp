@@ -31,6 +31,7 @@ constexpr std::string_view kMagic = "PAR1";
 constexpr int64_t kPixelColumnsPerBlock = 32;
 // Labels are class indexes; past this many distinct values a dictionary stops paying off.
 constexpr size_t kMaxLabelDictionaryEntries = 4096;
+constexpr int64_t kMaxPageSizeBytes = int64_t{1} << 30;
 
 // Options resolved and checked once; immutable while writing.
 struct WriteConfig {
@@ -67,8 +68,9 @@ WriteConfig resolve(const ParquetWriteOptions& options) {
   }
   if (options.row_group_size <= 0)
     throw OptionsError("parquet writer: row group size must be positive, got " + std::to_string(options.row_group_size));
-  if (options.page_size_bytes <= 0)
-    throw OptionsError("parquet writer: page size must be positive, got " + std::to_string(options.page_size_bytes));
+  // Page sizes and value counts are 32-bit in the page header.
+  if (options.page_size_bytes <= 0 || options.page_size_bytes > kMaxPageSizeBytes)
+    throw OptionsError("parquet writer: page size must be 1 byte to 1 GiB, got " + std::to_string(options.page_size_bytes));
   if (options.num_threads < 0)
     throw OptionsError("parquet writer: number of threads must not be negative, got " + std::to_string(options.num_threads));
   WriteConfig config;
@@ -417,7 +419,7 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
     fmt::RowGroup row_group;
     row_group.__set_num_rows(num_rows);
     row_group.__set_file_offset(static_cast<int64_t>(file.bytes_written()));
-    row_group.__set_ordinal(static_cast<int16_t>(std::min<size_t>(row_groups.size(), INT16_MAX)));
+    if (row_groups.size() <= INT16_MAX) row_group.__set_ordinal(static_cast<int16_t>(row_groups.size()));
     int64_t total_uncompressed_bytes = 0;
     int64_t total_compressed_bytes = 0;
     for (size_t column_idx = 0; column_idx < chunks.size(); ++column_idx) {
