@@ -1,1 +1,101 @@
-// placeholder
+#include "feeder/formats/dataset_files.h"
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "feeder/error.h"
+#include "feeder/formats/csv.h"
+#include "feeder/formats/idx.h"
+#include "feeder/formats/parquet/reader.h"
+
+namespace feeder {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kIdxImagesTag = "-images-idx3-ubyte";
+constexpr std::string_view kIdxImagesPart = "images-idx3";
+constexpr std::string_view kIdxLabelsPart = "labels-idx1";
+constexpr std::string_view kGz = ".gz";
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+bool is_idx_images_name(std::string_view name) {
+  if (ends_with(name, kGz)) name.remove_suffix(kGz.size());
+  return ends_with(name, kIdxImagesTag);
+}
+
+// The labels file beside an IDX images file: same name with labels-idx1, raw or .gz (the same
+// compression as the images first). Empty when there is none: the set is then unlabeled.
+fs::path find_idx_labels(const fs::path& images) {
+  std::string name = images.filename().string();
+  if (ends_with(name, kGz)) name.resize(name.size() - kGz.size());
+  const size_t at = name.rfind(kIdxImagesPart);
+  name.replace(at, kIdxImagesPart.size(), kIdxLabelsPart);
+  const bool gz = ends_with(images.filename().string(), kGz);
+  const std::string candidates[] = {gz ? name + std::string(kGz) : name, gz ? name : name + std::string(kGz)};
+  for (const std::string& candidate : candidates) {
+    const fs::path path = images.parent_path() / candidate;
+    std::error_code ignored;
+    if (fs::is_regular_file(path, ignored)) return path;
+  }
+  return {};
+}
+
+std::string install_hint(const fs::path& dir) {
+  if (dir.lexically_normal() != kDefaultDataDir.lexically_normal()) return "";
+  return "; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass "
+         "--data DIR / --train FILE --test FILE";
+}
+
+}  // namespace
+
+ImageStore load_images(const fs::path& file) {
+  const std::string name = file.filename().string();
+  if (ends_with(name, ".csv") || ends_with(name, ".csv.gz")) return read_csv(file);
+  if (ends_with(name, ".parquet")) {
+    return parquet::read_parquet_images(file);
+  }
+  if (is_idx_images_name(name)) return read_idx(file, find_idx_labels(file));
+  throw DataError(file.string() +
+                  ": unknown kind of dataset file; expected .csv, .parquet or IDX images "
+                  "(*-images-idx3-ubyte or *-images-idx3-ubyte.gz, labels read from *-labels-idx1-ubyte[.gz] beside it)");
+}
+
+fs::path find_split_file(const fs::path& dir, Split split) {
+  const std::string split_name = split == Split::train ? "train" : "test";
+  const std::string idx_prefix = split == Split::train ? "train" : "t10k";
+  std::error_code error;
+  if (!fs::is_directory(dir, error))
+    throw DataError(dir.string() + ": no such data directory" + install_hint(dir));
+
+  // In order of preference: IDX is what the Debian package ships; Parquet before CSV because it is
+  // smaller and typed.
+  const std::vector<std::string> exact = {
+      idx_prefix + "-images-idx3-ubyte.gz", idx_prefix + "-images-idx3-ubyte", split_name + ".parquet",
+      split_name + ".csv"};
+  for (const std::string& name : exact) {
+    const fs::path path = dir / name;
+    if (fs::is_regular_file(path, error)) return path;
+  }
+  // Kaggle names such as fashion-mnist_train.csv; sorted so that the choice does not depend on the
+  // directory order.
+  const std::string suffix = "_" + split_name + ".csv";
+  std::vector<fs::path> matches;
+  for (fs::directory_iterator it(dir, error), last; !error && it != last; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > suffix.size() && ends_with(name, suffix) && it->is_regular_file(error)) matches.push_back(it->path());
+  }
+  if (!matches.empty()) return *std::min_element(matches.begin(), matches.end());
+
+  std::string looked_for;
+  for (const std::string& name : exact) looked_for += name + ", ";
+  looked_for += "*" + suffix;
+  throw DataError(dir.string() + ": no " + split_name + " set found (looked for " + looked_for + ")" +
+                  install_hint(dir));
+}
+
+}  // namespace feeder
