@@ -1,6 +1,5 @@
 #include "feeder/store/image_store.h"
 
-#include <algorithm>
 
 #include "feeder/error.h"
 
@@ -15,17 +14,14 @@ ImageStore::ImageStore(ImageShape shape, int64_t num_images, bool labeled)
   if (shape.channels <= 0 || shape.height <= 0 || shape.width <= 0)
     throw OptionsError("image shape must be positive, got " + to_string(shape));
   if (num_images < 0) throw OptionsError("number of images must not be negative");
-  pixels_.resize(static_cast<size_t>(num_images * shape.num_pixels()));
+  pixels_.reset(new uint8_t[num_pixel_bytes()]);
   labels_.assign(static_cast<size_t>(num_images), kNoLabel);
 }
 
-std::vector<int64_t> ImageStore::label_counts() const {
-  std::vector<int64_t> counts;
-  for (int64_t label : labels_) {
-    if (label < 0) continue;
-    if (static_cast<size_t>(label) >= counts.size()) counts.resize(static_cast<size_t>(label) + 1);
-    ++counts[static_cast<size_t>(label)];
-  }
+std::map<int64_t, int64_t> ImageStore::label_counts() const {
+  std::map<int64_t, int64_t> counts;
+  for (int64_t label : labels_)
+    if (label != kNoLabel) ++counts[label];
   return counts;
 }
 

@@ -162,8 +162,12 @@ TEST(IdxTest, ReadsFashionMnistTrainAndTest) {
   EXPECT_EQ(test.size(), 10000);
   EXPECT_EQ(train.shape(), (ImageShape{1, 28, 28}));
   EXPECT_EQ(test.shape(), (ImageShape{1, 28, 28}));
-  EXPECT_EQ(train.label_counts(), std::vector<int64_t>(10, 6000));
-  EXPECT_EQ(test.label_counts(), std::vector<int64_t>(10, 1000));
+  ASSERT_EQ(train.label_counts().size(), 10u);
+  ASSERT_EQ(test.label_counts().size(), 10u);
+  for (int64_t label = 0; label < 10; ++label) {
+    EXPECT_EQ(train.label_counts().at(label), 6000);
+    EXPECT_EQ(test.label_counts().at(label), 1000);
+  }
 }
 
 }  // namespace
