@@ -14,6 +14,8 @@
 #include <string_view>
 #include <thread>
 
+#include "cli/ablation.h"
+#include "cli/bench_data.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -90,26 +92,6 @@ double median_epoch_seconds(int epochs, RunEpoch run_epoch) {
     seconds.push_back(seconds_since(start));
   }
   return median(seconds);
-}
-
-void put_be32(std::string& out, uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((value >> shift) & 0xff));
-}
-
-// torch::data's MNIST dataset reads uncompressed IDX files with fixed names from a directory.
-void write_mnist_dir(const ImageStore& store, const std::filesystem::path& dir) {
-  std::string images;
-  put_be32(images, 0x00000803);
-  put_be32(images, static_cast<uint32_t>(store.size()));
-  put_be32(images, static_cast<uint32_t>(store.shape().height));
-  put_be32(images, static_cast<uint32_t>(store.shape().width));
-  images.append(reinterpret_cast<const char*>(store.pixels().data()), store.pixels().size());
-  write_file_atomically(dir / "train-images-idx3-ubyte", images);
-  std::string labels;
-  put_be32(labels, 0x00000801);
-  put_be32(labels, static_cast<uint32_t>(store.size()));
-  for (int64_t label : store.labels()) labels.push_back(static_cast<char>(std::max<int64_t>(label, 0)));
-  write_file_atomically(dir / "train-labels-idx1-ubyte", labels);
 }
 
 struct Row {
@@ -216,7 +198,10 @@ int bench_main(const std::vector<std::string>& args) {
     }
     return bench_loader(parse_args(rest));
   }
-  throw OptionsError("unknown benchmark '" + args[0] + "' (available: loader)");
+  if (args[0] == "ablation") return ablation_main(rest);
+  // One row of the ablation in its own process, so its peak RSS and timings are its own.
+  if (args[0] == "ablation-row") return ablation_row_main(rest);
+  throw OptionsError("unknown benchmark '" + args[0] + "' (available: loader, ablation)");
 }
 
 }  // namespace feeder::cli

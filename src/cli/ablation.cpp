@@ -1,0 +1,906 @@
+// `feeder bench ablation`: runs every row of the article's ablation (Python reference and C++), the
+// rows after it and two sweeps, each in its own process, and writes the table, JSON and chart.
+// No LibTorch here: the rows run in child processes (`feeder bench ablation-row`, or the Python
+// reference script), so each row's timings and peak RSS are its own.
+
+#include "cli/ablation.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/ablation_json.h"
+#include "feeder/error.h"
+#include "feeder/formats/dataset_files.h"
+#include "feeder/io/file.h"
+#include "feeder/train/report.h"
+#include "feeder/train/runtime.h"
+
+extern char** environ;
+
+namespace feeder::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: feeder bench ablation [--data DIR] [--epochs 1] [--quick] [--out ablation-out]\n"
+    "                             [--threads N] [--python /usr/bin/python3] [--reference FILE]\n"
+    "\n"
+    "Runs the article's data-pipeline ablation on this machine, each row in its own process:\n"
+    "the article's Python pipeline (bench/reference/article_pipeline.py: Dataset v1 at batch 16 and\n"
+    "512, + workers, + persistent workers, + pin_memory, Dataset v2), the same steps in C++ (a naive\n"
+    "row-wise torch::data dataset ... feeder's eager uint8 store), and what comes after the article\n"
+    "(torch::data MNIST, channels-last, bf16, feeder's defaults, a compute-only bound and a memcpy\n"
+    "bound); then batch-size (16..512) and worker (0, 1, 2, 4) sweeps. Every row is also run without\n"
+    "the model (loader only). Writes ablation.md, ablation.json and ablation.png into --out.\n"
+    "\n"
+    "  --data DIR        train/test files (default /usr/share/datasets/fashion-mnist)\n"
+    "  --epochs N        epochs per row (default 1)\n"
+    "  --quick           3 batches per pass and 2-point sweeps: checks that everything runs\n"
+    "  --threads N       OMP_NUM_THREADS of every row (default: the usable CPUs)\n"
+    "  --python PATH     Python with torch and pandas for the reference rows\n"
+    "  --reference FILE  the reference script (default: found beside the source tree)\n";
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct AblationArgs {
+  std::optional<std::filesystem::path> data_dir;
+  int64_t epochs = 1;
+  bool quick = false;
+  std::filesystem::path out_dir = "ablation-out";
+  int num_threads = 0;  // 0: the usable CPUs
+  std::filesystem::path python = "/usr/bin/python3";
+  std::optional<std::filesystem::path> reference;
+};
+
+int64_t parse_count(std::string_view flag, std::string_view text, int64_t min_value) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value < min_value) {
+    throw OptionsError(std::string(flag) + " needs an integer >= " + std::to_string(min_value) + ", got '" +
+                       std::string(text) + "'");
+  }
+  return value;
+}
+
+AblationArgs parse_args(const std::vector<std::string>& args) {
+  AblationArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view flag = args[i];
+    const auto next_value = [&]() -> std::string_view {
+      if (i + 1 >= args.size()) throw OptionsError(std::string(flag) + " needs a value");
+      return args[++i];
+    };
+    if (flag == "--data") parsed.data_dir = std::filesystem::path(next_value());
+    else if (flag == "--epochs") parsed.epochs = parse_count(flag, next_value(), 1);
+    else if (flag == "--quick") parsed.quick = true;
+    else if (flag == "--out") parsed.out_dir = std::filesystem::path(next_value());
+    else if (flag == "--threads") parsed.num_threads = static_cast<int>(parse_count(flag, next_value(), 1));
+    else if (flag == "--python") parsed.python = std::filesystem::path(next_value());
+    else if (flag == "--reference") parsed.reference = std::filesystem::path(next_value());
+    else throw OptionsError("unknown option '" + std::string(flag) + "'\n" + std::string(kUsage));
+  }
+  return parsed;
+}
+
+// ------------------------------------------------------------------------------ child processes
+
+struct ChildResult {
+  int exit_code = -1;  // 128 + signal when killed
+  double seconds = 0;
+};
+
+// Runs argv[0] with `argv`, stdout and stderr into `log`, and OMP_NUM_THREADS (and the BLAS
+// equivalents) set to `num_threads`: LibTorch must start with its thread count, not change it later.
+ChildResult run_child(const std::vector<std::string>& argv, const std::filesystem::path& log, int num_threads) {
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    if (text.starts_with("OMP_NUM_THREADS=") || text.starts_with("MKL_NUM_THREADS=") ||
+        text.starts_with("OPENBLAS_NUM_THREADS=")) {
+      continue;
+    }
+    env.emplace_back(text);
+  }
+  for (const char* name : {"OMP_NUM_THREADS=", "MKL_NUM_THREADS=", "OPENBLAS_NUM_THREADS="}) {
+    env.push_back(name + std::to_string(num_threads));
+  }
+  std::vector<char*> argv_ptrs;
+  for (const std::string& arg : argv) argv_ptrs.push_back(const_cast<char*>(arg.c_str()));
+  argv_ptrs.push_back(nullptr);
+  std::vector<char*> env_ptrs;
+  for (const std::string& entry : env) env_ptrs.push_back(const_cast<char*>(entry.c_str()));
+  env_ptrs.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  const Clock::time_point start = Clock::now();
+  const int spawn_error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, argv_ptrs.data(), env_ptrs.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ChildResult result;
+  if (spawn_error != 0) {
+    write_file_atomically(log, "cannot start " + argv[0] + ": " + std::strerror(spawn_error) + "\n");
+    return result;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return result;
+  }
+  result.seconds = seconds_since(start);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The last non-empty line of a log, to say why a row failed.
+std::string last_line(const std::filesystem::path& log) {
+  std::string text = read_text(log);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const size_t start = text.find_last_of('\n');
+  std::string line = start == std::string::npos ? text : text.substr(start + 1);
+  if (line.size() > 200) line = line.substr(0, 200) + "...";
+  return line;
+}
+
+// ------------------------------------------------------------------------------ rows
+
+enum class Group { article_python, article_cpp, after_article };
+
+std::string_view group_title(Group group) {
+  switch (group) {
+    case Group::article_python: return "The article in Python (bench/reference/article_pipeline.py)";
+    case Group::article_cpp: return "The article's steps in C++";
+    case Group::after_article: return "After the article";
+  }
+  return "?";
+}
+
+std::string_view group_key(Group group) {
+  switch (group) {
+    case Group::article_python: return "article_python";
+    case Group::article_cpp: return "article_cpp";
+    case Group::after_article: return "after_article";
+  }
+  return "?";
+}
+
+struct RowSpec {
+  std::string id;
+  std::string method;  // as the table shows it
+  Group group = Group::article_cpp;
+  bool python = false;
+  std::vector<std::string> python_flags;  // the reference script's flags for this row
+  int64_t batch_size = 512;
+  int num_workers = 0;
+  bool trains = true;  // false: only the loader-only number exists (memcpy)
+  std::string note;
+};
+
+std::vector<RowSpec> ablation_rows(int num_workers, bool cuda_absent) {
+  const std::string w = std::to_string(num_workers);
+  const std::string no_pinning = cuda_absent ? "no CUDA: pinning has no effect" : "";
+  std::vector<RowSpec> rows;
+  const auto add = [&](RowSpec row) { rows.push_back(std::move(row)); };
+  add({"py-v1-b16", "naive v1, batch 16", Group::article_python, true,
+       {"--dataset", "v1", "--batch-size", "16"}, 16, 0, true, ""});
+  add({"py-v1-b512", "naive v1, batch 512", Group::article_python, true,
+       {"--dataset", "v1", "--batch-size", "512"}, 512, 0, true, ""});
+  add({"py-workers", "+ num_workers=" + w, Group::article_python, true,
+       {"--dataset", "v1", "--num-workers", w}, 512, num_workers, true, ""});
+  add({"py-persistent", "+ persistent_workers", Group::article_python, true,
+       {"--dataset", "v1", "--num-workers", w, "--persistent-workers"}, 512, num_workers, true, ""});
+  add({"py-pinned", "+ pin_memory", Group::article_python, true,
+       {"--dataset", "v1", "--num-workers", w, "--persistent-workers", "--pin-memory"}, 512, num_workers, true,
+       no_pinning});
+  add({"py-v2", "Dataset v2 (__getitem__ refactor)", Group::article_python, true,
+       {"--dataset", "v2", "--num-workers", w, "--persistent-workers", "--pin-memory"}, 512, num_workers, true,
+       ""});
+  add({"cpp-naive-b16", "naive row-wise dataset, batch 16", Group::article_cpp, false, {}, 16, 0, true, ""});
+  add({"cpp-naive-b512", "naive row-wise dataset, batch 512", Group::article_cpp, false, {}, 512, 0, true, ""});
+  add({"cpp-workers", "+ " + w + " worker threads, new each epoch", Group::article_cpp, false, {}, 512,
+       num_workers, true, ""});
+  add({"cpp-persistent", "+ persistent workers", Group::article_cpp, false, {}, 512, num_workers, true, ""});
+  add({"cpp-pinned", "+ pinned memory", Group::article_cpp, false, {}, 512, num_workers, true, no_pinning});
+  add({"cpp-eager", "+ eager uint8 store (feeder, fp32 NCHW)", Group::article_cpp, false, {}, 512, num_workers,
+       true, ""});
+  add({"torch-data-mnist", "LibTorch torch::data MNIST + Stack", Group::after_article, false, {}, 512, num_workers,
+       true, ""});
+  add({"feeder-channels-last", "feeder + channels-last (fp32)", Group::after_article, false, {}, 512, num_workers,
+       true, ""});
+  add({"feeder-bf16", "feeder + bf16 autocast", Group::after_article, false, {}, 512, num_workers, true, ""});
+  add({"feeder-defaults", "feeder defaults (feeder train: 1 worker)", Group::after_article, false, {}, 512, 1, true,
+       ""});
+  add({"compute-only", "bound: compute only (one fixed batch)", Group::after_article, false, {}, 512, 1, true,
+       "no data pipeline; accuracy not meaningful"});
+  add({"memcpy", "bound: memcpy of the epoch's bytes", Group::after_article, false, {}, 512, 0, false,
+       "no model: loader-only number only"});
+  return rows;
+}
+
+// Numbers of one finished run (training or loader only), read from its JSON.
+struct RunNumbers {
+  double train_seconds = 0;  // per epoch
+  double test_seconds = 0;
+  double samples_per_second = 0;
+  std::optional<double> data_wait_share;
+  std::optional<double> peak_rss_mb;
+  std::optional<double> accuracy;
+  std::string torch_version;
+};
+
+RunNumbers read_run(const std::filesystem::path& json_path) {
+  const JsonValue root = parse_json(read_text(json_path), json_path.string());
+  RunNumbers numbers;
+  const auto train = root.number_at("average_train_seconds");
+  const auto test = root.number_at("average_test_seconds");
+  if (!train || !test) throw DataError(json_path.string() + ": no average_train_seconds/average_test_seconds");
+  numbers.train_seconds = *train;
+  numbers.test_seconds = *test;
+  double train_samples = 0;
+  double train_seconds = 0;
+  double wait_seconds = 0;
+  if (const JsonValue* epochs = root.find("epochs"); epochs && epochs->kind == JsonValue::Kind::array) {
+    for (const JsonValue& epoch : epochs->array) {
+      train_samples += epoch.number_at("train_samples").value_or(0);
+      train_seconds += epoch.number_at("train_seconds").value_or(0);
+      wait_seconds += epoch.number_at("data_wait_seconds").value_or(0);
+    }
+  }
+  if (train_seconds > 0) {
+    numbers.samples_per_second = train_samples / train_seconds;
+    numbers.data_wait_share = wait_seconds / train_seconds;
+  }
+  if (const auto rss = root.number_at("peak_rss_kib")) numbers.peak_rss_mb = *rss / 1024.0;
+  numbers.accuracy = root.number_at("final_accuracy");
+  if (const JsonValue* version = root.find("torch_version"); version && version->kind == JsonValue::Kind::string) {
+    numbers.torch_version = version->string;
+  }
+  return numbers;
+}
+
+struct RowResult {
+  RowSpec spec;
+  std::string status = "ok";  // "ok", or why the row has no numbers
+  std::optional<RunNumbers> train;
+  std::optional<RunNumbers> loader;
+};
+
+struct SweepPoint {
+  std::string pipeline;  // row id
+  std::string label;
+  int64_t batch_size = 0;
+  int num_workers = 0;
+  std::string status = "ok";
+  std::optional<RunNumbers> train;
+  std::optional<RunNumbers> loader;
+};
+
+// Everything needed to start rows.
+struct Runner {
+  std::filesystem::path exe;
+  std::filesystem::path python;
+  std::optional<std::filesystem::path> reference;  // empty: Python rows are skipped
+  std::string python_skip_reason;
+  std::vector<std::string> python_data_flags;
+  std::optional<std::filesystem::path> data_dir;
+  std::filesystem::path out_dir;
+  int num_threads = 1;
+  int64_t epochs = 1;
+  int64_t max_batches = 0;
+  int num_started = 0;
+  int num_total = 0;
+
+  // Runs one process of a row and returns its numbers, or the reason it has none.
+  std::optional<RunNumbers> run(const std::string& id, bool is_python, const std::vector<std::string>& python_flags,
+                                int64_t batch_size, int num_workers, bool loader_only, const std::string& tag,
+                                std::string& status) {
+    const std::string name = tag + (loader_only ? "-loader" : "");
+    const std::filesystem::path json = out_dir / "runs" / (name + ".json");
+    const std::filesystem::path log = out_dir / "runs" / (name + ".log");
+    std::filesystem::remove(json);
+    std::vector<std::string> argv;
+    if (is_python) {
+      argv = {python.string(), reference->string(), "--threads", std::to_string(num_threads), "--epochs",
+              std::to_string(epochs)};
+      argv.insert(argv.end(), python_flags.begin(), python_flags.end());
+      argv.insert(argv.end(), python_data_flags.begin(), python_data_flags.end());
+    } else {
+      argv = {exe.string(), "bench", "ablation-row", "--row", id, "--batch-size", std::to_string(batch_size),
+              "--workers", std::to_string(num_workers), "--epochs", std::to_string(epochs), "--threads",
+              std::to_string(num_threads)};
+      if (data_dir) argv.insert(argv.end(), {"--data", data_dir->string()});
+    }
+    if (max_batches > 0) argv.insert(argv.end(), {"--max-batches", std::to_string(max_batches)});
+    if (loader_only) argv.push_back("--loader-only");
+    argv.insert(argv.end(), {"--json", json.string()});
+
+    ++num_started;
+    std::fprintf(stderr, "[%d/%d] %-34s ", num_started, num_total, name.c_str());
+    std::fflush(stderr);
+    const ChildResult child = run_child(argv, log, num_threads);
+    if (child.exit_code != 0 || !std::filesystem::exists(json)) {
+      status = "failed (exit " + std::to_string(child.exit_code) + "): " + last_line(log) + " [" + log.string() + "]";
+      std::fprintf(stderr, "FAILED after %.1f s: see %s\n", child.seconds, log.string().c_str());
+      return std::nullopt;
+    }
+    try {
+      RunNumbers numbers = read_run(json);
+      std::fprintf(stderr, "%6.1f s  (epoch: train %.2f s, test %.2f s)\n", child.seconds, numbers.train_seconds,
+                   numbers.test_seconds);
+      return numbers;
+    } catch (const DataError& error) {
+      status = std::string("unreadable result: ") + error.what();
+      std::fprintf(stderr, "UNREADABLE: %s\n", error.what());
+      return std::nullopt;
+    }
+  }
+};
+
+std::filesystem::path self_exe() {
+  std::error_code error;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) throw OptionsError("cannot find this executable through /proc/self/exe: " + error.message());
+  return exe;
+}
+
+// The reference script beside the source tree: the build directory usually sits in the repository.
+std::optional<std::filesystem::path> find_reference(const std::filesystem::path& exe) {
+  const std::filesystem::path relative = std::filesystem::path("bench") / "reference" / "article_pipeline.py";
+  for (const std::filesystem::path& base :
+       {exe.parent_path().parent_path(), exe.parent_path(), exe.parent_path().parent_path().parent_path(),
+        std::filesystem::current_path()}) {
+    if (std::filesystem::is_regular_file(base / relative)) return base / relative;
+  }
+  return std::nullopt;
+}
+
+// The reference script's data flags for the data set in `dir`: IDX .gz files or Kaggle CSVs.
+std::optional<std::vector<std::string>> python_data_flags(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir / "train-images-idx3-ubyte.gz") &&
+      std::filesystem::exists(dir / "t10k-images-idx3-ubyte.gz")) {
+    return std::vector<std::string>{"--data-dir", dir.string()};
+  }
+  const std::filesystem::path train = find_split_file(dir, Split::train);
+  const std::filesystem::path test = find_split_file(dir, Split::test);
+  if (train.extension() == ".csv" && test.extension() == ".csv") {
+    return std::vector<std::string>{"--train-csv", train.string(), "--test-csv", test.string()};
+  }
+  return std::nullopt;
+}
+
+// ------------------------------------------------------------------------------ outputs
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), pattern, value);
+  return text;
+}
+
+std::string cell(const std::optional<double>& value, const char* pattern) {
+  return value ? format(pattern, *value) : "–";
+}
+
+struct Machine {
+  std::string cpu_model;
+  int num_cpus = 0;
+  std::string torch_version;
+  std::string date;
+  double load_average_start = 0;
+  double load_average_end = 0;
+};
+
+double load_average() {
+  double loads[3] = {0, 0, 0};
+  return getloadavg(loads, 3) > 0 ? loads[0] : 0.0;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M", &local);
+  return text;
+}
+
+std::optional<double> percent(const std::optional<double>& share) {
+  if (!share) return std::nullopt;
+  return *share * 100;
+}
+
+std::optional<double> total_seconds(const std::optional<RunNumbers>& run) {
+  if (!run) return std::nullopt;
+  return run->train_seconds + run->test_seconds;
+}
+
+struct Baseline {
+  std::string id;
+  std::string label;
+  std::optional<double> seconds;
+};
+
+Baseline pick_baseline(const std::vector<RowResult>& rows) {
+  for (const char* id : {"py-v1-b16", "cpp-naive-b16"}) {
+    for (const RowResult& row : rows) {
+      if (row.spec.id == id && row.train) {
+        return {id, row.spec.group == Group::article_python ? "naive Python (v1, batch 16)" : "naive C++ (batch 16)",
+                total_seconds(row.train)};
+      }
+    }
+  }
+  return {"", "naive", std::nullopt};
+}
+
+std::string markdown(const std::vector<RowResult>& rows, const std::vector<SweepPoint>& batch_sweep,
+                     const std::vector<SweepPoint>& worker_sweep, const Machine& machine, const AblationArgs& args,
+                     int64_t max_batches, int num_workers) {
+  const Baseline baseline = pick_baseline(rows);
+  std::ostringstream out;
+  out << "Machine: " << (machine.cpu_model.empty() ? "unknown CPU" : machine.cpu_model) << ", " << machine.num_cpus
+      << " cores, no GPU" << ", LibTorch " << machine.torch_version << ", " << machine.date
+      << "; load average " << format("%.2f", machine.load_average_start) << " at the start, "
+      << format("%.2f", machine.load_average_end) << " at the end.\n";
+  out << "FashionMNIST (60,000 train / 10,000 test), SimpleCNN, Adam lr 1e-3, seed 42, " << args.epochs
+      << (args.epochs == 1 ? " epoch" : " epochs") << " per row, " << num_workers << " = worker count of the "
+      << "worker rows, OMP_NUM_THREADS=" << machine.num_cpus << "; each row in its own process.";
+  if (max_batches > 0) {
+    out << " **Quick run: " << max_batches << " batches per pass, timings are not comparable.**";
+  }
+  out << "\n\n";
+  out << "| method | train/epoch | test/epoch | total/epoch | speed-up vs " << baseline.label
+      << " | samples/s | data wait | peak RSS | accuracy | loader-only s/epoch | loader-only samples/s |\n"
+      << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::optional<Group> group;
+  for (const RowResult& row : rows) {
+    if (group != row.spec.group) {
+      group = row.spec.group;
+      out << "| **" << group_title(*group) << "** | | | | | | | | | | |\n";
+    }
+    std::string method = row.spec.method;
+    if (!row.spec.note.empty()) method += " (" + row.spec.note + ")";
+    if (row.status != "ok") method += " — " + row.status;
+    const std::optional<double> total = total_seconds(row.train);
+    std::optional<double> speedup;
+    if (total && baseline.seconds && *total > 0) speedup = *baseline.seconds / *total;
+    const auto train = row.train;
+    const auto loader = row.loader;
+    out << "| " << method << " | " << cell(train ? std::optional(train->train_seconds) : std::nullopt, "%.2f s")
+        << " | " << cell(train ? std::optional(train->test_seconds) : std::nullopt, "%.2f s") << " | "
+        << cell(total, "%.2f s") << " | " << cell(speedup, "%.1fx") << " | "
+        << cell(train ? std::optional(train->samples_per_second) : std::nullopt, "%.0f") << " | "
+        << cell(train ? percent(train->data_wait_share) : std::nullopt, "%.0f %%")
+        << " | " << cell(train ? train->peak_rss_mb : (loader ? loader->peak_rss_mb : std::nullopt), "%.0f MB")
+        << " | " << cell(train ? train->accuracy : std::nullopt, "%.4f") << " | " << cell(total_seconds(loader), "%.2f s")
+        << " | " << cell(loader ? std::optional(loader->samples_per_second) : std::nullopt, "%.0f") << " |\n";
+  }
+  out << "\nTimes are seconds per epoch (training pass, then test pass). Data wait: share of the training pass "
+         "spent waiting for the next batch. Peak RSS: the row's process (for Python rows with workers, the "
+         "process plus its largest worker that has exited). Loader-only: the same data path iterated without the "
+         "model.\n";
+
+  const auto sweep_table = [&](const std::vector<SweepPoint>& points, const char* title, bool by_batch) {
+    if (points.empty()) return;
+    out << "\n### " << title << "\n\n| pipeline | " << (by_batch ? "batch size" : "workers")
+        << " | train/epoch | total/epoch | samples/s | data wait | loader-only s/epoch | accuracy |\n"
+        << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const SweepPoint& point : points) {
+      const auto& train = point.train;
+      out << "| " << point.label << (point.status == "ok" ? "" : " — " + point.status) << " | "
+          << (by_batch ? point.batch_size : point.num_workers) << " | "
+          << cell(train ? std::optional(train->train_seconds) : std::nullopt, "%.2f s") << " | "
+          << cell(total_seconds(train), "%.2f s") << " | "
+          << cell(train ? std::optional(train->samples_per_second) : std::nullopt, "%.0f") << " | "
+          << cell(train ? percent(train->data_wait_share) : std::nullopt,
+                  "%.0f %%")
+          << " | " << cell(total_seconds(point.loader), "%.2f s") << " | "
+          << cell(train ? train->accuracy : std::nullopt, "%.4f") << " |\n";
+    }
+  };
+  sweep_table(batch_sweep, "Batch-size sweep", true);
+  sweep_table(worker_sweep, "Worker sweep (batch 512)", false);
+  return out.str();
+}
+
+void write_run_json(JsonWriter& json, const std::optional<RunNumbers>& run) {
+  if (!run) {
+    json.null();
+    return;
+  }
+  json.begin_object();
+  json.field("train_seconds", run->train_seconds);
+  json.field("test_seconds", run->test_seconds);
+  json.field("total_seconds", run->train_seconds + run->test_seconds);
+  json.field("samples_per_second", run->samples_per_second);
+  json.field("data_wait_share", run->data_wait_share);
+  json.field("peak_rss_mb", run->peak_rss_mb);
+  json.field("accuracy", run->accuracy);
+  json.end_object();
+}
+
+std::string to_json(const std::vector<RowResult>& rows, const std::vector<SweepPoint>& batch_sweep,
+                    const std::vector<SweepPoint>& worker_sweep, const Machine& machine, const AblationArgs& args,
+                    int64_t max_batches) {
+  const Baseline baseline = pick_baseline(rows);
+  JsonWriter json;
+  json.begin_object();
+  json.key("machine");
+  json.begin_object();
+  json.field("cpu_model", machine.cpu_model);
+  json.field("num_cpus", machine.num_cpus);
+  json.field("torch_version", machine.torch_version);
+  json.field("date", machine.date);
+  json.field("load_average_start", machine.load_average_start);
+  json.field("load_average_end", machine.load_average_end);
+  json.end_object();
+  json.key("options");
+  json.begin_object();
+  json.field("epochs", args.epochs);
+  json.field("quick", args.quick);
+  json.field("max_batches", max_batches);
+  json.end_object();
+  json.field("baseline", baseline.id);
+  json.key("rows");
+  json.begin_array();
+  for (const RowResult& row : rows) {
+    json.begin_object();
+    json.field("id", row.spec.id);
+    json.field("method", row.spec.method);
+    json.field("group", group_key(row.spec.group));
+    json.field("status", row.status);
+    json.field("note", row.spec.note);
+    json.field("batch_size", row.spec.batch_size);
+    json.field("num_workers", row.spec.num_workers);
+    json.field("trains", row.spec.trains);
+    const std::optional<double> total = total_seconds(row.train);
+    std::optional<double> speedup;
+    if (total && baseline.seconds && *total > 0) speedup = *baseline.seconds / *total;
+    json.field("total_seconds", total);
+    json.field("speedup", speedup);
+    json.key("train");
+    write_run_json(json, row.train);
+    json.key("loader_only");
+    write_run_json(json, row.loader);
+    json.end_object();
+  }
+  json.end_array();
+  for (const auto& [name, points] : {std::pair{"batch_sweep", &batch_sweep}, std::pair{"worker_sweep", &worker_sweep}}) {
+    json.key(name);
+    json.begin_array();
+    for (const SweepPoint& point : *points) {
+      json.begin_object();
+      json.field("pipeline", point.pipeline);
+      json.field("label", point.label);
+      json.field("batch_size", point.batch_size);
+      json.field("num_workers", point.num_workers);
+      json.field("status", point.status);
+      json.key("train");
+      write_run_json(json, point.train);
+      json.key("loader_only");
+      write_run_json(json, point.loader);
+      json.end_object();
+    }
+    json.end_array();
+  }
+  json.end_object();
+  return json.str();
+}
+
+// ------------------------------------------------------------------------------ chart
+
+std::string gnuplot_quote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+// Writes the chart's data files and gnuplot script into `dir`; returns the script's path.
+std::filesystem::path write_chart_files(const std::filesystem::path& dir, const std::vector<RowResult>& rows,
+                                        const std::vector<SweepPoint>& batch_sweep,
+                                        const std::vector<SweepPoint>& worker_sweep, const Machine& machine,
+                                        int64_t max_batches, bool pngcairo) {
+  const std::filesystem::path abs_dir = std::filesystem::absolute(dir);
+  // Rows top to bottom in table order: gnuplot's y grows upwards, so the first row gets the largest y.
+  std::ostringstream bars;
+  bars << "# y label group total_seconds loader_seconds (-1: none)\n";
+  const int num_rows = static_cast<int>(rows.size());
+  for (int i = 0; i < num_rows; ++i) {
+    const RowResult& row = rows[static_cast<size_t>(i)];
+    const auto total = total_seconds(row.train);
+    const auto loader = total_seconds(row.loader);
+    bars << (num_rows - i) << " " << gnuplot_quote(row.spec.method) << " " << static_cast<int>(row.spec.group) << " "
+         << (total ? *total : -1.0) << " " << (loader ? *loader : -1.0) << "\n";
+  }
+  write_file_atomically(abs_dir / "ablation_rows.dat", bars.str());
+
+  // One data block per pipeline (separated by two blank lines, selected with `index`).
+  const auto sweep_data = [](const std::vector<SweepPoint>& points, bool by_batch, std::vector<std::string>& labels) {
+    std::ostringstream data;
+    std::string current;
+    for (const SweepPoint& point : points) {
+      if (point.pipeline != current) {
+        if (!current.empty()) data << "\n\n";
+        current = point.pipeline;
+        labels.push_back(point.label);
+        data << "# " << point.label << "\n# x total_seconds loader_seconds\n";
+      }
+      const auto total = total_seconds(point.train);
+      const auto loader = total_seconds(point.loader);
+      data << (by_batch ? point.batch_size : point.num_workers) << " " << (total ? *total : -1.0) << " "
+           << (loader ? *loader : -1.0) << "\n";
+    }
+    return data.str();
+  };
+  std::vector<std::string> batch_labels;
+  std::vector<std::string> worker_labels;
+  write_file_atomically(abs_dir / "ablation_batch_sweep.dat", sweep_data(batch_sweep, true, batch_labels));
+  write_file_atomically(abs_dir / "ablation_worker_sweep.dat", sweep_data(worker_sweep, false, worker_labels));
+
+  const std::string rows_file = gnuplot_quote((abs_dir / "ablation_rows.dat").string());
+  const std::string batch_file = gnuplot_quote((abs_dir / "ablation_batch_sweep.dat").string());
+  const std::string worker_file = gnuplot_quote((abs_dir / "ablation_worker_sweep.dat").string());
+  std::ostringstream script;
+  script << "# Drawn by `feeder bench ablation` from the .dat files beside it.\n"
+         << "set terminal " << (pngcairo ? "pngcairo size 1400,1500 font 'DejaVu Sans,11'" : "png size 1400,1500")
+         << "\nset output " << gnuplot_quote((abs_dir / "ablation.png").string()) << "\n"
+         << "set termoption noenhanced\n"
+         << "set style fill solid 0.85 border -1\n"
+         << "set grid xtics mxtics lc rgb '#dddddd'\n"
+         << "set multiplot\n"
+         // Panel 1: one horizontal bar per row, log time axis.
+         << "set origin 0,0.38\nset size 1,0.62\n"
+         << "set lmargin 52\nset rmargin 4\n"
+         << "set title " << gnuplot_quote("Epoch time per row (train + test), log scale — " + machine.cpu_model + ", " +
+                                              std::to_string(machine.num_cpus) + " cores" +
+                                              (max_batches > 0 ? "  [QUICK RUN: not comparable]" : ""))
+         << "\n"
+         << "set logscale x\nset xlabel 'seconds per epoch (lower is better)'\n"
+         << "set yrange [0.3:" << num_rows + 0.7 << "]\nset ytics scale 0\nunset ylabel\n"
+         << "set key bottom right box opaque\n"
+         << "floor = 1e-4\n"
+         << "stats " << rows_file << " using ($4 > 0 ? $4 : 1/0) nooutput\nxmin_total = STATS_min\n"
+         << "stats " << rows_file << " using ($5 > 0 ? $5 : 1/0) nooutput\nxmin_loader = STATS_min\n"
+         << "stats " << rows_file << " using ($4 > $5 ? $4 : $5) nooutput\nxmax_all = STATS_max\n"
+         << "xlo = (xmin_total < xmin_loader ? xmin_total : xmin_loader) / 3\n"
+         << "floor = xlo\nset xrange [xlo:xmax_all * 4]\n"
+         << "colour(g) = g == 0 ? 0x4878cf : (g == 1 ? 0xe8912b : 0x3a9a4a)\n"
+         << "plot " << rows_file
+         << " using (floor):1:(floor):($4 > 0 ? $4 : 1/0):($1-0.32):($1+0.32):(colour($3)):ytic(2) "
+            "with boxxyerror lc rgb variable title 'training epoch (train + test)', \\\n"
+         << "     " << rows_file
+         << " using (floor):1:(floor):($5 > 0 ? $5 : 1/0):($1-0.1):($1+0.1) with boxxyerror lc rgb '#222222' "
+            "title 'loader only (no model)', \\\n"
+         << "     " << rows_file
+         << " using ($4 > 0 ? $4 * 1.08 : 1/0):1:(sprintf('%.2f s', $4)) with labels left font ',9' notitle, \\\n"
+         << "     NaN with boxes lc rgb '#4878cf' title 'Python (article)', \\\n"
+         << "     NaN with boxes lc rgb '#e8912b' title 'C++ (article steps)', \\\n"
+         << "     NaN with boxes lc rgb '#3a9a4a' title 'after the article'\n"
+         // Panels 2 and 3: the sweeps.
+         << "unset logscale\nset lmargin 10\nset rmargin 3\nset ytics scale 1\nset autoscale\n"
+         << "set logscale y\nset ylabel 'seconds per epoch'\nset key top right box opaque\n"
+         << "set origin 0,0\nset size 0.5,0.37\n"
+         << "set title 'Batch-size sweep (training epoch; dashed: loader only)'\n"
+         << "set logscale x 2\nset xlabel 'batch size'\nset xtics (16, 32, 64, 128, 256, 512)\n"
+         << "set xrange [12:700]\n";
+  const auto sweep_plot = [&](const std::string& file, const std::vector<std::string>& labels) {
+    std::ostringstream plot;
+    plot << "plot ";
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (i > 0) plot << ", \\\n     ";
+      plot << file << " index " << i << " using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2 pt 7 lc " << i + 1
+           << " title " << gnuplot_quote(labels[i]) << ", \\\n     " << file << " index " << i
+           << " using 1:($3 > 0 ? $3 : 1/0) with linespoints lw 1 dt 2 pt 6 lc " << i + 1 << " notitle";
+    }
+    if (labels.empty()) plot << "NaN notitle";
+    return plot.str() + "\n";
+  };
+  script << sweep_plot(batch_file, batch_labels)
+         << "set origin 0.5,0\nset size 0.5,0.37\n"
+         << "set title " << gnuplot_quote("Worker sweep, batch 512 (" + std::to_string(machine.num_cpus) +
+                                              " cores; dashed: loader only)")
+         << "\nunset logscale x\nset xlabel 'workers'\nset xtics (0, 1, 2, 4)\nset xrange [-0.3:4.3]\n"
+         << sweep_plot(worker_file, worker_labels) << "unset multiplot\n";
+  const std::filesystem::path script_path = abs_dir / "ablation.gnuplot";
+  write_file_atomically(script_path, script.str());
+  return script_path;
+}
+
+std::optional<std::filesystem::path> find_program(std::string_view name) {
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/bin:/bin";
+  while (!dirs.empty()) {
+    const size_t colon = dirs.find(':');
+    const std::filesystem::path candidate = std::filesystem::path(dirs.substr(0, colon)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return std::nullopt;
+}
+
+// ------------------------------------------------------------------------------ the run
+
+int run_ablation(const AblationArgs& args) {
+  const auto run_start = Clock::now();
+  const CpuInfo cpu = read_cpuinfo();
+  const int num_cpus = num_usable_cpus();
+  const int num_threads = args.num_threads > 0 ? args.num_threads : num_cpus;
+  // The article's worker rows use 4 workers on 32 cores; here the worker rows use one per core.
+  const int num_workers = num_cpus;
+  const int64_t max_batches = args.quick ? 3 : 0;
+
+  Runner runner;
+  runner.exe = self_exe();
+  runner.python = args.python;
+  runner.data_dir = args.data_dir;
+  runner.out_dir = args.out_dir;
+  runner.num_threads = num_threads;
+  runner.epochs = args.epochs;
+  runner.max_batches = max_batches;
+  std::filesystem::create_directories(args.out_dir / "runs");
+
+  // The Python rows need the reference script and a Python that imports torch and pandas.
+  runner.reference = args.reference ? args.reference : find_reference(runner.exe);
+  if (!runner.reference || !std::filesystem::is_regular_file(*runner.reference)) {
+    runner.reference.reset();
+    runner.python_skip_reason = "skipped: bench/reference/article_pipeline.py not found (pass --reference FILE)";
+  } else if (const auto flags = python_data_flags(args.data_dir.value_or(kDefaultDataDir)); !flags) {
+    runner.reference.reset();
+    runner.python_skip_reason = "skipped: the Python reference reads IDX .gz files or CSVs, not this data";
+  } else {
+    runner.python_data_flags = *flags;
+    const ChildResult probe =
+        run_child({args.python.string(), "-c", "import torch, pandas"}, args.out_dir / "runs" / "python-check.log", 1);
+    if (probe.exit_code != 0) {
+      runner.reference.reset();
+      runner.python_skip_reason = "skipped: " + args.python.string() +
+                                  " cannot import torch and pandas (Debian: apt install python3-torch python3-pandas)";
+    }
+  }
+
+  // CUDA is never probed here (no LibTorch in this process): the rows report whether memory was
+  // pinned, and pinning without CUDA is said so in the table.
+  std::vector<RowResult> rows;
+  for (RowSpec& spec : ablation_rows(num_workers, /*cuda_absent=*/true)) rows.push_back({std::move(spec)});
+
+  // Sweeps: feeder's defaults and the naive C++ pipeline (the naive Python pipeline takes about a
+  // minute per point here, too long for ten points in the run's budget).
+  const std::vector<int64_t> batch_sizes = args.quick ? std::vector<int64_t>{16, 512}
+                                                      : std::vector<int64_t>{16, 32, 64, 128, 256, 512};
+  const std::vector<int> worker_counts = args.quick ? std::vector<int>{0, 2} : std::vector<int>{0, 1, 2, 4};
+  std::vector<SweepPoint> batch_sweep;
+  std::vector<SweepPoint> worker_sweep;
+  for (int64_t batch : batch_sizes) batch_sweep.push_back({"feeder-defaults", "feeder defaults (1 worker)", batch, 1});
+  for (int64_t batch : batch_sizes) batch_sweep.push_back({"cpp-naive-b512", "naive C++ (0 workers)", batch, 0});
+  for (int workers : worker_counts) worker_sweep.push_back({"feeder-defaults", "feeder defaults", 512, workers});
+  for (int workers : worker_counts) {
+    worker_sweep.push_back({"cpp-persistent", "naive C++, persistent workers", 512, workers});
+  }
+
+  int num_runs = 0;
+  for (const RowResult& row : rows) {
+    if (row.spec.python && !runner.reference) continue;
+    num_runs += row.spec.trains ? 2 : 1;
+  }
+  num_runs += static_cast<int>(batch_sweep.size() + 2 * worker_sweep.size());
+  runner.num_total = num_runs;
+  std::fprintf(stderr, "ablation: %d runs, %lld epoch(s) each%s, OMP_NUM_THREADS=%d, logs in %s\n", num_runs,
+               static_cast<long long>(args.epochs), args.quick ? ", 3 batches per pass (quick)" : "", num_threads,
+               (args.out_dir / "runs").string().c_str());
+  if (!runner.reference) std::fprintf(stderr, "Python rows %s\n", runner.python_skip_reason.c_str());
+
+  Machine machine;
+  machine.cpu_model = cpu.model;
+  machine.num_cpus = num_cpus;
+  machine.date = today();
+  machine.load_average_start = load_average();
+
+  for (RowResult& row : rows) {
+    if (row.spec.python && !runner.reference) {
+      row.status = runner.python_skip_reason;
+      continue;
+    }
+    std::string status;
+    if (row.spec.trains) {
+      row.train = runner.run(row.spec.id, row.spec.python, row.spec.python_flags, row.spec.batch_size,
+                             row.spec.num_workers, false, row.spec.id, status);
+    }
+    row.loader = runner.run(row.spec.id, row.spec.python, row.spec.python_flags, row.spec.batch_size,
+                            row.spec.num_workers, true, row.spec.id, status);
+    if (!status.empty()) row.status = status;
+    if (row.train && !row.train->torch_version.empty() && !row.spec.python) {
+      machine.torch_version = row.train->torch_version;
+    }
+  }
+  for (SweepPoint& point : batch_sweep) {
+    std::string status;
+    const std::string tag = "sweep-batch-" + point.pipeline + "-" + std::to_string(point.batch_size);
+    point.train = runner.run(point.pipeline, false, {}, point.batch_size, point.num_workers, false, tag, status);
+    if (!status.empty()) point.status = status;
+  }
+  for (SweepPoint& point : worker_sweep) {
+    std::string status;
+    const std::string tag = "sweep-workers-" + point.pipeline + "-" + std::to_string(point.num_workers);
+    point.train = runner.run(point.pipeline, false, {}, point.batch_size, point.num_workers, false, tag, status);
+    point.loader = runner.run(point.pipeline, false, {}, point.batch_size, point.num_workers, true, tag, status);
+    if (!status.empty()) point.status = status;
+  }
+  machine.load_average_end = load_average();
+
+  write_file_atomically(args.out_dir / "ablation.json",
+                        to_json(rows, batch_sweep, worker_sweep, machine, args, max_batches));
+  const std::string table = markdown(rows, batch_sweep, worker_sweep, machine, args, max_batches, num_workers);
+  write_file_atomically(args.out_dir / "ablation.md", table);
+
+  int exit_code = 0;
+  if (const auto gnuplot = find_program("gnuplot")) {
+    const ChildResult probe = run_child({gnuplot->string(), "-e", "set terminal pngcairo"},
+                                        args.out_dir / "runs" / "gnuplot-check.log", 1);
+    const std::filesystem::path script = write_chart_files(args.out_dir, rows, batch_sweep, worker_sweep, machine,
+                                                           max_batches, probe.exit_code == 0);
+    const ChildResult plot = run_child({gnuplot->string(), script.string()}, args.out_dir / "runs" / "gnuplot.log", 1);
+    if (plot.exit_code != 0) {
+      std::fprintf(stderr, "gnuplot failed: %s\n", last_line(args.out_dir / "runs" / "gnuplot.log").c_str());
+      exit_code = 1;
+    }
+  } else {
+    std::fprintf(stderr, "gnuplot not found (Debian: apt install gnuplot-nox): no chart drawn\n");
+    exit_code = 1;
+  }
+
+  std::cout << table;
+  int num_failed = 0;
+  for (const RowResult& row : rows) num_failed += row.status.starts_with("failed") || row.status.starts_with("unread");
+  for (const auto* sweep : {&batch_sweep, &worker_sweep}) {
+    for (const SweepPoint& point : *sweep) num_failed += point.status != "ok";
+  }
+  std::fprintf(stderr, "ablation: finished in %.0f s, %d failed; wrote %s/ablation.{md,json,png}\n",
+               seconds_since(run_start), num_failed, args.out_dir.string().c_str());
+  return num_failed > 0 ? 1 : exit_code;
+}
+
+}  // namespace
+
+int ablation_main(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    std::cout << kUsage;
+    return 0;
+  }
+  return run_ablation(parse_args(args));
+}
+
+}  // namespace feeder::cli

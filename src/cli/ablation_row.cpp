@@ -1,0 +1,603 @@
+// One row of `feeder bench ablation`, run in its own process: builds the row's data pipeline as a
+// BatchSource, then either trains SimpleCNN on it through the trainer's epoch loop or iterates it
+// alone (--loader-only), and writes the timings as JSON. The only LibTorch translation unit of the
+// ablation.
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cli/ablation.h"
+#include "cli/ablation_naive.h"
+#include "cli/bench_data.h"
+#include "feeder/error.h"
+#include "feeder/formats/dataset_files.h"
+#include "feeder/io/file.h"
+#include "feeder/torch/adapter.h"
+#include "feeder/train/report.h"
+#include "feeder/train/runtime.h"
+#include "feeder/train/simple_cnn.h"
+#include "feeder/train/trainer.h"
+
+namespace feeder::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: feeder bench ablation-row --row ID [--data DIR] [--batch-size 512] [--workers 0]\n"
+    "                                 [--epochs 1] [--max-batches 0] [--loader-only] [--threads N]\n"
+    "                                 [--seed 42] [--json FILE]\n"
+    "\n"
+    "Runs one row of `feeder bench ablation` in this process. IDs: cpp-naive-b16, cpp-naive-b512,\n"
+    "cpp-workers, cpp-persistent, cpp-pinned, cpp-eager, torch-data-mnist, feeder-channels-last,\n"
+    "feeder-bf16, feeder-defaults, compute-only, memcpy.\n";
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Which data path a row measures.
+enum class Pipeline { naive, torch_mnist, feeder, compute_only, memcpy_bound };
+
+std::string_view to_string(Pipeline pipeline) {
+  switch (pipeline) {
+    case Pipeline::naive: return "naive";
+    case Pipeline::torch_mnist: return "torch-data-mnist";
+    case Pipeline::feeder: return "feeder";
+    case Pipeline::compute_only: return "compute-only";
+    case Pipeline::memcpy_bound: return "memcpy";
+  }
+  return "?";
+}
+
+struct RowConfig {
+  Pipeline pipeline = Pipeline::feeder;
+  // naive: a new torch::data loader, and so new worker threads, at the start of every pass.
+  bool recreate_each_epoch = false;
+  bool pin_memory = false;
+  Precision precision = Precision::fp32;
+  bool channels_last = false;
+};
+
+RowConfig row_config(std::string_view id) {
+  RowConfig config;
+  if (id == "cpp-naive-b16" || id == "cpp-naive-b512") {
+    config.pipeline = Pipeline::naive;
+  } else if (id == "cpp-workers") {
+    config.pipeline = Pipeline::naive;
+    config.recreate_each_epoch = true;
+  } else if (id == "cpp-persistent") {
+    config.pipeline = Pipeline::naive;
+  } else if (id == "cpp-pinned") {
+    config.pipeline = Pipeline::naive;
+    config.pin_memory = true;
+  } else if (id == "cpp-eager") {
+    config.pipeline = Pipeline::feeder;
+  } else if (id == "torch-data-mnist") {
+    config.pipeline = Pipeline::torch_mnist;
+  } else if (id == "feeder-channels-last") {
+    config.channels_last = true;
+  } else if (id == "feeder-bf16") {
+    config.channels_last = true;
+    config.precision = Precision::bf16;
+  } else if (id == "feeder-defaults" || id == "compute-only") {
+    // What `feeder train` runs with: TrainerOptions' defaults.
+    const TrainerOptions defaults;
+    config.pipeline = id == "compute-only" ? Pipeline::compute_only : Pipeline::feeder;
+    config.precision = defaults.precision;
+    config.channels_last = defaults.channels_last;
+  } else if (id == "memcpy") {
+    config.pipeline = Pipeline::memcpy_bound;
+  } else {
+    throw OptionsError("unknown row '" + std::string(id) + "'\n" + std::string(kUsage));
+  }
+  return config;
+}
+
+struct RowArgs {
+  std::string row;
+  std::optional<std::filesystem::path> data_dir;
+  int64_t batch_size = 512;
+  int num_workers = 0;
+  int64_t epochs = 1;
+  int64_t max_batches = 0;  // 0: whole passes
+  bool loader_only = false;
+  int num_threads = 0;  // 0: OMP_NUM_THREADS if set, else the usable CPUs
+  uint64_t seed = 42;
+  std::optional<std::filesystem::path> json_path;
+};
+
+template <typename Int>
+Int parse_int(std::string_view flag, std::string_view text, Int min_value) {
+  Int number = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (error != std::errc{} || end != text.data() + text.size() || number < min_value) {
+    throw OptionsError(std::string(flag) + " needs an integer >= " + std::to_string(min_value) + ", got '" +
+                       std::string(text) + "'");
+  }
+  return number;
+}
+
+RowArgs parse_args(const std::vector<std::string>& args) {
+  RowArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view flag = args[i];
+    const auto next_value = [&]() -> std::string_view {
+      if (i + 1 >= args.size()) throw OptionsError(std::string(flag) + " needs a value");
+      return args[++i];
+    };
+    if (flag == "--row") parsed.row = next_value();
+    else if (flag == "--data") parsed.data_dir = std::filesystem::path(next_value());
+    else if (flag == "--batch-size") parsed.batch_size = parse_int<int64_t>(flag, next_value(), 1);
+    else if (flag == "--workers") parsed.num_workers = parse_int<int>(flag, next_value(), 0);
+    else if (flag == "--epochs") parsed.epochs = parse_int<int64_t>(flag, next_value(), 1);
+    else if (flag == "--max-batches") parsed.max_batches = parse_int<int64_t>(flag, next_value(), 0);
+    else if (flag == "--loader-only") parsed.loader_only = true;
+    else if (flag == "--threads") parsed.num_threads = parse_int<int>(flag, next_value(), 1);
+    else if (flag == "--seed") parsed.seed = parse_int<uint64_t>(flag, next_value(), 0);
+    else if (flag == "--json") parsed.json_path = std::filesystem::path(next_value());
+    else throw OptionsError("unknown option '" + std::string(flag) + "'\n" + std::string(kUsage));
+  }
+  if (parsed.row.empty()) throw OptionsError("--row is required\n" + std::string(kUsage));
+  return parsed;
+}
+
+// Ends every pass after `max_batches` batches (quick runs); 0 passes everything through.
+class LimitedSource : public BatchSource {
+ public:
+  LimitedSource(BatchSource& inner, int64_t max_batches, int64_t batch_size)
+      : inner_(inner), max_batches_(max_batches), batch_size_(batch_size) {}
+
+  int64_t num_batches() const override {
+    return max_batches_ > 0 ? std::min(max_batches_, inner_.num_batches()) : inner_.num_batches();
+  }
+  int64_t num_samples() const override {
+    return max_batches_ > 0 ? std::min(inner_.num_samples(), max_batches_ * batch_size_) : inner_.num_samples();
+  }
+  void start_epoch(int64_t epoch) override {
+    num_served_ = 0;
+    inner_.start_epoch(epoch);
+  }
+  std::optional<TensorBatch> next() override {
+    if (max_batches_ > 0 && num_served_ >= max_batches_) return std::nullopt;
+    ++num_served_;
+    return inner_.next();
+  }
+
+ private:
+  BatchSource& inner_;
+  int64_t max_batches_;
+  int64_t batch_size_;
+  int64_t num_served_ = 0;
+};
+
+// A torch::data loader (any dataset + Stack collate) seen as a BatchSource. With
+// `recreate_each_epoch` the loader and its worker threads are built anew in start_epoch(), inside
+// the timed pass, like a PyTorch DataLoader without persistent_workers; otherwise one loader lives
+// across epochs. The samplers draw their order from LibTorch's global generator, so the epoch
+// number does not seed them.
+template <typename TorchLoader>
+class TorchDataSource : public BatchSource {
+ public:
+  using Factory = std::function<std::unique_ptr<TorchLoader>()>;
+
+  TorchDataSource(Factory make_loader, int64_t num_samples, int64_t batch_size, bool recreate_each_epoch,
+                  bool pin_memory)
+      : make_loader_(std::move(make_loader)),
+        num_samples_(num_samples),
+        batch_size_(batch_size),
+        recreate_each_epoch_(recreate_each_epoch),
+        pin_memory_(pin_memory && torch::cuda::is_available()) {}
+  ~TorchDataSource() override { iterator_.reset(); }  // before the loader it refers to
+
+  int64_t num_batches() const override { return (num_samples_ + batch_size_ - 1) / batch_size_; }
+  int64_t num_samples() const override { return num_samples_; }
+
+  void start_epoch(int64_t /*epoch*/) override {
+    iterator_.reset();
+    if (recreate_each_epoch_ || !loader_) {
+      loader_.reset();  // joins the old workers
+      loader_ = make_loader_();
+    }
+    iterator_.emplace(loader_->begin());
+    advance_ = false;
+    next_index_ = 0;
+  }
+
+  std::optional<TensorBatch> next() override {
+    if (!iterator_) return std::nullopt;
+    if (advance_) ++*iterator_;
+    advance_ = true;
+    if (*iterator_ == loader_->end()) {
+      iterator_.reset();
+      return std::nullopt;
+    }
+    auto& example = **iterator_;
+    TensorBatch batch{example.data, example.target, next_index_++};
+    if (pin_memory_) {
+      batch.images = batch.images.pin_memory();
+      batch.labels = batch.labels.pin_memory();
+    }
+    return batch;
+  }
+
+ private:
+  using Iterator = decltype(std::declval<TorchLoader&>().begin());
+
+  Factory make_loader_;
+  int64_t num_samples_;
+  int64_t batch_size_;
+  bool recreate_each_epoch_;
+  bool pin_memory_;
+  std::unique_ptr<TorchLoader> loader_;
+  std::optional<Iterator> iterator_;
+  bool advance_ = false;
+  int64_t next_index_ = 0;
+};
+
+template <typename Dataset, typename Sampler>
+std::unique_ptr<BatchSource> make_torch_source(Dataset dataset, int64_t num_samples, int64_t batch_size,
+                                               int num_workers, bool recreate_each_epoch, bool pin_memory) {
+  using Mapped = torch::data::datasets::MapDataset<Dataset, torch::data::transforms::Stack<>>;
+  using TorchLoader = torch::data::StatelessDataLoader<Mapped, Sampler>;
+  auto factory = [dataset = std::move(dataset), batch_size, num_workers]() mutable {
+    return torch::data::make_data_loader<Sampler>(
+        dataset.map(torch::data::transforms::Stack<>()),
+        torch::data::DataLoaderOptions().batch_size(static_cast<size_t>(batch_size)).workers(num_workers));
+  };
+  return std::make_unique<TorchDataSource<TorchLoader>>(std::move(factory), num_samples, batch_size,
+                                                        recreate_each_epoch, pin_memory);
+}
+
+// The same batch over and over, as many times as an epoch has batches: the model's cost with no
+// data pipeline at all.
+class FixedBatchSource : public BatchSource {
+ public:
+  FixedBatchSource(TensorBatch batch, int64_t num_batches, int64_t num_samples)
+      : batch_(std::move(batch)), num_batches_(num_batches), num_samples_(num_samples) {}
+
+  int64_t num_batches() const override { return num_batches_; }
+  int64_t num_samples() const override { return num_samples_; }
+  void start_epoch(int64_t /*epoch*/) override { num_served_ = 0; }
+  std::optional<TensorBatch> next() override {
+    if (num_served_ >= num_batches_) return std::nullopt;
+    TensorBatch batch = batch_;
+    batch.index = num_served_++;
+    return batch;
+  }
+
+ private:
+  TensorBatch batch_;
+  int64_t num_batches_;
+  int64_t num_samples_;
+  int64_t num_served_ = 0;
+};
+
+// The first batch of a feeder loader, copied so it owns its memory and the loader can go.
+TensorBatch first_batch(const std::shared_ptr<const ImageStore>& store, const LoaderOptions& options) {
+  TensorLoader loader(store, options);
+  loader.start_epoch(0);
+  std::optional<TensorBatch> batch = loader.next();
+  if (!batch) throw DataError("the data set is empty: no batch to train on");
+  return {batch->images.clone(), batch->labels.clone(), 0};
+}
+
+// A training pass then a test pass through the trainer's epoch loop, so every row is timed by the
+// same code. Until Trainer::run_epoch accepts any BatchSource, the same straight line is spelled
+// out here on train_step/predict.
+template <typename TrainerType>
+EpochReport train_epoch(TrainerType& trainer, BatchSource& train, BatchSource& test, bool test_labeled,
+                        int64_t epoch) {
+  if constexpr (requires { trainer.run_epoch(train, test, epoch); }) {
+    (void)test_labeled;
+    return trainer.run_epoch(train, test, epoch);
+  } else {
+    EpochReport report;
+    report.epoch = epoch;
+    const Clock::time_point train_start = Clock::now();
+    train.start_epoch(epoch);
+    double loss_sum = 0;
+    while (true) {
+      const Clock::time_point wait_start = Clock::now();
+      std::optional<TensorBatch> batch = train.next();
+      report.data_wait_seconds += seconds_since(wait_start);
+      if (!batch) break;
+      const int64_t batch_size = batch->labels.size(0);
+      loss_sum += trainer.train_step(batch->images, batch->labels).template item<double>() * batch_size;
+      report.num_train_samples += batch_size;
+    }
+    report.train_seconds = seconds_since(train_start);
+    report.train_loss = report.num_train_samples > 0 ? loss_sum / report.num_train_samples : 0.0;
+    report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
+
+    const Clock::time_point test_start = Clock::now();
+    test.start_epoch(epoch);
+    int64_t correct = 0;
+    while (true) {
+      const Clock::time_point wait_start = Clock::now();
+      std::optional<TensorBatch> batch = test.next();
+      report.test_data_wait_seconds += seconds_since(wait_start);
+      if (!batch) break;
+      const torch::Tensor logits = trainer.predict(batch->images);  // (B,10)
+      if (test_labeled) correct += logits.argmax(1).eq(batch->labels).sum().template item<int64_t>();
+      report.num_test_samples += batch->labels.size(0);
+    }
+    report.test_seconds = seconds_since(test_start);
+    if (test_labeled && report.num_test_samples > 0) {
+      report.accuracy = static_cast<double>(correct) / static_cast<double>(report.num_test_samples);
+    }
+    return report;
+  }
+}
+
+// One pass of a source without a model: what the pipeline alone costs.
+double drain_pass(BatchSource& source, int64_t epoch, int64_t& num_samples) {
+  const Clock::time_point start = Clock::now();
+  source.start_epoch(epoch);
+  while (std::optional<TensorBatch> batch = source.next()) num_samples += batch->labels.size(0);
+  return seconds_since(start);
+}
+
+EpochReport loader_only_epoch(BatchSource& train, BatchSource& test, int64_t epoch) {
+  EpochReport report;
+  report.epoch = epoch;
+  report.train_seconds = drain_pass(train, epoch, report.num_train_samples);
+  report.data_wait_seconds = report.train_seconds;
+  report.test_seconds = drain_pass(test, epoch, report.num_test_samples);
+  report.test_data_wait_seconds = report.test_seconds;
+  report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
+  return report;
+}
+
+// Copies a pass's output bytes (float32 images + int64 labels) batch by batch from a ready float
+// array into one batch buffer, on one thread: the least any loader has to move.
+class MemcpyBound {
+ public:
+  MemcpyBound(int64_t num_samples, int64_t num_pixels, int64_t batch_size)
+      : num_samples_(num_samples),
+        num_pixels_(num_pixels),
+        batch_size_(batch_size),
+        source_images_(static_cast<size_t>(num_samples * num_pixels), 0.5f),
+        source_labels_(static_cast<size_t>(num_samples), 1),
+        images_(static_cast<size_t>(batch_size * num_pixels)),
+        labels_(static_cast<size_t>(batch_size)) {}
+
+  // Returns the seconds of one pass over at most `max_batches` batches (0: all).
+  double pass(int64_t max_batches, int64_t& num_samples) {
+    const int64_t num_batches = (num_samples_ + batch_size_ - 1) / batch_size_;
+    const int64_t limit = max_batches > 0 ? std::min(max_batches, num_batches) : num_batches;
+    const Clock::time_point start = Clock::now();
+    for (int64_t b = 0; b < limit; ++b) {
+      const int64_t first = b * batch_size_;
+      const int64_t count = std::min(batch_size_, num_samples_ - first);
+      std::memcpy(images_.data(), source_images_.data() + first * num_pixels_,
+                  static_cast<size_t>(count * num_pixels_) * sizeof(float));
+      std::memcpy(labels_.data(), source_labels_.data() + first, static_cast<size_t>(count) * sizeof(int64_t));
+      num_samples += count;
+      checksum_ += images_[0];
+    }
+    return seconds_since(start);
+  }
+  double checksum() const { return checksum_; }
+
+ private:
+  int64_t num_samples_;
+  int64_t num_pixels_;
+  int64_t batch_size_;
+  std::vector<float> source_images_;
+  std::vector<int64_t> source_labels_;
+  std::vector<float> images_;
+  std::vector<int64_t> labels_;
+  double checksum_ = 0;  // read afterwards, so the copies cannot be optimised away
+};
+
+int64_t peak_rss_kib() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;  // KiB on Linux
+}
+
+std::string make_temp_dir() {
+  char dir_template[] = "/tmp/feeder-ablation-XXXXXX";
+  if (!mkdtemp(dir_template)) throw DataError("cannot create a temporary directory in /tmp");
+  return dir_template;
+}
+
+int run_row(const RowArgs& args) {
+  const RowConfig config = row_config(args.row);
+  seed_torch(args.seed);
+
+  const Clock::time_point load_start = Clock::now();
+  const std::filesystem::path dir = args.data_dir.value_or(kDefaultDataDir);
+  const std::filesystem::path train_path = find_split_file(dir, Split::train);
+  const std::filesystem::path test_path = find_split_file(dir, Split::test);
+  auto train_store = std::make_shared<const ImageStore>(load_images(train_path));
+  auto test_store = std::make_shared<const ImageStore>(load_images(test_path));
+  const ImageShape model_shape;  // SimpleCNN's input, 1x28x28
+  if (train_store->shape() != model_shape || test_store->shape() != model_shape) {
+    throw DataError(train_path.string() + ": images are " + to_string(train_store->shape()) + " / " +
+                    to_string(test_store->shape()) + "; the ablation's model takes " + to_string(model_shape));
+  }
+  if (!train_store->labeled() && !args.loader_only) {
+    throw DataError(train_path.string() + ": no labels; training needs a labeled set");
+  }
+
+  TrainerOptions trainer_options;
+  trainer_options.precision = config.precision;
+  trainer_options.channels_last = config.channels_last;
+  const TrainerConfig trainer_config = resolve_trainer_options(trainer_options, detect_hardware());
+
+  LoaderOptions train_options;
+  train_options.batch_size = args.batch_size;
+  train_options.seed = args.seed;
+  train_options.num_workers = args.num_workers;
+  train_options.pin_memory = config.pin_memory || trainer_config.device.is_cuda();
+  train_options.layout = trainer_config.image_layout();
+  LoaderOptions test_options = train_options;
+  test_options.shuffle = false;
+
+  // Sources live here; temporary IDX files for torch::data's MNIST are removed on every exit path.
+  std::unique_ptr<BatchSource> train_source;
+  std::unique_ptr<BatchSource> test_source;
+  std::unique_ptr<MemcpyBound> train_memcpy;
+  std::unique_ptr<MemcpyBound> test_memcpy;
+  std::shared_ptr<void> mnist_dir_cleanup;
+  bool pinned = false;
+  switch (config.pipeline) {
+    case Pipeline::naive: {
+      auto train_table = std::make_shared<const ColumnTable>(column_table_from_store(*train_store));
+      auto test_table = std::make_shared<const ColumnTable>(column_table_from_store(*test_store));
+      train_source = make_torch_source<NaiveDataset, torch::data::samplers::RandomSampler>(
+          NaiveDataset(train_table, model_shape), train_store->size(), args.batch_size, args.num_workers,
+          config.recreate_each_epoch, config.pin_memory);
+      test_source = make_torch_source<NaiveDataset, torch::data::samplers::SequentialSampler>(
+          NaiveDataset(test_table, model_shape), test_store->size(), args.batch_size, args.num_workers,
+          config.recreate_each_epoch, config.pin_memory);
+      pinned = config.pin_memory && torch::cuda::is_available();
+      break;
+    }
+    case Pipeline::torch_mnist: {
+      const std::string mnist_dir = make_temp_dir();
+      mnist_dir_cleanup = std::shared_ptr<void>(nullptr, [mnist_dir](void*) {
+        std::error_code ignored;
+        std::filesystem::remove_all(mnist_dir, ignored);
+      });
+      write_mnist_dir(*train_store, mnist_dir, Split::train);
+      write_mnist_dir(*test_store, mnist_dir, Split::test);
+      using torch::data::datasets::MNIST;
+      train_source = make_torch_source<MNIST, torch::data::samplers::RandomSampler>(
+          MNIST(mnist_dir, MNIST::Mode::kTrain), train_store->size(), args.batch_size, args.num_workers,
+          /*recreate_each_epoch=*/false, /*pin_memory=*/false);
+      test_source = make_torch_source<MNIST, torch::data::samplers::SequentialSampler>(
+          MNIST(mnist_dir, MNIST::Mode::kTest), test_store->size(), args.batch_size, args.num_workers,
+          /*recreate_each_epoch=*/false, /*pin_memory=*/false);
+      break;
+    }
+    case Pipeline::feeder: {
+      auto train_loader = std::make_unique<TensorLoader>(train_store, train_options);
+      pinned = train_loader->loader().pinned();
+      train_source = std::move(train_loader);
+      test_source = std::make_unique<TensorLoader>(test_store, test_options);
+      break;
+    }
+    case Pipeline::compute_only: {
+      const int64_t train_batches = (train_store->size() + args.batch_size - 1) / args.batch_size;
+      const int64_t test_batches = (test_store->size() + args.batch_size - 1) / args.batch_size;
+      train_source = std::make_unique<FixedBatchSource>(first_batch(train_store, train_options), train_batches,
+                                                        train_store->size());
+      test_source = std::make_unique<FixedBatchSource>(first_batch(test_store, test_options), test_batches,
+                                                       test_store->size());
+      break;
+    }
+    case Pipeline::memcpy_bound:
+      train_memcpy = std::make_unique<MemcpyBound>(train_store->size(), model_shape.num_pixels(), args.batch_size);
+      test_memcpy = std::make_unique<MemcpyBound>(test_store->size(), model_shape.num_pixels(), args.batch_size);
+      break;
+  }
+  const double load_seconds = seconds_since(load_start);
+
+  std::vector<EpochReport> epochs;
+  if (config.pipeline == Pipeline::memcpy_bound) {
+    for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
+      EpochReport report;
+      report.epoch = epoch;
+      report.train_seconds = train_memcpy->pass(args.max_batches, report.num_train_samples);
+      report.data_wait_seconds = report.train_seconds;
+      report.test_seconds = test_memcpy->pass(args.max_batches, report.num_test_samples);
+      report.test_data_wait_seconds = report.test_seconds;
+      report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
+      epochs.push_back(report);
+    }
+    if (train_memcpy->checksum() + test_memcpy->checksum() < 0) std::cerr << "impossible checksum\n";
+  } else {
+    LimitedSource train(*train_source, args.max_batches, args.batch_size);
+    LimitedSource test(*test_source, args.max_batches, args.batch_size);
+    std::optional<Trainer> trainer;
+    if (!args.loader_only) trainer.emplace(SimpleCNN(), trainer_config);
+    for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
+      EpochReport report = args.loader_only ? loader_only_epoch(train, test, epoch)
+                                            : train_epoch(*trainer, train, test, test_store->labeled(), epoch);
+      // Training on one batch says nothing about the test set.
+      if (config.pipeline == Pipeline::compute_only) report.accuracy.reset();
+      std::cerr << args.row << (args.loader_only ? " (loader only)" : "") << " epoch " << epoch << ": train "
+                << report.train_seconds << " s, test " << report.test_seconds << " s\n";
+      epochs.push_back(report);
+    }
+  }
+
+  const RunTotals totals = summarize(epochs);
+  JsonWriter json;
+  json.begin_object();
+  json.field("row", args.row);
+  json.field("pipeline", to_string(config.pipeline));
+  json.field("loader_only", args.loader_only || config.pipeline == Pipeline::memcpy_bound);
+  json.field("batch_size", args.batch_size);
+  json.field("num_workers", args.num_workers);
+  json.field("max_batches", args.max_batches);
+  json.field("precision", to_string(trainer_config.precision));
+  json.field("channels_last", trainer_config.channels_last);
+  json.field("recreate_each_epoch", config.recreate_each_epoch);
+  json.field("pin_memory", config.pin_memory);
+  json.field("pinned", pinned);
+  json.field("device", trainer_config.device.str());
+  json.field("torch_version", TORCH_VERSION);
+  json.field("torch_threads", at::get_num_threads());
+  json.field("load_seconds", load_seconds);
+  json.key("epochs");
+  json.begin_array();
+  for (const EpochReport& epoch : epochs) {
+    json.begin_object();
+    json.field("epoch", epoch.epoch);
+    json.field("train_seconds", epoch.train_seconds);
+    json.field("test_seconds", epoch.test_seconds);
+    json.field("train_samples", epoch.num_train_samples);
+    json.field("test_samples", epoch.num_test_samples);
+    json.field("data_wait_seconds", epoch.data_wait_seconds);
+    json.field("test_data_wait_seconds", epoch.test_data_wait_seconds);
+    json.field("samples_per_second", epoch.samples_per_second);
+    json.field("train_loss", epoch.train_loss);
+    json.field("accuracy", epoch.accuracy);
+    json.end_object();
+  }
+  json.end_array();
+  json.field("average_train_seconds", totals.average_train_seconds);
+  json.field("average_test_seconds", totals.average_test_seconds);
+  json.field("final_accuracy", totals.final_accuracy);
+  json.field("peak_rss_kib", peak_rss_kib());
+  json.end_object();
+  if (args.json_path) {
+    write_file_atomically(*args.json_path, json.str());
+  } else {
+    std::cout << json.str();
+  }
+  return 0;
+}
+
+}  // namespace
+
+int ablation_row_main(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    std::cout << kUsage;
+    return 0;
+  }
+  const RowArgs parsed = parse_args(args);
+  RuntimeOptions runtime;
+  runtime.num_threads = parsed.num_threads;
+  prepare_process_runtime(runtime);  // may restart the process with OMP_NUM_THREADS set
+  return run_row(parsed);
+}
+
+}  // namespace feeder::cli
