@@ -26,6 +26,18 @@ void put_bit_packed_run(const uint32_t* values, size_t count, int bit_width, std
   out.resize(start + num_groups * static_cast<size_t>(bit_width));
   uint8_t* dst = out.data() + start;
   if (bit_width == 0) return;
+  if (bit_width <= 8) {
+    // Dictionary indexes of byte columns: a whole group fits in one 64-bit word.
+    for (size_t group = 0; group < num_groups; ++group, dst += bit_width) {
+      uint64_t word = 0;
+      for (size_t value_idx = 0; value_idx < kGroupSize; ++value_idx) {
+        const size_t idx = group * kGroupSize + value_idx;
+        if (idx < count) word |= static_cast<uint64_t>(values[idx]) << (value_idx * static_cast<size_t>(bit_width));
+      }
+      for (int byte_idx = 0; byte_idx < bit_width; ++byte_idx) dst[byte_idx] = static_cast<uint8_t>(word >> (8 * byte_idx));
+    }
+    return;
+  }
   uint64_t buffer = 0;  // pending bits, LSB first
   int buffered_bits = 0;
   for (size_t idx = 0; idx < num_groups * kGroupSize; ++idx) {
