@@ -17,6 +17,10 @@ if [ ! -x "$feeder" ]; then
   exit 1
 fi
 
+for tool in node npm; do
+  command -v "$tool" >/dev/null || { echo "compat: FAIL: $tool is not installed (apt-get install nodejs npm)"; exit 1; }
+done
+
 # npm ci only when node_modules is missing or older than the lockfile, so a second run needs no network.
 cd "$here"
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
