@@ -66,6 +66,26 @@ TEST(ParquetConvert, ShapeOptionIsRecordedInTheFile) {
   EXPECT_EQ(parquet::read_parquet_images(dir / "out.parquet").shape(), (ImageShape{3, 2, 10}));
 }
 
+// IDX files carry (N,H,W) only; --shape gives them channels.
+TEST(ParquetConvert, ShapeOptionReshapesIdxImages) {
+  TempDir dir;
+  const std::string idx = std::string("\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x03", 16) +
+                          std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\xff", 12);
+  write_file_atomically(dir / "x-images-idx3-ubyte", idx);
+  const std::string in = (dir / "x-images-idx3-ubyte").string();
+  ASSERT_EQ(run_convert({in, (dir / "out.parquet").string(), "--shape", "2x1x3"}).exit_code, 0);
+  const ImageStore store = parquet::read_parquet_images(dir / "out.parquet");
+  EXPECT_EQ(store.shape(), (ImageShape{2, 1, 3}));
+  EXPECT_FALSE(store.labeled());
+  EXPECT_EQ(std::vector<uint8_t>(store.pixels().begin(), store.pixels().end()),
+            (std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 255}));
+
+  const RunResult mismatch = run_convert({in, (dir / "bad.parquet").string(), "--shape", "1x2x2"});
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_EQ(mismatch.err, "feeder convert: " + in + ": images have 6 pixels, --shape 1x2x2 needs 4\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad.parquet"));
+}
+
 TEST(ParquetConvert, UsageErrorsExitTwoWithTheUsageLine) {
   TempDir dir;
   write_csv(testing::make_store(ImageShape{1, 2, 2}, 3, true), dir / "in.csv");
