@@ -29,6 +29,7 @@ constexpr std::string_view kMagic = "PAR1";
 // Pixel columns are transposed this many at a time: a block reads 32 bytes of each image (one cache
 // line) and its column-major copy stays in L2 while it is encoded.
 constexpr int64_t kPixelColumnsPerBlock = 32;
+constexpr int64_t kTransposeRows = 64;
 // Labels are class indexes; past this many distinct values a dictionary stops paying off.
 constexpr size_t kMaxLabelDictionaryEntries = 4096;
 constexpr int64_t kMaxPageSizeBytes = int64_t{1} << 30;
@@ -323,9 +324,14 @@ std::vector<EncodedChunk> encode_row_group(const WriteConfig& config, const Imag
     const int64_t first_column = (item_idx - first_pixel_chunk) * kPixelColumnsPerBlock;
     const int64_t num_columns = std::min(kPixelColumnsPerBlock, image_bytes - first_column);
     std::vector<uint8_t> block(static_cast<size_t>(num_columns * num_rows));  // (num_columns, num_rows)
-    for (int64_t row = 0; row < num_rows; ++row) {
-      const uint8_t* src = images + row * image_bytes + first_column;
-      for (int64_t column = 0; column < num_columns; ++column) block[static_cast<size_t>(column * num_rows + row)] = src[column];
+    // Tiles of kTransposeRows rows: each column then receives a run of contiguous bytes.
+    for (int64_t tile_row = 0; tile_row < num_rows; tile_row += kTransposeRows) {
+      const int64_t tile_rows = std::min(kTransposeRows, num_rows - tile_row);
+      for (int64_t column = 0; column < num_columns; ++column) {
+        const uint8_t* src = images + tile_row * image_bytes + first_column + column;
+        uint8_t* dst = block.data() + column * num_rows + tile_row;
+        for (int64_t row = 0; row < tile_rows; ++row) dst[row] = src[row * image_bytes];
+      }
     }
     for (int64_t column = 0; column < num_columns; ++column)
       chunks[static_cast<size_t>(first_pixel_chunk + first_column + column)] =
