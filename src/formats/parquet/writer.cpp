@@ -11,6 +11,7 @@
 
 #include "feeder/error.h"
 #include "feeder/io/file.h"
+#include "feeder/version.h"
 #include "formats/parquet/codec.h"
 #include "formats/parquet/detail/thrift.h"
 #include "formats/parquet/encoder/dictionary_encoder.h"
@@ -24,7 +25,6 @@ namespace encoder = parquet::encoder;
 using parquet::Codec;
 
 // "<app> version <semver>" is the form other readers parse to apply per-writer workarounds.
-constexpr const char* kCreatedBy = "feeder version 0.1.0";
 constexpr std::string_view kMagic = "PAR1";
 // Pixel columns are transposed this many at a time: a block reads 32 bytes of each image (one cache
 // line) and its column-major copy stays in L2 while it is encoded.
@@ -405,7 +405,7 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
   fmt::FileMetaData metadata;
   metadata.__set_version(2);
   metadata.__set_num_rows(store.size());
-  metadata.__set_created_by(kCreatedBy);
+  metadata.__set_created_by(std::string("feeder version ") + kVersion);
   fmt::KeyValue shape_entry;
   shape_entry.__set_key(std::string(kImageShapeKey));
   shape_entry.__set_value(to_string(store.shape()));
