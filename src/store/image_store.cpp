@@ -14,7 +14,7 @@ ImageStore::ImageStore(ImageShape shape, int64_t num_images, bool labeled)
   if (shape.channels <= 0 || shape.height <= 0 || shape.width <= 0)
     throw OptionsError("image shape must be positive, got " + to_string(shape));
   if (num_images < 0) throw OptionsError("number of images must not be negative");
-  pixels_.reset(new uint8_t[num_pixel_bytes()]);
+  pixels_ = allocate_large_buffer(num_pixel_bytes());
   labels_.assign(static_cast<size_t>(num_images), kNoLabel);
 }
 

@@ -286,6 +286,7 @@ TEST(CsvTest, WritesArticleHeaderAndRows) {
 TEST(CsvTest, WritesNoLabelColumnForUnlabeledStore) {
   TempDir dir;
   ImageStore store(ImageShape{1, 1, 2}, 1, /*labeled=*/false);
+  store.pixels()[0] = 0;
   store.pixels()[1] = 99;
   write_csv(store, dir / "out.csv");
   EXPECT_EQ(testing::read_text(dir / "out.csv"), "pixel1,pixel2\n0,99\n");

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "feeder/io/large_buffer.h"
+
 namespace feeder {
 
 // Shape of one image, channels first.
@@ -60,7 +62,7 @@ class ImageStore {
   bool labeled_ = false;
   size_t num_pixel_bytes() const { return static_cast<size_t>(num_images_ * shape_.num_pixels()); }
 
-  std::unique_ptr<uint8_t[]> pixels_;  // (N,C,H,W)
+  std::unique_ptr<uint8_t[], FreeDeleter> pixels_;  // (N,C,H,W)
   std::vector<int64_t> labels_;  // (N)
 };
 

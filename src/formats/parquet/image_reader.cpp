@@ -85,6 +85,59 @@ void decode_pixel_chunk(const ParquetFile& file, const detail::ChunkLocation& wh
       &buffer);
 }
 
+// True when every data page of the chunk is PLAIN, so its values are the images' bytes back to back.
+bool all_pages_plain(const detail::ChunkLocation& where) {
+  const detail::PageCounts counts = detail::count_pages(where);
+  return std::all_of(counts.data_encodings.begin(), counts.data_encodings.end(),
+                     [](Encoding encoding) { return encoding == Encoding::kPlain; });
+}
+
+// Fills the store's pixels from a FIXED_LEN_BYTE_ARRAY column of whole images. PLAIN pages (what
+// feeder and most writers produce) are copied straight into the store rows; other encodings go
+// through the generic column reader.
+void read_image_column(const ParquetFile& file, int64_t image_idx, bool verify_checksums, ImageStore& store) {
+  const FileMetadata& meta = file.metadata();
+  const ColumnSchema& column = meta.columns[static_cast<size_t>(image_idx)];
+  const auto image_bytes = static_cast<size_t>(store.image_bytes());
+  detail::PageBuffer buffer;
+  std::vector<uint8_t> valid;
+  int64_t first_row = 0;
+  for (int64_t rg = 0; rg < static_cast<int64_t>(meta.row_groups.size()); ++rg) {
+    const detail::ChunkLocation where = detail::make_location(file, rg, image_idx, verify_checksums);
+    if (!all_pages_plain(where)) {
+      const ColumnData images = file.read_column(image_idx);
+      const auto& bytes = std::get<std::vector<std::string>>(images.values);
+      for (int64_t r = 0; r < images.num_rows(); ++r) {
+        if (!images.valid[static_cast<size_t>(r)])
+          throw DataError(file.name() + ": column '" + column.name + "' row " + std::to_string(r) + ": null image");
+        std::memcpy(store.image(r), bytes[static_cast<size_t>(r)].data(), image_bytes);
+      }
+      return;
+    }
+    detail::for_each_page(
+        where, [](const detail::DictionaryPage&) {},
+        [&](const detail::DataPage& page) {
+          const int64_t page_row = first_row + page.first_row;
+          if (column.max_definition_level > 0) {
+            valid.resize(static_cast<size_t>(page.num_values));
+            if (detail::decode_validity(page, valid.data()) != page.num_values) {
+              const int64_t null_idx = std::find(valid.begin(), valid.end(), 0) - valid.begin();
+              throw DataError(file.name() + ": column '" + column.name + "' row " +
+                              std::to_string(page_row + null_idx) + ": null image");
+            }
+          }
+          const size_t needed = static_cast<size_t>(page.num_values) * image_bytes;
+          if (page.values.size() < needed)
+            throw DataError(detail::page_context(where, page.page_idx) + ": " + std::to_string(page.num_values) +
+                            " images need " + std::to_string(needed) + " bytes, the page holds " +
+                            std::to_string(page.values.size()));
+          std::memcpy(store.image(page_row), page.values.data(), needed);
+        },
+        &buffer);
+    first_row += meta.row_groups[static_cast<size_t>(rg)].num_rows;
+  }
+}
+
 ImageShape infer_shape(const ParquetFile& file, int64_t num_pixels) {
   // feeder's writer records the shape as "CxHxW"; trust it when it matches the pixel count.
   for (const KeyValue& kv : file.metadata().key_values) {
@@ -195,15 +248,7 @@ ImageStore read_parquet_images(const ParquetFile& file, const ParquetImageOption
   }
 
   if (image_idx >= 0) {
-    const ColumnData images = file.read_column(image_idx);
-    const auto& bytes = std::get<std::vector<std::string>>(images.values);
-    for (int64_t r = 0; r < images.num_rows(); ++r) {
-      if (!images.valid[static_cast<size_t>(r)]) {
-        throw DataError(file.name() + ": column '" + meta.columns[static_cast<size_t>(image_idx)].name + "' row " +
-                        std::to_string(r) + ": null image");
-      }
-      std::memcpy(store.image(r), bytes[static_cast<size_t>(r)].data(), static_cast<size_t>(num_pixels));
-    }
+    read_image_column(file, image_idx, options.verify_checksums, store);
     return store;
   }
 
