@@ -252,6 +252,7 @@ Batch Loader::assemble(int64_t batch_index) const {
     else
       detail::convert_pixels(store_->image(sample), dst, pixels, scale, bias);
   }
+  detail::finish_streaming();
   return Batch(std::move(buffer), batch_index, count, shape, options_.layout);
 }
 
