@@ -136,11 +136,17 @@ TrainerConfig resolve_trainer_options(const TrainerOptions& options, const Hardw
 Trainer::Trainer(SimpleCNN model, const TrainerConfig& config) : config_(config), model_(std::move(model)) {
   model_->to(config_.device);
   if (config_.channels_last) {
-    // Convolution weights in channels-last order make oneDNN/cuDNN pick their NHWC kernels; the
-    // optimizer state created later inherits the strides.
+    // Convolution weights with channels-last strides make oneDNN/cuDNN pick their NHWC kernels; the
+    // optimizer state created later inherits the strides. Copy explicitly, as Python's
+    // module.to(memory_format=...) does: contiguous(ChannelsLast) keeps a one-channel weight
+    // (conv1: 16x1x3x3) in its NCHW strides, since those already pass as channels-last, and conv1
+    // then ran its slow NCHW kernel plus reorders.
     torch::NoGradGuard no_grad;
     for (auto& parameter : model_->parameters()) {
-      if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(torch::MemoryFormat::ChannelsLast));
+      if (parameter.dim() != 4) continue;
+      torch::Tensor nhwc = torch::empty_like(parameter, torch::MemoryFormat::ChannelsLast);
+      nhwc.copy_(parameter);
+      parameter.set_data(nhwc);
     }
   }
   optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),

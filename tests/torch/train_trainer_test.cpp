@@ -91,6 +91,11 @@ TEST(Trainer, ChannelsLastConvertsConvolutionWeights) {
   const torch::Tensor& weight = trainer.model()->conv2->weight;  // (32,16,3,3)
   EXPECT_TRUE(weight.is_contiguous(torch::MemoryFormat::ChannelsLast));
   EXPECT_FALSE(weight.is_contiguous());
+  // Regression: a one-channel weight (conv1: 16x1x3x3) counts as channels-last contiguous in either
+  // stride order; it must get the channels-last strides, else oneDNN runs conv1 in NCHW.
+  const torch::Tensor& first = trainer.model()->conv1->weight;
+  EXPECT_EQ(first.strides(), (std::vector<int64_t>{9, 1, 3, 1}));
+  EXPECT_EQ(first.suggest_memory_format(), torch::MemoryFormat::ChannelsLast);
   EXPECT_EQ(trainer.config().image_layout(), ImageLayout::nhwc);
 }
 
