@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,12 +54,15 @@ constexpr std::string_view kUsage =
     "\n"
     "  --data DIR        train/test files (default /usr/share/datasets/fashion-mnist)\n"
     "  --epochs N        epochs per row (default 1)\n"
-    "  --quick           3 batches per pass and 2-point sweeps: checks that everything runs\n"
+    "  --quick           2 batches per pass and 2-point sweeps: checks that everything runs\n"
     "  --threads N       OMP_NUM_THREADS of every row (default: the usable CPUs)\n"
     "  --python PATH     Python with torch and pandas for the reference rows\n"
     "  --reference FILE  the reference script (default: found beside the source tree)\n";
 
 using Clock = std::chrono::steady_clock;
+
+// Training samples per sweep point (each pass stops after the batches that hold them).
+constexpr int64_t kSweepSamples = 12000;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -111,9 +115,15 @@ struct ChildResult {
   double seconds = 0;
 };
 
-// Runs argv[0] with `argv`, stdout and stderr into `log`, and OMP_NUM_THREADS (and the BLAS
+struct Child {
+  pid_t pid = -1;
+  int spawn_error = 0;
+  Clock::time_point start;
+};
+
+// Starts argv[0] with `argv`, stdout and stderr into `log`, and OMP_NUM_THREADS (and the BLAS
 // equivalents) set to `num_threads`: LibTorch must start with its thread count, not change it later.
-ChildResult run_child(const std::vector<std::string>& argv, const std::filesystem::path& log, int num_threads) {
+Child start_child(const std::vector<std::string>& argv, const std::filesystem::path& log, int num_threads) {
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text = *entry;
@@ -138,23 +148,32 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::filesyste
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  pid_t pid = 0;
-  const Clock::time_point start = Clock::now();
-  const int spawn_error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, argv_ptrs.data(), env_ptrs.data());
+  Child child;
+  child.start = Clock::now();
+  child.spawn_error = posix_spawn(&child.pid, argv[0].c_str(), &actions, nullptr, argv_ptrs.data(), env_ptrs.data());
   posix_spawn_file_actions_destroy(&actions);
-  ChildResult result;
-  if (spawn_error != 0) {
-    write_file_atomically(log, "cannot start " + argv[0] + ": " + std::strerror(spawn_error) + "\n");
-    return result;
+  if (child.spawn_error != 0) {
+    child.pid = -1;
+    write_file_atomically(log, "cannot start " + argv[0] + ": " + std::strerror(child.spawn_error) + "\n");
   }
+  return child;
+}
+
+ChildResult wait_child(const Child& child) {
+  ChildResult result;
+  if (child.pid < 0) return result;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
+  while (waitpid(child.pid, &status, 0) < 0) {
     if (errno != EINTR) return result;
   }
-  result.seconds = seconds_since(start);
+  result.seconds = seconds_since(child.start);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
   return result;
+}
+
+ChildResult run_child(const std::vector<std::string>& argv, const std::filesystem::path& log, int num_threads) {
+  return wait_child(start_child(argv, log, num_threads));
 }
 
 std::string read_text(const std::filesystem::path& path) {
@@ -253,7 +272,8 @@ std::vector<RowSpec> ablation_rows(int num_workers, bool cuda_absent) {
 struct RunNumbers {
   double train_seconds = 0;  // per epoch
   double test_seconds = 0;
-  double samples_per_second = 0;
+  double samples_per_second = 0;  // training samples / training seconds
+  double train_samples = 0;        // per epoch
   std::optional<double> data_wait_share;
   std::optional<double> peak_rss_mb;
   std::optional<double> accuracy;
@@ -280,6 +300,7 @@ RunNumbers read_run(const std::filesystem::path& json_path) {
   }
   if (train_seconds > 0) {
     numbers.samples_per_second = train_samples / train_seconds;
+    numbers.train_samples = train_samples / static_cast<double>(root.find("epochs")->array.size());
     numbers.data_wait_share = wait_seconds / train_seconds;
   }
   if (const auto rss = root.number_at("peak_rss_kib")) numbers.peak_rss_mb = *rss / 1024.0;
@@ -307,6 +328,18 @@ struct SweepPoint {
   std::optional<RunNumbers> loader;
 };
 
+// One process of a row: its training run or its loader-only run.
+struct JobSpec {
+  std::string id;
+  bool is_python = false;
+  std::vector<std::string> python_flags;
+  int64_t batch_size = 512;
+  int num_workers = 0;
+  bool loader_only = false;
+  std::string tag;           // file names in runs/
+  int64_t max_batches = -1;  // per pass; -1: the run's setting
+};
+
 // Everything needed to start rows.
 struct Runner {
   std::filesystem::path exe;
@@ -319,44 +352,58 @@ struct Runner {
   int num_threads = 1;
   int64_t epochs = 1;
   int64_t max_batches = 0;
-  int num_started = 0;
+  int num_finished = 0;
   int num_total = 0;
 
-  // Runs one process of a row and returns its numbers, or the reason it has none.
-  std::optional<RunNumbers> run(const std::string& id, bool is_python, const std::vector<std::string>& python_flags,
-                                int64_t batch_size, int num_workers, bool loader_only, const std::string& tag,
-                                std::string& status) {
-    const std::string name = tag + (loader_only ? "-loader" : "");
-    const std::filesystem::path json = out_dir / "runs" / (name + ".json");
-    const std::filesystem::path log = out_dir / "runs" / (name + ".log");
-    std::filesystem::remove(json);
+  // Quick runs start a row's two processes together: their timings are not compared anyway.
+  bool parallel = false;
+
+  struct Job {
+    std::string name;
+    std::filesystem::path json;
+    std::filesystem::path log;
+    Child child;
+  };
+
+  Job start(const JobSpec& spec) {
+    Job job;
+    job.name = spec.tag + (spec.loader_only ? "-loader" : "");
+    job.json = out_dir / "runs" / (job.name + ".json");
+    job.log = out_dir / "runs" / (job.name + ".log");
+    std::filesystem::remove(job.json);
     std::vector<std::string> argv;
-    if (is_python) {
+    if (spec.is_python) {
       argv = {python.string(), reference->string(), "--threads", std::to_string(num_threads), "--epochs",
               std::to_string(epochs)};
-      argv.insert(argv.end(), python_flags.begin(), python_flags.end());
+      argv.insert(argv.end(), spec.python_flags.begin(), spec.python_flags.end());
       argv.insert(argv.end(), python_data_flags.begin(), python_data_flags.end());
     } else {
-      argv = {exe.string(), "bench", "ablation-row", "--row", id, "--batch-size", std::to_string(batch_size),
-              "--workers", std::to_string(num_workers), "--epochs", std::to_string(epochs), "--threads",
+      argv = {exe.string(), "bench", "ablation-row", "--row", spec.id, "--batch-size", std::to_string(spec.batch_size),
+              "--workers", std::to_string(spec.num_workers), "--epochs", std::to_string(epochs), "--threads",
               std::to_string(num_threads)};
       if (data_dir) argv.insert(argv.end(), {"--data", data_dir->string()});
     }
-    if (max_batches > 0) argv.insert(argv.end(), {"--max-batches", std::to_string(max_batches)});
-    if (loader_only) argv.push_back("--loader-only");
-    argv.insert(argv.end(), {"--json", json.string()});
+    const int64_t limit = spec.max_batches >= 0 ? spec.max_batches : max_batches;
+    if (limit > 0) argv.insert(argv.end(), {"--max-batches", std::to_string(limit)});
+    if (spec.loader_only) argv.push_back("--loader-only");
+    argv.insert(argv.end(), {"--json", job.json.string()});
+    job.child = start_child(argv, job.log, num_threads);
+    return job;
+  }
 
-    ++num_started;
-    std::fprintf(stderr, "[%d/%d] %-34s ", num_started, num_total, name.c_str());
-    std::fflush(stderr);
-    const ChildResult child = run_child(argv, log, num_threads);
-    if (child.exit_code != 0 || !std::filesystem::exists(json)) {
-      status = "failed (exit " + std::to_string(child.exit_code) + "): " + last_line(log) + " [" + log.string() + "]";
-      std::fprintf(stderr, "FAILED after %.1f s: see %s\n", child.seconds, log.string().c_str());
+  // Waits for the job and returns its numbers, or sets `status` to why it has none.
+  std::optional<RunNumbers> finish(const Job& job, std::string& status) {
+    const ChildResult child = wait_child(job.child);
+    ++num_finished;
+    std::fprintf(stderr, "[%d/%d] %-40s ", num_finished, num_total, job.name.c_str());
+    if (child.exit_code != 0 || !std::filesystem::exists(job.json)) {
+      status = "failed (exit " + std::to_string(child.exit_code) + "): " + last_line(job.log) + " [" +
+               job.log.string() + "]";
+      std::fprintf(stderr, "FAILED after %.1f s: see %s\n", child.seconds, job.log.string().c_str());
       return std::nullopt;
     }
     try {
-      RunNumbers numbers = read_run(json);
+      RunNumbers numbers = read_run(job.json);
       std::fprintf(stderr, "%6.1f s  (epoch: train %.2f s, test %.2f s)\n", child.seconds, numbers.train_seconds,
                    numbers.test_seconds);
       return numbers;
@@ -365,6 +412,19 @@ struct Runner {
       std::fprintf(stderr, "UNREADABLE: %s\n", error.what());
       return std::nullopt;
     }
+  }
+
+  // Runs the jobs one after the other, or all at once when `parallel`; one result per job.
+  std::vector<std::optional<RunNumbers>> run(const std::vector<JobSpec>& specs, std::string& status) {
+    std::vector<std::optional<RunNumbers>> results;
+    if (parallel) {
+      std::vector<Job> jobs;
+      for (const JobSpec& spec : specs) jobs.push_back(start(spec));
+      for (const Job& job : jobs) results.push_back(finish(job, status));
+    } else {
+      for (const JobSpec& spec : specs) results.push_back(finish(start(spec), status));
+    }
+    return results;
   }
 };
 
@@ -440,6 +500,21 @@ std::optional<double> percent(const std::optional<double>& share) {
   return *share * 100;
 }
 
+// Samples in a full training epoch, from the rows that ran whole epochs.
+double full_epoch_samples(const std::vector<RowResult>& rows) {
+  double samples = 0;
+  for (const RowResult& row : rows) {
+    if (row.train) samples = std::max(samples, row.train->train_samples);
+  }
+  return samples;
+}
+
+// The training pass over `epoch_samples` at the run's measured speed.
+std::optional<double> projected_seconds(const std::optional<RunNumbers>& run, double epoch_samples) {
+  if (!run || run->samples_per_second <= 0 || epoch_samples <= 0) return std::nullopt;
+  return epoch_samples / run->samples_per_second;
+}
+
 std::optional<double> total_seconds(const std::optional<RunNumbers>& run) {
   if (!run) return std::nullopt;
   return run->train_seconds + run->test_seconds;
@@ -510,24 +585,27 @@ std::string markdown(const std::vector<RowResult>& rows, const std::vector<Sweep
          "process plus its largest worker that has exited). Loader-only: the same data path iterated without the "
          "model.\n";
 
+  const double epoch_samples = full_epoch_samples(rows);
   const auto sweep_table = [&](const std::vector<SweepPoint>& points, const char* title, bool by_batch) {
     if (points.empty()) return;
     out << "\n### " << title << "\n\n| pipeline | " << (by_batch ? "batch size" : "workers")
-        << " | train/epoch | total/epoch | samples/s | data wait | loader-only s/epoch | accuracy |\n"
-        << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        << " | training samples/s | train pass s/epoch | data wait | loader-only samples/s | loader-only s/epoch |\n"
+        << "|---|---:|---:|---:|---:|---:|---:|\n";
     for (const SweepPoint& point : points) {
       const auto& train = point.train;
+      const auto& loader = point.loader;
       out << "| " << point.label << (point.status == "ok" ? "" : " — " + point.status) << " | "
           << (by_batch ? point.batch_size : point.num_workers) << " | "
-          << cell(train ? std::optional(train->train_seconds) : std::nullopt, "%.2f s") << " | "
-          << cell(total_seconds(train), "%.2f s") << " | "
           << cell(train ? std::optional(train->samples_per_second) : std::nullopt, "%.0f") << " | "
-          << cell(train ? percent(train->data_wait_share) : std::nullopt,
-                  "%.0f %%")
-          << " | " << cell(total_seconds(point.loader), "%.2f s") << " | "
-          << cell(train ? train->accuracy : std::nullopt, "%.4f") << " |\n";
+          << cell(projected_seconds(train, epoch_samples), "%.2f s") << " | "
+          << cell(train ? percent(train->data_wait_share) : std::nullopt, "%.0f %%") << " | "
+          << cell(loader ? std::optional(loader->samples_per_second) : std::nullopt, "%.0f") << " | "
+          << cell(projected_seconds(loader, epoch_samples), "%.2f s") << " |\n";
     }
   };
+  out << "\nSweeps: each point trains on about " << kSweepSamples << " samples (a pass stops after the batches "
+      << "that hold them); s/epoch is the training pass over " << format("%.0f", epoch_samples)
+      << " samples at the measured samples/s (no test pass).\n";
   sweep_table(batch_sweep, "Batch-size sweep", true);
   sweep_table(worker_sweep, "Worker sweep (batch 512)", false);
   return out.str();
@@ -571,6 +649,7 @@ std::string to_json(const std::vector<RowResult>& rows, const std::vector<SweepP
   json.field("max_batches", max_batches);
   json.end_object();
   json.field("baseline", baseline.id);
+  json.field("sweep_samples", args.quick ? int64_t{0} : kSweepSamples);
   json.key("rows");
   json.begin_array();
   for (const RowResult& row : rows) {
@@ -605,6 +684,8 @@ std::string to_json(const std::vector<RowResult>& rows, const std::vector<SweepP
       json.field("batch_size", point.batch_size);
       json.field("num_workers", point.num_workers);
       json.field("status", point.status);
+      json.field("projected_train_pass_seconds", projected_seconds(point.train, full_epoch_samples(rows)));
+      json.field("projected_loader_pass_seconds", projected_seconds(point.loader, full_epoch_samples(rows)));
       json.key("train");
       write_run_json(json, point.train);
       json.key("loader_only");
@@ -647,8 +728,24 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
   }
   write_file_atomically(abs_dir / "ablation_rows.dat", bars.str());
 
+  // Time axis: from a power of ten below the shortest bar to beyond the longest, at most six
+  // decades (a loader-only pass over one fixed batch takes microseconds and would squash the rest).
+  double shortest = 0;
+  double longest = 0;
+  for (const RowResult& row : rows) {
+    for (const auto& value : {total_seconds(row.train), total_seconds(row.loader)}) {
+      if (!value || *value <= 0) continue;
+      shortest = shortest == 0 ? *value : std::min(shortest, *value);
+      longest = std::max(longest, *value);
+    }
+  }
+  if (longest == 0) longest = shortest = 1;
+  const double x_high = std::pow(10.0, std::ceil(std::log10(longest * 3)));
+  const double x_low = std::max(std::pow(10.0, std::floor(std::log10(shortest))), x_high / 1e6);
+
   // One data block per pipeline (separated by two blank lines, selected with `index`).
-  const auto sweep_data = [](const std::vector<SweepPoint>& points, bool by_batch, std::vector<std::string>& labels) {
+  const double epoch_samples = full_epoch_samples(rows);
+  const auto sweep_data = [&](const std::vector<SweepPoint>& points, bool by_batch, std::vector<std::string>& labels) {
     std::ostringstream data;
     std::string current;
     for (const SweepPoint& point : points) {
@@ -656,10 +753,10 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
         if (!current.empty()) data << "\n\n";
         current = point.pipeline;
         labels.push_back(point.label);
-        data << "# " << point.label << "\n# x total_seconds loader_seconds\n";
+        data << "# " << point.label << "\n# x train_pass_seconds loader_pass_seconds (projected to an epoch)\n";
       }
-      const auto total = total_seconds(point.train);
-      const auto loader = total_seconds(point.loader);
+      const auto total = projected_seconds(point.train, epoch_samples);
+      const auto loader = projected_seconds(point.loader, epoch_samples);
       data << (by_batch ? point.batch_size : point.num_workers) << " " << (total ? *total : -1.0) << " "
            << (loader ? *loader : -1.0) << "\n";
     }
@@ -690,13 +787,8 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
          << "\n"
          << "set logscale x\nset xlabel 'seconds per epoch (lower is better)'\n"
          << "set yrange [0.3:" << num_rows + 0.7 << "]\nset ytics scale 0\nunset ylabel\n"
-         << "set key bottom right box opaque\n"
-         << "floor = 1e-4\n"
-         << "stats " << rows_file << " using ($4 > 0 ? $4 : 1/0) nooutput\nxmin_total = STATS_min\n"
-         << "stats " << rows_file << " using ($5 > 0 ? $5 : 1/0) nooutput\nxmin_loader = STATS_min\n"
-         << "stats " << rows_file << " using ($4 > $5 ? $4 : $5) nooutput\nxmax_all = STATS_max\n"
-         << "xlo = (xmin_total < xmin_loader ? xmin_total : xmin_loader) / 3\n"
-         << "floor = xlo\nset xrange [xlo:xmax_all * 4]\n"
+         << "set key below horizontal maxrows 1 box\n"
+         << "floor = " << x_low << "\nset xrange [" << x_low << ":" << x_high << "]\n"
          << "colour(g) = g == 0 ? 0x4878cf : (g == 1 ? 0xe8912b : 0x3a9a4a)\n"
          << "plot " << rows_file
          << " using (floor):1:(floor):($4 > 0 ? $4 : 1/0):($1-0.32):($1+0.32):(colour($3)):ytic(2) "
@@ -706,14 +798,17 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
             "title 'loader only (no model)', \\\n"
          << "     " << rows_file
          << " using ($4 > 0 ? $4 * 1.08 : 1/0):1:(sprintf('%.2f s', $4)) with labels left font ',9' notitle, \\\n"
+         << "     " << rows_file
+         << " using ($4 <= 0 && $5 > 0 ? $5 * 1.08 : 1/0):1:(sprintf('%.3f s (loader only)', $5)) with labels left "
+            "font ',9' notitle, \\\n"
          << "     NaN with boxes lc rgb '#4878cf' title 'Python (article)', \\\n"
          << "     NaN with boxes lc rgb '#e8912b' title 'C++ (article steps)', \\\n"
          << "     NaN with boxes lc rgb '#3a9a4a' title 'after the article'\n"
          // Panels 2 and 3: the sweeps.
          << "unset logscale\nset lmargin 10\nset rmargin 3\nset ytics scale 1\nset autoscale\n"
-         << "set logscale y\nset ylabel 'seconds per epoch'\nset key top right box opaque\n"
+         << "set logscale y\nset ylabel 'seconds per epoch (train pass)'\nset key top right box opaque\n"
          << "set origin 0,0\nset size 0.5,0.37\n"
-         << "set title 'Batch-size sweep (training epoch; dashed: loader only)'\n"
+         << "set title 'Batch-size sweep: training pass per epoch'\n"
          << "set logscale x 2\nset xlabel 'batch size'\nset xtics (16, 32, 64, 128, 256, 512)\n"
          << "set xrange [12:700]\n";
   const auto sweep_plot = [&](const std::string& file, const std::vector<std::string>& labels) {
@@ -730,8 +825,8 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
   };
   script << sweep_plot(batch_file, batch_labels)
          << "set origin 0.5,0\nset size 0.5,0.37\n"
-         << "set title " << gnuplot_quote("Worker sweep, batch 512 (" + std::to_string(machine.num_cpus) +
-                                              " cores; dashed: loader only)")
+         << "set title " << gnuplot_quote("Worker sweep, batch 512, " + std::to_string(machine.num_cpus) +
+                                              " cores: training pass (dashed: loader only)")
          << "\nunset logscale x\nset xlabel 'workers'\nset xtics (0, 1, 2, 4)\nset xrange [-0.3:4.3]\n"
          << sweep_plot(worker_file, worker_labels) << "unset multiplot\n";
   const std::filesystem::path script_path = abs_dir / "ablation.gnuplot";
@@ -761,7 +856,7 @@ int run_ablation(const AblationArgs& args) {
   const int num_threads = args.num_threads > 0 ? args.num_threads : num_cpus;
   // The article's worker rows use 4 workers on 32 cores; here the worker rows use one per core.
   const int num_workers = num_cpus;
-  const int64_t max_batches = args.quick ? 3 : 0;
+  const int64_t max_batches = args.quick ? 2 : 0;
 
   Runner runner;
   runner.exe = self_exe();
@@ -771,6 +866,7 @@ int run_ablation(const AblationArgs& args) {
   runner.num_threads = num_threads;
   runner.epochs = args.epochs;
   runner.max_batches = max_batches;
+  runner.parallel = args.quick;
   std::filesystem::create_directories(args.out_dir / "runs");
 
   // The Python rows need the reference script and a Python that imports torch and pandas.
@@ -804,6 +900,11 @@ int run_ablation(const AblationArgs& args) {
   const std::vector<int> worker_counts = args.quick ? std::vector<int>{0, 2} : std::vector<int>{0, 1, 2, 4};
   std::vector<SweepPoint> batch_sweep;
   std::vector<SweepPoint> worker_sweep;
+  // A sweep point trains on about a fifth of an epoch: ten full epochs (batch 16 alone takes
+  // minutes in fp32) would not fit the run's budget, and samples/s settles long before.
+  const auto sweep_batches = [&](int64_t batch_size) -> int64_t {
+    return args.quick ? max_batches : (kSweepSamples + batch_size - 1) / batch_size;
+  };
   for (int64_t batch : batch_sizes) batch_sweep.push_back({"feeder-defaults", "feeder defaults (1 worker)", batch, 1});
   for (int64_t batch : batch_sizes) batch_sweep.push_back({"cpp-naive-b512", "naive C++ (0 workers)", batch, 0});
   for (int workers : worker_counts) worker_sweep.push_back({"feeder-defaults", "feeder defaults", 512, workers});
@@ -819,7 +920,7 @@ int run_ablation(const AblationArgs& args) {
   num_runs += static_cast<int>(batch_sweep.size() + 2 * worker_sweep.size());
   runner.num_total = num_runs;
   std::fprintf(stderr, "ablation: %d runs, %lld epoch(s) each%s, OMP_NUM_THREADS=%d, logs in %s\n", num_runs,
-               static_cast<long long>(args.epochs), args.quick ? ", 3 batches per pass (quick)" : "", num_threads,
+               static_cast<long long>(args.epochs), args.quick ? ", 2 batches per pass (quick)" : "", num_threads,
                (args.out_dir / "runs").string().c_str());
   if (!runner.reference) std::fprintf(stderr, "Python rows %s\n", runner.python_skip_reason.c_str());
 
@@ -835,28 +936,43 @@ int run_ablation(const AblationArgs& args) {
       continue;
     }
     std::string status;
-    if (row.spec.trains) {
-      row.train = runner.run(row.spec.id, row.spec.python, row.spec.python_flags, row.spec.batch_size,
-                             row.spec.num_workers, false, row.spec.id, status);
+    const RowSpec& spec = row.spec;
+    std::vector<JobSpec> jobs;
+    if (spec.trains) {
+      jobs.push_back({spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, false, spec.id});
     }
-    row.loader = runner.run(row.spec.id, row.spec.python, row.spec.python_flags, row.spec.batch_size,
-                            row.spec.num_workers, true, row.spec.id, status);
+    jobs.push_back({spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, true, spec.id});
+    std::vector<std::optional<RunNumbers>> results = runner.run(jobs, status);
+    if (spec.trains) row.train = results.front();
+    row.loader = results.back();
     if (!status.empty()) row.status = status;
-    if (row.train && !row.train->torch_version.empty() && !row.spec.python) {
-      machine.torch_version = row.train->torch_version;
-    }
+    if (row.train && !row.train->torch_version.empty() && !spec.python) machine.torch_version = row.train->torch_version;
   }
-  for (SweepPoint& point : batch_sweep) {
+  {
     std::string status;
-    const std::string tag = "sweep-batch-" + point.pipeline + "-" + std::to_string(point.batch_size);
-    point.train = runner.run(point.pipeline, false, {}, point.batch_size, point.num_workers, false, tag, status);
-    if (!status.empty()) point.status = status;
+    std::vector<JobSpec> jobs;
+    for (const SweepPoint& point : batch_sweep) {
+      jobs.push_back({point.pipeline, false, {}, point.batch_size, point.num_workers, false,
+                      "sweep-batch-" + point.pipeline + "-" + std::to_string(point.batch_size),
+                      sweep_batches(point.batch_size)});
+    }
+    const std::vector<std::optional<RunNumbers>> results = runner.run(jobs, status);
+    for (size_t i = 0; i < batch_sweep.size(); ++i) {
+      batch_sweep[i].train = results[i];
+      if (!results[i]) batch_sweep[i].status = status;
+    }
   }
   for (SweepPoint& point : worker_sweep) {
     std::string status;
     const std::string tag = "sweep-workers-" + point.pipeline + "-" + std::to_string(point.num_workers);
-    point.train = runner.run(point.pipeline, false, {}, point.batch_size, point.num_workers, false, tag, status);
-    point.loader = runner.run(point.pipeline, false, {}, point.batch_size, point.num_workers, true, tag, status);
+    std::vector<std::optional<RunNumbers>> results =
+        runner.run({{point.pipeline, false, {}, point.batch_size, point.num_workers, false, tag,
+                     sweep_batches(point.batch_size)},
+                    {point.pipeline, false, {}, point.batch_size, point.num_workers, true, tag,
+                     sweep_batches(point.batch_size)}},
+                   status);
+    point.train = results[0];
+    point.loader = results[1];
     if (!status.empty()) point.status = status;
   }
   machine.load_average_end = load_average();

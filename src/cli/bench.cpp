@@ -32,7 +32,12 @@ constexpr std::string_view kUsage =
     "(float32 images + int64 labels) for: feeder's loader; LibTorch's torch::data loader (MNIST dataset\n"
     "+ Stack collate, what C++ users write today); and a plain memcpy of the same output bytes. All are\n"
     "measured in the same run; each figure is the median over the epochs. Default data:\n"
-    "/usr/share/datasets/fashion-mnist; --workers defaults to the number of cores.\n";
+    "/usr/share/datasets/fashion-mnist; --workers defaults to the number of cores.\n"
+    "\n"
+    "       feeder bench ablation [--data DIR] [--epochs 1] [--quick] [--out ablation-out]\n"
+    "\n"
+    "The article's ablation (Python reference and C++, naive to feeder's defaults) with sweeps, each row\n"
+    "in its own process; writes a table, JSON and a chart. `feeder bench ablation --help` for more.\n";
 
 using Clock = std::chrono::steady_clock;
 
