@@ -17,6 +17,7 @@
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
 #include "feeder/torch/adapter.h"
+#include "feeder/train/diagnosis.h"
 #include "feeder/train/report.h"
 #include "feeder/train/runtime.h"
 #include "feeder/train/simple_cnn.h"
@@ -29,11 +30,12 @@ constexpr std::string_view kUsage =
     "usage: feeder train [--data DIR | --train FILE --test FILE] [--epochs 5] [--batch-size 512]\n"
     "                    [--workers 1] [--precision auto|fp32|bf16] [--device auto|cpu|cuda]\n"
     "                    [--channels-last on|off] [--threads N] [--seed 42]\n"
-    "                    [--save model.pt] [--report-json FILE]\n"
+    "                    [--save model.pt] [--report-json FILE] [--diagnose]\n"
     "\n"
     "Trains the article's SimpleCNN (Adam, lr 1e-3) and prints per-epoch timings and test accuracy.\n"
     "DIR holds train/test files as IDX (train-images-idx3-ubyte[.gz], t10k-...), CSV or Parquet;\n"
     "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).\n"
+    "--diagnose measures how long training waits for data each epoch and says what to change.\n"
     "--threads sets OMP_NUM_THREADS (default: the CPUs available) and restarts the process with it.\n";
 
 struct TrainArgs {
@@ -49,6 +51,7 @@ struct TrainArgs {
   TrainerOptions trainer;
   std::optional<std::filesystem::path> save_path;
   std::optional<std::filesystem::path> report_path;
+  bool diagnose = false;
 };
 
 template <typename Int>
@@ -100,6 +103,8 @@ TrainArgs parse_args(const std::vector<std::string>& args) {
       parsed.save_path = next_value();
     } else if (flag == "--report-json") {
       parsed.report_path = next_value();
+    } else if (flag == "--diagnose") {
+      parsed.diagnose = true;
     } else {
       throw OptionsError("unknown option '" + std::string(flag) + "'");
     }
@@ -223,7 +228,13 @@ int run(const TrainArgs& args) {
                   static_cast<long long>(epoch), static_cast<long long>(args.epochs), result.train_seconds,
                   result.data_wait_seconds, result.test_seconds, result.train_loss, accuracy,
                   result.samples_per_second);
-    std::cout << line << std::flush;
+    std::cout << line;
+    if (args.diagnose) {
+      std::snprintf(line, sizeof(line), "  data wait: %.2f%% of the training pass\n",
+                    100.0 * data_wait_share({result}));
+      std::cout << line;
+    }
+    std::cout << std::flush;
     report.epochs.push_back(result);
   }
 
@@ -238,6 +249,19 @@ int run(const TrainArgs& args) {
     std::cout << "Test Accuracy: " << accuracy << "\n";
   } else {
     std::cout << "Test Accuracy: n/a (the test set has no labels)\n";
+  }
+  if (args.diagnose) {
+    const Hardware hardware = detect_hardware();
+    RunSetup setup;
+    setup.precision_bf16 = config.precision == Precision::bf16;
+    setup.cpu_native_bf16 = hardware.cpu_native_bf16;
+    setup.channels_last = config.channels_last;
+    setup.device_cuda = config.device.is_cuda();
+    setup.cuda_available = hardware.cuda_available;
+    setup.num_threads = report.num_threads;
+    setup.num_cpus = report.num_cpus;
+    setup.num_workers = args.num_workers;
+    std::cout << "Diagnosis: " << diagnose(report.epochs, setup) << "\n";
   }
   std::cout << std::flush;
 

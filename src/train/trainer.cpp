@@ -180,9 +180,9 @@ torch::Tensor Trainer::predict(const torch::Tensor& images) {
   return model_->forward(prepare_images(images)).to(torch::kFloat);
 }
 
-EpochReport Trainer::run_epoch(TensorLoader& train, TensorLoader& test, int64_t epoch,
+EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t epoch,
                                const ProgressCallback& progress) {
-  if (!train.loader().store().labeled()) {
+  if (!train.labeled()) {
     throw OptionsError("the training set has no labels: training needs a labeled set");
   }
   EpochReport report;
@@ -211,7 +211,7 @@ EpochReport Trainer::run_epoch(TensorLoader& train, TensorLoader& test, int64_t 
   report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
 
   // Test pass.
-  const bool labeled = test.loader().store().labeled();
+  const bool labeled = test.labeled();
   const Clock::time_point test_start = Clock::now();
   test.start_epoch(epoch);
   torch::Tensor num_correct = torch::zeros({}, counter.dtype(torch::kLong));

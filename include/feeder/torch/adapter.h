@@ -33,6 +33,8 @@ class BatchSource {
   virtual ~BatchSource() = default;
   virtual int64_t num_batches() const = 0;
   virtual int64_t num_samples() const = 0;
+  // False for an unlabeled set (labels are all kNoLabel).
+  virtual bool labeled() const = 0;
   // Begins epoch `epoch` (it seeds the shuffle), abandoning what is left of the last one.
   virtual void start_epoch(int64_t epoch) = 0;
   // The next batch, or nothing at the end of the epoch.
@@ -48,6 +50,7 @@ class TensorLoader : public BatchSource {
   Loader& loader() { return loader_; }
   int64_t num_batches() const override { return loader_.num_batches(); }
   int64_t num_samples() const override { return loader_.num_samples(); }
+  bool labeled() const override { return loader_.store().labeled(); }
   void start_epoch(int64_t epoch) override { loader_.start_epoch(epoch); }
   std::optional<TensorBatch> next() override;
 

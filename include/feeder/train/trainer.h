@@ -84,7 +84,7 @@ class Trainer {
 
   // A training pass over `train` then a test pass over `test`, for epoch `epoch` (it seeds the
   // shuffle). Throws OptionsError when the training set is unlabeled.
-  EpochReport run_epoch(TensorLoader& train, TensorLoader& test, int64_t epoch,
+  EpochReport run_epoch(BatchSource& train, BatchSource& test, int64_t epoch,
                         const ProgressCallback& progress = nullptr);
 
  private:
