@@ -21,12 +21,15 @@ packages=(
   dataset-fashion-mnist                # the default data: /usr/share/datasets/fashion-mnist
   zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev libthrift-dev thrift-compiler  # codecs, Parquet metadata
   libgtest-dev clang libclang-rt-14-dev  # tests, sanitizers, fuzzing
-  python3-torch python3-pandas gnuplot-nox nodejs npm  # references for benchmarks and compatibility tests
+  python3-torch python3-pandas gnuplot-nox  # references and charts for the benchmarks
 )
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+# Node.js + npm run the Parquet cross-checks; any install of them will do (some machines carry a
+# newer Node.js than Debian's, whose npm package would conflict with it).
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
