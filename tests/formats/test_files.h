@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -23,8 +24,11 @@ class TempDir {
  public:
   TempDir() {
     const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    // The counter keeps several directories of one test apart.
+    static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
-            ("feeder-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" + std::to_string(::getpid()));
+            ("feeder-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" + std::to_string(::getpid()) +
+             "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
