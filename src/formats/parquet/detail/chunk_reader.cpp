@@ -134,6 +134,20 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
   PageBuffer& pages = buffer ? *buffer : own_buffer;
   int64_t rows_done = 0;
   int64_t num_data_pages = 0;
+  // A data page's common fields, after checking its value count against what the chunk has left.
+  const auto begin_data_page = [&](int64_t page_idx, int64_t num_values, int32_t encoding,
+                                   const std::string& context) {
+    if (num_values < 0 || num_values > chunk.num_values - rows_done) {
+      throw DataError(context + ": page declares " + std::to_string(num_values) + " values but " +
+                      std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
+    }
+    DataPage data;
+    data.page_idx = page_idx;
+    data.first_row = rows_done;
+    data.num_values = num_values;
+    data.encoding = static_cast<Encoding>(encoding);
+    return data;
+  };
   while (!walker.done() && rows_done < chunk.num_values) {
     RawPage page = walker.next();
     const std::string context = page_context(where, page.page_idx);
@@ -162,15 +176,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
         case PageType::kDataPage: {
           if (!h.__isset.data_page_header) throw DataError(context + ": data page without its header");
           const auto& dh = h.data_page_header;
-          DataPage data;
-          data.page_idx = page.page_idx;
-          data.first_row = rows_done;
-          data.num_values = dh.num_values;
-          data.encoding = static_cast<Encoding>(raw_enum(dh.encoding));
-          if (dh.num_values < 0 || dh.num_values > chunk.num_values - rows_done) {
-            throw DataError(context + ": page declares " + std::to_string(dh.num_values) + " values but " +
-                            std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
-          }
+          DataPage data = begin_data_page(page.page_idx, dh.num_values, raw_enum(dh.encoding), context);
           std::span<const uint8_t> body = inflate(chunk.codec, page.body, h.uncompressed_page_size, pages, context);
           if (has_nulls) {
             if (raw_enum(dh.definition_level_encoding) != format::Encoding::RLE) {
@@ -196,15 +202,7 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
         case PageType::kDataPageV2: {
           if (!h.__isset.data_page_header_v2) throw DataError(context + ": data page v2 without its header");
           const auto& dh = h.data_page_header_v2;
-          DataPage data;
-          data.page_idx = page.page_idx;
-          data.first_row = rows_done;
-          data.num_values = dh.num_values;
-          data.encoding = static_cast<Encoding>(raw_enum(dh.encoding));
-          if (dh.num_values < 0 || dh.num_values > chunk.num_values - rows_done) {
-            throw DataError(context + ": page declares " + std::to_string(dh.num_values) + " values but " +
-                            std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
-          }
+          DataPage data = begin_data_page(page.page_idx, dh.num_values, raw_enum(dh.encoding), context);
           // Levels are stored uncompressed ahead of the values: repetition levels (ignored: a flat
           // column has none, though some writers still emit an empty run) then definition levels.
           const int64_t rep_bytes = dh.repetition_levels_byte_length;
