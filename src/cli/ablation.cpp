@@ -227,9 +227,11 @@ struct RowSpec {
   std::string note;
 };
 
-std::vector<RowSpec> ablation_rows(int num_workers, bool cuda_absent) {
+constexpr std::string_view kNoPinning = "no CUDA: pinning has no effect";
+
+std::vector<RowSpec> ablation_rows(int num_workers) {
   const std::string w = std::to_string(num_workers);
-  const std::string no_pinning = cuda_absent ? "no CUDA: pinning has no effect" : "";
+  const std::string no_pinning(kNoPinning);
   std::vector<RowSpec> rows;
   const auto add = [&](RowSpec row) { rows.push_back(std::move(row)); };
   add({"py-v1-b16", "naive v1, batch 16", Group::article_python, true,
@@ -278,6 +280,7 @@ struct RunNumbers {
   std::optional<double> peak_rss_mb;
   std::optional<double> accuracy;
   std::string torch_version;
+  std::string device;  // "cpu" or "cuda"
 };
 
 RunNumbers read_run(const std::filesystem::path& json_path) {
@@ -307,6 +310,9 @@ RunNumbers read_run(const std::filesystem::path& json_path) {
   numbers.accuracy = root.number_at("final_accuracy");
   if (const JsonValue* version = root.find("torch_version"); version && version->kind == JsonValue::Kind::string) {
     numbers.torch_version = version->string;
+  }
+  if (const JsonValue* device = root.find("device"); device && device->kind == JsonValue::Kind::string) {
+    numbers.device = device->string;
   }
   return numbers;
 }
@@ -787,7 +793,7 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
          << "\n"
          << "set logscale x\nset xlabel 'seconds per epoch (lower is better)'\n"
          << "set yrange [0.3:" << num_rows + 0.7 << "]\nset ytics scale 0\nunset ylabel\n"
-         << "set key below horizontal maxrows 1 box\n"
+         << "set key inside bottom right box opaque\n"
          << "floor = " << x_low << "\nset xrange [" << x_low << ":" << x_high << "]\n"
          << "colour(g) = g == 0 ? 0x4878cf : (g == 1 ? 0xe8912b : 0x3a9a4a)\n"
          << "plot " << rows_file
@@ -806,11 +812,28 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
          << "     NaN with boxes lc rgb '#3a9a4a' title 'after the article'\n"
          // Panels 2 and 3: the sweeps.
          << "unset logscale\nset lmargin 10\nset rmargin 3\nset ytics scale 1\nset autoscale\n"
-         << "set logscale y\nset ylabel 'seconds per epoch (train pass)'\nset key top right box opaque\n"
+         << "set logscale y\nset ylabel 'seconds per epoch (train pass)'\nset key inside top right box opaque\n"
          << "set origin 0,0\nset size 0.5,0.37\n"
          << "set title 'Batch-size sweep: training pass per epoch'\n"
          << "set logscale x 2\nset xlabel 'batch size'\nset xtics (16, 32, 64, 128, 256, 512)\n"
          << "set xrange [12:700]\n";
+  // A log y range from the decade below the smallest value to two decades above the largest, so
+  // the key at the top covers no line.
+  const auto sweep_yrange = [&](const std::vector<SweepPoint>& points) {
+    double smallest = 0;
+    double largest = 0;
+    for (const SweepPoint& point : points) {
+      for (const auto& value :
+           {projected_seconds(point.train, epoch_samples), projected_seconds(point.loader, epoch_samples)}) {
+        if (!value || *value <= 0) continue;
+        smallest = smallest == 0 ? *value : std::min(smallest, *value);
+        largest = std::max(largest, *value);
+      }
+    }
+    if (largest == 0) return std::string("set autoscale y\n");
+    return "set yrange [" + format("%g", std::pow(10.0, std::floor(std::log10(smallest)))) + ":" +
+           format("%g", std::pow(10.0, std::ceil(std::log10(largest)) + 1)) + "]\n";
+  };
   const auto sweep_plot = [&](const std::string& file, const std::vector<std::string>& labels) {
     std::ostringstream plot;
     plot << "plot ";
@@ -823,12 +846,12 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
     if (labels.empty()) plot << "NaN notitle";
     return plot.str() + "\n";
   };
-  script << sweep_plot(batch_file, batch_labels)
+  script << sweep_yrange(batch_sweep) << sweep_plot(batch_file, batch_labels)
          << "set origin 0.5,0\nset size 0.5,0.37\n"
          << "set title " << gnuplot_quote("Worker sweep, batch 512, " + std::to_string(machine.num_cpus) +
                                               " cores: training pass (dashed: loader only)")
          << "\nunset logscale x\nset xlabel 'workers'\nset xtics (0, 1, 2, 4)\nset xrange [-0.3:4.3]\n"
-         << sweep_plot(worker_file, worker_labels) << "unset multiplot\n";
+         << sweep_yrange(worker_sweep) << sweep_plot(worker_file, worker_labels) << "unset multiplot\n";
   const std::filesystem::path script_path = abs_dir / "ablation.gnuplot";
   write_file_atomically(script_path, script.str());
   return script_path;
@@ -888,10 +911,10 @@ int run_ablation(const AblationArgs& args) {
     }
   }
 
-  // CUDA is never probed here (no LibTorch in this process): the rows report whether memory was
-  // pinned, and pinning without CUDA is said so in the table.
+  // The pinned rows say pinning has no effect unless the row itself reports running on CUDA (this
+  // process does not start LibTorch to ask).
   std::vector<RowResult> rows;
-  for (RowSpec& spec : ablation_rows(num_workers, /*cuda_absent=*/true)) rows.push_back({std::move(spec)});
+  for (RowSpec& spec : ablation_rows(num_workers)) rows.push_back({std::move(spec)});
 
   // Sweeps: feeder's defaults and the naive C++ pipeline (the naive Python pipeline takes about a
   // minute per point here, too long for ten points in the run's budget).
@@ -946,6 +969,7 @@ int run_ablation(const AblationArgs& args) {
     if (spec.trains) row.train = results.front();
     row.loader = results.back();
     if (!status.empty()) row.status = status;
+    if (row.spec.note == kNoPinning && row.train && row.train->device == "cuda") row.spec.note.clear();
     if (row.train && !row.train->torch_version.empty() && !spec.python) machine.torch_version = row.train->torch_version;
   }
   {

@@ -167,6 +167,7 @@ class LimitedSource : public BatchSource {
   int64_t num_samples() const override {
     return max_batches_ > 0 ? std::min(inner_.num_samples(), max_batches_ * batch_size_) : inner_.num_samples();
   }
+  bool labeled() const override { return inner_.labeled(); }
   void start_epoch(int64_t epoch) override {
     num_served_ = 0;
     inner_.start_epoch(epoch);
@@ -194,10 +195,11 @@ class TorchDataSource : public BatchSource {
  public:
   using Factory = std::function<std::unique_ptr<TorchLoader>()>;
 
-  TorchDataSource(Factory make_loader, int64_t num_samples, int64_t batch_size, bool recreate_each_epoch,
-                  bool pin_memory)
+  TorchDataSource(Factory make_loader, int64_t num_samples, bool labeled, int64_t batch_size,
+                  bool recreate_each_epoch, bool pin_memory)
       : make_loader_(std::move(make_loader)),
         num_samples_(num_samples),
+        labeled_(labeled),
         batch_size_(batch_size),
         recreate_each_epoch_(recreate_each_epoch),
         pin_memory_(pin_memory && torch::cuda::is_available()) {}
@@ -205,6 +207,7 @@ class TorchDataSource : public BatchSource {
 
   int64_t num_batches() const override { return (num_samples_ + batch_size_ - 1) / batch_size_; }
   int64_t num_samples() const override { return num_samples_; }
+  bool labeled() const override { return labeled_; }
 
   void start_epoch(int64_t /*epoch*/) override {
     iterator_.reset();
@@ -239,6 +242,7 @@ class TorchDataSource : public BatchSource {
 
   Factory make_loader_;
   int64_t num_samples_;
+  bool labeled_;
   int64_t batch_size_;
   bool recreate_each_epoch_;
   bool pin_memory_;
@@ -249,7 +253,7 @@ class TorchDataSource : public BatchSource {
 };
 
 template <typename Dataset, typename Sampler>
-std::unique_ptr<BatchSource> make_torch_source(Dataset dataset, int64_t num_samples, int64_t batch_size,
+std::unique_ptr<BatchSource> make_torch_source(Dataset dataset, const ImageStore& store, int64_t batch_size,
                                                int num_workers, bool recreate_each_epoch, bool pin_memory) {
   using Mapped = torch::data::datasets::MapDataset<Dataset, torch::data::transforms::Stack<>>;
   using TorchLoader = torch::data::StatelessDataLoader<Mapped, Sampler>;
@@ -258,23 +262,30 @@ std::unique_ptr<BatchSource> make_torch_source(Dataset dataset, int64_t num_samp
         dataset.map(torch::data::transforms::Stack<>()),
         torch::data::DataLoaderOptions().batch_size(static_cast<size_t>(batch_size)).workers(num_workers));
   };
-  return std::make_unique<TorchDataSource<TorchLoader>>(std::move(factory), num_samples, batch_size,
-                                                        recreate_each_epoch, pin_memory);
+  return std::make_unique<TorchDataSource<TorchLoader>>(std::move(factory), store.size(), store.labeled(),
+                                                        batch_size, recreate_each_epoch, pin_memory);
 }
 
 // The same batch over and over, as many times as an epoch has batches: the model's cost with no
 // data pipeline at all.
 class FixedBatchSource : public BatchSource {
  public:
-  FixedBatchSource(TensorBatch batch, int64_t num_batches, int64_t num_samples)
-      : batch_(std::move(batch)), num_batches_(num_batches), num_samples_(num_samples) {}
+  FixedBatchSource(TensorBatch batch, int64_t num_batches, int64_t num_samples, bool labeled)
+      : batch_(std::move(batch)), num_batches_(num_batches), num_samples_(num_samples), labeled_(labeled) {}
 
   int64_t num_batches() const override { return num_batches_; }
   int64_t num_samples() const override { return num_samples_; }
+  bool labeled() const override { return labeled_; }
   void start_epoch(int64_t /*epoch*/) override { num_served_ = 0; }
   std::optional<TensorBatch> next() override {
     if (num_served_ >= num_batches_) return std::nullopt;
     TensorBatch batch = batch_;
+    // The last batch holds what is left, so an epoch trains on exactly num_samples samples.
+    const int64_t remaining = num_samples_ - num_served_ * batch_.labels.size(0);
+    if (remaining < batch.labels.size(0)) {
+      batch.images = batch.images.narrow(0, 0, remaining);
+      batch.labels = batch.labels.narrow(0, 0, remaining);
+    }
     batch.index = num_served_++;
     return batch;
   }
@@ -283,6 +294,7 @@ class FixedBatchSource : public BatchSource {
   TensorBatch batch_;
   int64_t num_batches_;
   int64_t num_samples_;
+  bool labeled_;
   int64_t num_served_ = 0;
 };
 
@@ -293,54 +305,6 @@ TensorBatch first_batch(const std::shared_ptr<const ImageStore>& store, const Lo
   std::optional<TensorBatch> batch = loader.next();
   if (!batch) throw DataError("the data set is empty: no batch to train on");
   return {batch->images.clone(), batch->labels.clone(), 0};
-}
-
-// A training pass then a test pass through the trainer's epoch loop, so every row is timed by the
-// same code. Until Trainer::run_epoch accepts any BatchSource, the same straight line is spelled
-// out here on train_step/predict.
-template <typename TrainerType>
-EpochReport train_epoch(TrainerType& trainer, BatchSource& train, BatchSource& test, bool test_labeled,
-                        int64_t epoch) {
-  if constexpr (requires { trainer.run_epoch(train, test, epoch); }) {
-    (void)test_labeled;
-    return trainer.run_epoch(train, test, epoch);
-  } else {
-    EpochReport report;
-    report.epoch = epoch;
-    const Clock::time_point train_start = Clock::now();
-    train.start_epoch(epoch);
-    double loss_sum = 0;
-    while (true) {
-      const Clock::time_point wait_start = Clock::now();
-      std::optional<TensorBatch> batch = train.next();
-      report.data_wait_seconds += seconds_since(wait_start);
-      if (!batch) break;
-      const int64_t batch_size = batch->labels.size(0);
-      loss_sum += trainer.train_step(batch->images, batch->labels).template item<double>() * batch_size;
-      report.num_train_samples += batch_size;
-    }
-    report.train_seconds = seconds_since(train_start);
-    report.train_loss = report.num_train_samples > 0 ? loss_sum / report.num_train_samples : 0.0;
-    report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
-
-    const Clock::time_point test_start = Clock::now();
-    test.start_epoch(epoch);
-    int64_t correct = 0;
-    while (true) {
-      const Clock::time_point wait_start = Clock::now();
-      std::optional<TensorBatch> batch = test.next();
-      report.test_data_wait_seconds += seconds_since(wait_start);
-      if (!batch) break;
-      const torch::Tensor logits = trainer.predict(batch->images);  // (B,10)
-      if (test_labeled) correct += logits.argmax(1).eq(batch->labels).sum().template item<int64_t>();
-      report.num_test_samples += batch->labels.size(0);
-    }
-    report.test_seconds = seconds_since(test_start);
-    if (test_labeled && report.num_test_samples > 0) {
-      report.accuracy = static_cast<double>(correct) / static_cast<double>(report.num_test_samples);
-    }
-    return report;
-  }
 }
 
 // One pass of a source without a model: what the pipeline alone costs.
@@ -461,10 +425,10 @@ int run_row(const RowArgs& args) {
       auto train_table = std::make_shared<const ColumnTable>(column_table_from_store(*train_store));
       auto test_table = std::make_shared<const ColumnTable>(column_table_from_store(*test_store));
       train_source = make_torch_source<NaiveDataset, torch::data::samplers::RandomSampler>(
-          NaiveDataset(train_table, model_shape), train_store->size(), args.batch_size, args.num_workers,
+          NaiveDataset(train_table, model_shape), *train_store, args.batch_size, args.num_workers,
           config.recreate_each_epoch, config.pin_memory);
       test_source = make_torch_source<NaiveDataset, torch::data::samplers::SequentialSampler>(
-          NaiveDataset(test_table, model_shape), test_store->size(), args.batch_size, args.num_workers,
+          NaiveDataset(test_table, model_shape), *test_store, args.batch_size, args.num_workers,
           config.recreate_each_epoch, config.pin_memory);
       pinned = config.pin_memory && torch::cuda::is_available();
       break;
@@ -479,10 +443,10 @@ int run_row(const RowArgs& args) {
       write_mnist_dir(*test_store, mnist_dir, Split::test);
       using torch::data::datasets::MNIST;
       train_source = make_torch_source<MNIST, torch::data::samplers::RandomSampler>(
-          MNIST(mnist_dir, MNIST::Mode::kTrain), train_store->size(), args.batch_size, args.num_workers,
+          MNIST(mnist_dir, MNIST::Mode::kTrain), *train_store, args.batch_size, args.num_workers,
           /*recreate_each_epoch=*/false, /*pin_memory=*/false);
       test_source = make_torch_source<MNIST, torch::data::samplers::SequentialSampler>(
-          MNIST(mnist_dir, MNIST::Mode::kTest), test_store->size(), args.batch_size, args.num_workers,
+          MNIST(mnist_dir, MNIST::Mode::kTest), *test_store, args.batch_size, args.num_workers,
           /*recreate_each_epoch=*/false, /*pin_memory=*/false);
       break;
     }
@@ -497,9 +461,9 @@ int run_row(const RowArgs& args) {
       const int64_t train_batches = (train_store->size() + args.batch_size - 1) / args.batch_size;
       const int64_t test_batches = (test_store->size() + args.batch_size - 1) / args.batch_size;
       train_source = std::make_unique<FixedBatchSource>(first_batch(train_store, train_options), train_batches,
-                                                        train_store->size());
+                                                        train_store->size(), train_store->labeled());
       test_source = std::make_unique<FixedBatchSource>(first_batch(test_store, test_options), test_batches,
-                                                       test_store->size());
+                                                       test_store->size(), test_store->labeled());
       break;
     }
     case Pipeline::memcpy_bound:
@@ -529,7 +493,7 @@ int run_row(const RowArgs& args) {
     if (!args.loader_only) trainer.emplace(SimpleCNN(), trainer_config);
     for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
       EpochReport report = args.loader_only ? loader_only_epoch(train, test, epoch)
-                                            : train_epoch(*trainer, train, test, test_store->labeled(), epoch);
+                                            : trainer->run_epoch(train, test, epoch);
       // Training on one batch says nothing about the test set.
       if (config.pipeline == Pipeline::compute_only) report.accuracy.reset();
       std::cerr << args.row << (args.loader_only ? " (loader only)" : "") << " epoch " << epoch << ": train "
