@@ -54,4 +54,6 @@ if ((run_tests)); then
   fuzz/run.sh
   # Cross-checks with independent Parquet implementations (DuckDB, arrow-rs) from npm.
   tests/compat/run.sh
+  # The article's ablation in quick mode: every row runs and the outputs are well-formed.
+  bench/ablation_check.sh
 fi
