@@ -346,6 +346,13 @@ struct JobSpec {
   int64_t max_batches = -1;  // per pass; -1: the run's setting
 };
 
+// A job and where its outcome goes.
+struct PlannedJob {
+  JobSpec spec;
+  std::optional<RunNumbers>* result = nullptr;
+  std::string* status = nullptr;  // left alone on success
+};
+
 // Everything needed to start rows.
 struct Runner {
   std::filesystem::path exe;
@@ -361,8 +368,8 @@ struct Runner {
   int num_finished = 0;
   int num_total = 0;
 
-  // Quick runs start a row's two processes together: their timings are not compared anyway.
-  bool parallel = false;
+  // Quick runs start several processes at once: their timings are not compared anyway.
+  int max_parallel = 1;
 
   struct Job {
     std::string name;
@@ -420,17 +427,20 @@ struct Runner {
     }
   }
 
-  // Runs the jobs one after the other, or all at once when `parallel`; one result per job.
-  std::vector<std::optional<RunNumbers>> run(const std::vector<JobSpec>& specs, std::string& status) {
-    std::vector<std::optional<RunNumbers>> results;
-    if (parallel) {
-      std::vector<Job> jobs;
-      for (const JobSpec& spec : specs) jobs.push_back(start(spec));
-      for (const Job& job : jobs) results.push_back(finish(job, status));
-    } else {
-      for (const JobSpec& spec : specs) results.push_back(finish(start(spec), status));
+  // Runs the jobs, at most `max_parallel` at a time, in order of start; each result lands in its
+  // job's `result`, and a failure's reason in its `status`.
+  void run(const std::vector<PlannedJob>& planned) {
+    std::vector<std::pair<Job, const PlannedJob*>> running;
+    size_t next = 0;
+    while (next < planned.size() || !running.empty()) {
+      while (next < planned.size() && static_cast<int>(running.size()) < std::max(1, max_parallel)) {
+        running.emplace_back(start(planned[next].spec), &planned[next]);
+        ++next;
+      }
+      const auto& [job, plan] = running.front();
+      *plan->result = finish(job, *plan->status);
+      running.erase(running.begin());
     }
-    return results;
   }
 };
 
@@ -889,7 +899,7 @@ int run_ablation(const AblationArgs& args) {
   runner.num_threads = num_threads;
   runner.epochs = args.epochs;
   runner.max_batches = max_batches;
-  runner.parallel = args.quick;
+  runner.max_parallel = args.quick ? 3 : 1;
   std::filesystem::create_directories(args.out_dir / "runs");
 
   // The Python rows need the reference script and a Python that imports torch and pandas.
@@ -953,51 +963,40 @@ int run_ablation(const AblationArgs& args) {
   machine.date = today();
   machine.load_average_start = load_average();
 
+  std::vector<PlannedJob> planned;
   for (RowResult& row : rows) {
     if (row.spec.python && !runner.reference) {
       row.status = runner.python_skip_reason;
       continue;
     }
-    std::string status;
     const RowSpec& spec = row.spec;
-    std::vector<JobSpec> jobs;
     if (spec.trains) {
-      jobs.push_back({spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, false, spec.id});
+      planned.push_back({{spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, false, spec.id},
+                         &row.train, &row.status});
     }
-    jobs.push_back({spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, true, spec.id});
-    std::vector<std::optional<RunNumbers>> results = runner.run(jobs, status);
-    if (spec.trains) row.train = results.front();
-    row.loader = results.back();
-    if (!status.empty()) row.status = status;
-    if (row.spec.note == kNoPinning && row.train && row.train->device == "cuda") row.spec.note.clear();
-    if (row.train && !row.train->torch_version.empty() && !spec.python) machine.torch_version = row.train->torch_version;
+    planned.push_back({{spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, true, spec.id},
+                       &row.loader, &row.status});
   }
-  {
-    std::string status;
-    std::vector<JobSpec> jobs;
-    for (const SweepPoint& point : batch_sweep) {
-      jobs.push_back({point.pipeline, false, {}, point.batch_size, point.num_workers, false,
-                      "sweep-batch-" + point.pipeline + "-" + std::to_string(point.batch_size),
-                      sweep_batches(point.batch_size)});
-    }
-    const std::vector<std::optional<RunNumbers>> results = runner.run(jobs, status);
-    for (size_t i = 0; i < batch_sweep.size(); ++i) {
-      batch_sweep[i].train = results[i];
-      if (!results[i]) batch_sweep[i].status = status;
-    }
+  for (SweepPoint& point : batch_sweep) {
+    planned.push_back({{point.pipeline, false, {}, point.batch_size, point.num_workers, false,
+                        "sweep-batch-" + point.pipeline + "-" + std::to_string(point.batch_size),
+                        sweep_batches(point.batch_size)},
+                       &point.train, &point.status});
   }
   for (SweepPoint& point : worker_sweep) {
-    std::string status;
     const std::string tag = "sweep-workers-" + point.pipeline + "-" + std::to_string(point.num_workers);
-    std::vector<std::optional<RunNumbers>> results =
-        runner.run({{point.pipeline, false, {}, point.batch_size, point.num_workers, false, tag,
-                     sweep_batches(point.batch_size)},
-                    {point.pipeline, false, {}, point.batch_size, point.num_workers, true, tag,
-                     sweep_batches(point.batch_size)}},
-                   status);
-    point.train = results[0];
-    point.loader = results[1];
-    if (!status.empty()) point.status = status;
+    for (const bool loader_only : {false, true}) {
+      planned.push_back({{point.pipeline, false, {}, point.batch_size, point.num_workers, loader_only, tag,
+                          sweep_batches(point.batch_size)},
+                         loader_only ? &point.loader : &point.train, &point.status});
+    }
+  }
+  runner.run(planned);
+  for (RowResult& row : rows) {
+    if (row.spec.note == kNoPinning && row.train && row.train->device == "cuda") row.spec.note.clear();
+    if (row.train && !row.train->torch_version.empty() && !row.spec.python) {
+      machine.torch_version = row.train->torch_version;
+    }
   }
   machine.load_average_end = load_average();
 
