@@ -802,8 +802,9 @@ std::filesystem::path write_chart_files(const std::filesystem::path& dir, const 
                                               (max_batches > 0 ? "  [QUICK RUN: not comparable]" : ""))
          << "\n"
          << "set logscale x\nset xlabel 'seconds per epoch (lower is better)'\n"
-         << "set yrange [0.3:" << num_rows + 0.7 << "]\nset ytics scale 0\nunset ylabel\n"
-         << "set key inside bottom right box opaque\n"
+         // An empty band below the last row holds the key, clear of every bar and label.
+         << "set yrange [-1.6:" << num_rows + 0.7 << "]\nset ytics scale 0\nunset ylabel\n"
+         << "set key inside bottom center horizontal maxrows 2 box opaque\n"
          << "floor = " << x_low << "\nset xrange [" << x_low << ":" << x_high << "]\n"
          << "colour(g) = g == 0 ? 0x4878cf : (g == 1 ? 0xe8912b : 0x3a9a4a)\n"
          << "plot " << rows_file
