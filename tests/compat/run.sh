@@ -21,10 +21,12 @@ for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "compat: FAIL: $tool is not installed (apt-get install nodejs npm)"; exit 1; }
 done
 
-# npm ci only when node_modules is missing or older than the lockfile, so a second run needs no network.
+# Install from the lockfile only when node_modules is missing or older than it, so a second run needs
+# no network. `npm install` rather than `npm ci`: npm ci rejects a lockfile that records only this
+# platform's DuckDB binary package, which is what npm itself writes here.
 cd "$here"
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  npm install --no-audit --no-fund --loglevel=error
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/feeder-compat.XXXXXX")"
