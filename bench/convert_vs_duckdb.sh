@@ -15,7 +15,7 @@ compat="$root/tests/compat"
 [ -x "$feeder" ] || { echo "convert_vs_duckdb: no feeder binary at $feeder (build it: ./setup.sh)" >&2; exit 1; }
 [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "convert_vs_duckdb: no FashionMNIST in $data (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
 if [ ! -f "$compat/node_modules/.package-lock.json" ] || [ "$compat/package-lock.json" -nt "$compat/node_modules/.package-lock.json" ]; then
-  (cd "$compat" && npm ci --no-audit --no-fund --loglevel=error)
+  (cd "$compat" && npm install --no-audit --no-fund --loglevel=error)
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/feeder-bench.XXXXXX")"
