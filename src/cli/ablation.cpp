@@ -4,6 +4,7 @@
 // reference script), so each row's timings and peak RSS are its own.
 
 #include "cli/ablation.h"
+#include "cli/args.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -78,16 +79,6 @@ struct AblationArgs {
   std::optional<std::filesystem::path> reference;
 };
 
-int64_t parse_count(std::string_view flag, std::string_view text, int64_t min_value) {
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < min_value) {
-    throw OptionsError(std::string(flag) + " needs an integer >= " + std::to_string(min_value) + ", got '" +
-                       std::string(text) + "'");
-  }
-  return value;
-}
-
 AblationArgs parse_args(const std::vector<std::string>& args) {
   AblationArgs parsed;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -97,10 +88,10 @@ AblationArgs parse_args(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (flag == "--data") parsed.data_dir = std::filesystem::path(next_value());
-    else if (flag == "--epochs") parsed.epochs = parse_count(flag, next_value(), 1);
+    else if (flag == "--epochs") parsed.epochs = parse_int<int64_t>(flag, next_value(), 1);
     else if (flag == "--quick") parsed.quick = true;
     else if (flag == "--out") parsed.out_dir = std::filesystem::path(next_value());
-    else if (flag == "--threads") parsed.num_threads = static_cast<int>(parse_count(flag, next_value(), 1));
+    else if (flag == "--threads") parsed.num_threads = static_cast<int>(parse_int<int64_t>(flag, next_value(), 1));
     else if (flag == "--python") parsed.python = std::filesystem::path(next_value());
     else if (flag == "--reference") parsed.reference = std::filesystem::path(next_value());
     else throw OptionsError("unknown option '" + std::string(flag) + "'\n" + std::string(kUsage));

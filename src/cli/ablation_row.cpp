@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/ablation.h"
 #include "cli/ablation_naive.h"
 #include "cli/bench_data.h"
@@ -119,17 +120,6 @@ struct RowArgs {
   uint64_t seed = 42;
   std::optional<std::filesystem::path> json_path;
 };
-
-template <typename Int>
-Int parse_int(std::string_view flag, std::string_view text, Int min_value) {
-  Int number = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (error != std::errc{} || end != text.data() + text.size() || number < min_value) {
-    throw OptionsError(std::string(flag) + " needs an integer >= " + std::to_string(min_value) + ", got '" +
-                       std::string(text) + "'");
-  }
-  return number;
-}
 
 RowArgs parse_args(const std::vector<std::string>& args) {
   RowArgs parsed;

@@ -1,4 +1,5 @@
 #include "cli/bench.h"
+#include "cli/args.h"
 
 #include <stdlib.h>
 
@@ -49,15 +50,6 @@ struct BenchArgs {
   int epochs = 3;
 };
 
-int64_t parse_count(std::string_view flag, std::string_view text, int64_t min_value) {
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < min_value)
-    throw OptionsError(std::string(flag) + " needs an integer >= " + std::to_string(min_value) + ", got '" +
-                       std::string(text) + "'");
-  return value;
-}
-
 BenchArgs parse_args(const std::vector<std::string>& args) {
   BenchArgs parsed;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -68,9 +60,9 @@ BenchArgs parse_args(const std::vector<std::string>& args) {
     };
     if (flag == "--data") parsed.data_dir = std::filesystem::path(value());
     else if (flag == "--train") parsed.train_file = std::filesystem::path(value());
-    else if (flag == "--batch-size") parsed.batch_size = parse_count(flag, value(), 1);
-    else if (flag == "--workers") parsed.num_workers = static_cast<int>(parse_count(flag, value(), 0));
-    else if (flag == "--epochs") parsed.epochs = static_cast<int>(parse_count(flag, value(), 1));
+    else if (flag == "--batch-size") parsed.batch_size = parse_int<int64_t>(flag, value(), 1);
+    else if (flag == "--workers") parsed.num_workers = parse_int<int>(flag, value(), 0);
+    else if (flag == "--epochs") parsed.epochs = static_cast<int>(parse_int<int64_t>(flag, value(), 1));
     else throw OptionsError("unknown option '" + flag + "'\n" + std::string(kUsage));
   }
   if (parsed.data_dir && parsed.train_file) throw OptionsError("give --data DIR or --train FILE, not both");

@@ -1,4 +1,5 @@
 #include "cli/train.h"
+#include "cli/args.h"
 
 #include <unistd.h>
 
@@ -53,17 +54,6 @@ struct TrainArgs {
   std::optional<std::filesystem::path> report_path;
   bool diagnose = false;
 };
-
-template <typename Int>
-Int parse_int(std::string_view flag, std::string_view text, Int min_value) {
-  Int number = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (error != std::errc{} || end != text.data() + text.size() || number < min_value) {
-    throw OptionsError(std::string(flag) + " needs an integer >= " + std::to_string(min_value) + ", got '" +
-                       std::string(text) + "'");
-  }
-  return number;
-}
 
 TrainArgs parse_args(const std::vector<std::string>& args) {
   TrainArgs parsed;
