@@ -311,8 +311,8 @@ RunNumbers read_run(const std::filesystem::path& json_path) {
 struct RowResult {
   RowSpec spec;
   std::string status = "ok";  // "ok", or why the row has no numbers
-  std::optional<RunNumbers> train;
-  std::optional<RunNumbers> loader;
+  std::optional<RunNumbers> train{};
+  std::optional<RunNumbers> loader{};
 };
 
 struct SweepPoint {
@@ -321,8 +321,8 @@ struct SweepPoint {
   int64_t batch_size = 0;
   int num_workers = 0;
   std::string status = "ok";
-  std::optional<RunNumbers> train;
-  std::optional<RunNumbers> loader;
+  std::optional<RunNumbers> train{};
+  std::optional<RunNumbers> loader{};
 };
 
 // One process of a row: its training run or its loader-only run.

@@ -214,7 +214,9 @@ void expect_matches_csv(const ParquetFile& file, const std::string& csv, const s
   ASSERT_EQ(static_cast<int64_t>(expected.size()), column.num_rows()) << name;
   for (size_t i = 0; i < expected.size(); ++i) {
     ASSERT_EQ(expected[i].has_value(), column.valid[i] == 1) << name << " row " << i;
-    if (expected[i]) ASSERT_EQ(*expected[i], static_cast<int64_t>(values_of<T>(column)[i])) << name << " row " << i;
+    if (expected[i]) {
+      ASSERT_EQ(*expected[i], static_cast<int64_t>(values_of<T>(column)[i])) << name << " row " << i;
+    }
   }
 }
 

@@ -54,7 +54,9 @@ TEST_P(GeneratedFile, ColumnsHoldTheTable) {
   EXPECT_EQ(int_sum_of<int32_t>(opt), 10282074);
   for (int64_t r = 0; r < kRows; ++r) {
     ASSERT_EQ(opt.valid[static_cast<size_t>(r)], r % 7 == 0 ? 0 : 1) << r;
-    if (r % 7) ASSERT_EQ(values_of<int32_t>(opt)[static_cast<size_t>(r)], 3 * r - 500);
+    if (r % 7) {
+      ASSERT_EQ(values_of<int32_t>(opt)[static_cast<size_t>(r)], 3 * r - 500);
+    }
   }
   const ColumnData f64 = file.read_column("f64");
   const ColumnData f32 = file.read_column("f32");
