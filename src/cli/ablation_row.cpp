@@ -512,20 +512,7 @@ int run_row(const RowArgs& args) {
   json.field("load_seconds", load_seconds);
   json.key("epochs");
   json.begin_array();
-  for (const EpochReport& epoch : epochs) {
-    json.begin_object();
-    json.field("epoch", epoch.epoch);
-    json.field("train_seconds", epoch.train_seconds);
-    json.field("test_seconds", epoch.test_seconds);
-    json.field("train_samples", epoch.num_train_samples);
-    json.field("test_samples", epoch.num_test_samples);
-    json.field("data_wait_seconds", epoch.data_wait_seconds);
-    json.field("test_data_wait_seconds", epoch.test_data_wait_seconds);
-    json.field("samples_per_second", epoch.samples_per_second);
-    json.field("train_loss", epoch.train_loss);
-    json.field("accuracy", epoch.accuracy);
-    json.end_object();
-  }
+  for (const EpochReport& epoch : epochs) write_epoch_json(json, epoch);
   json.end_array();
   json.field("average_train_seconds", totals.average_train_seconds);
   json.field("average_test_seconds", totals.average_test_seconds);

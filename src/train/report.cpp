@@ -131,6 +131,21 @@ RunTotals summarize(const std::vector<EpochReport>& epochs) {
   return totals;
 }
 
+void write_epoch_json(JsonWriter& json, const EpochReport& epoch) {
+  json.begin_object();
+  json.field("epoch", epoch.epoch);
+  json.field("train_seconds", epoch.train_seconds);
+  json.field("test_seconds", epoch.test_seconds);
+  json.field("data_wait_seconds", epoch.data_wait_seconds);
+  json.field("test_data_wait_seconds", epoch.test_data_wait_seconds);
+  json.field("samples_per_second", epoch.samples_per_second);
+  json.field("loss", epoch.train_loss);
+  json.field("accuracy", epoch.accuracy);
+  json.field("train_samples", epoch.num_train_samples);
+  json.field("test_samples", epoch.num_test_samples);
+  json.end_object();
+}
+
 std::string to_json(const RunReport& report) {
   JsonWriter json;
   json.begin_object();
@@ -162,20 +177,7 @@ std::string to_json(const RunReport& report) {
 
   json.key("epochs");
   json.begin_array();
-  for (const EpochReport& epoch : report.epochs) {
-    json.begin_object();
-    json.field("epoch", epoch.epoch);
-    json.field("train_seconds", epoch.train_seconds);
-    json.field("test_seconds", epoch.test_seconds);
-    json.field("data_wait_seconds", epoch.data_wait_seconds);
-    json.field("test_data_wait_seconds", epoch.test_data_wait_seconds);
-    json.field("samples_per_second", epoch.samples_per_second);
-    json.field("loss", epoch.train_loss);
-    json.field("accuracy", epoch.accuracy);
-    json.field("train_samples", epoch.num_train_samples);
-    json.field("test_samples", epoch.num_test_samples);
-    json.end_object();
-  }
+  for (const EpochReport& epoch : report.epochs) write_epoch_json(json, epoch);
   json.end_array();
 
   const RunTotals totals = summarize(report.epochs);

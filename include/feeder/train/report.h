@@ -60,6 +60,11 @@ struct RunTotals {
 RunTotals summarize(const std::vector<EpochReport>& epochs);
 
 // The report as a JSON object (UTF-8, newline-terminated). Non-finite numbers become null.
+class JsonWriter;
+
+// One epoch as a JSON object: the fields `feeder train --report-json` and the ablation rows share.
+void write_epoch_json(JsonWriter& json, const EpochReport& epoch);
+
 std::string to_json(const RunReport& report);
 
 // Minimal streaming JSON writer: the caller nests begin/end calls correctly; commas and escaping
