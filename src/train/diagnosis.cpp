@@ -7,7 +7,8 @@ namespace {
 
 std::string percent(double share) {
   char text[32];
-  std::snprintf(text, sizeof(text), share < 0.01 ? "%.2f%%" : "%.0f%%", share * 100.0);
+  const char* format = share < 0.01 ? "%.2f%%" : share < 0.1 ? "%.1f%%" : "%.0f%%";
+  std::snprintf(text, sizeof(text), format, share * 100.0);
   return text;
 }
 

@@ -57,6 +57,11 @@ TEST(Diagnosis, Fp32WithoutNativeBf16DoesNotSuggestBf16) {
             "compute-bound (training waited on data 0.10% of the time): try --channels-last on");
 }
 
+TEST(Diagnosis, SharesUnderTenPercentKeepOneDecimal) {
+  EXPECT_EQ(diagnose(epochs_waiting(0.146, 10), fastest_cpu_setup()).substr(0, 56),
+            "compute-bound (training waited on data 1.5% of the time)");
+}
+
 TEST(Diagnosis, UnusedGpuComesFirst) {
   RunSetup setup = fastest_cpu_setup();
   setup.cuda_available = true;
