@@ -67,15 +67,8 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
     owned->labels = reinterpret_cast<int64_t*>(base + images_bytes);
     owned->sample_indices = reinterpret_cast<int64_t*>(base + images_bytes + labels_bytes);
     buffer = owned.release();
-    std::lock_guard lock(mutex_);
-    ++num_allocated_;
   }
   return std::shared_ptr<BatchBuffer>(buffer, [pool = shared_from_this()](BatchBuffer* b) { pool->release(b); });
-}
-
-int64_t BufferPool::num_allocated() const {
-  std::lock_guard lock(mutex_);
-  return num_allocated_;
 }
 
 void BufferPool::release(BatchBuffer* buffer) {

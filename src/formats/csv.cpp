@@ -423,7 +423,7 @@ ImageStore read_csv(const std::filesystem::path& path, const CsvReadOptions& opt
   MappedFile mapped;
   if (mapped.map(path)) {
     const std::span<const uint8_t> bytes = mapped.bytes();
-    if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b)
+    if (has_gzip_magic(bytes))
       return read_csv_bytes(gunzip(bytes.data(), bytes.size(), path.string()), path.string(), options);
     return read_csv_bytes(bytes, path.string(), options);
   }

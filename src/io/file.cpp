@@ -14,11 +14,11 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-bool has_gzip_magic(const std::vector<uint8_t>& bytes) {
+}  // namespace
+
+bool has_gzip_magic(std::span<const uint8_t> bytes) {
   return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
 }
-
-}  // namespace
 
 std::vector<uint8_t> read_file_raw(const std::filesystem::path& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,9 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path);
 
 // Reads a file as is, without inflating.
 std::vector<uint8_t> read_file_raw(const std::filesystem::path& path);
+
+// True when the bytes start with the gzip magic number.
+bool has_gzip_magic(std::span<const uint8_t> bytes);
 
 // Inflates gzip data (one or more concatenated members). `name` is used in error messages.
 std::vector<uint8_t> gunzip(const uint8_t* data, size_t size_bytes, const std::string& name);

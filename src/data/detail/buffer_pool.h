@@ -29,8 +29,6 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
   std::shared_ptr<BatchBuffer> acquire();
   bool pinned() const { return allocator_->pinned(); }
-  // Buffers allocated so far (reused ones are not counted again).
-  int64_t num_allocated() const;
 
  private:
   void release(BatchBuffer* buffer);
@@ -38,9 +36,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   std::shared_ptr<BufferAllocator> allocator_;
   int64_t batch_size_;
   int64_t pixels_per_image_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::vector<BatchBuffer*> free_;  // guarded by mutex_
-  int64_t num_allocated_ = 0;       // guarded by mutex_
 };
 
 }  // namespace feeder::detail
