@@ -69,6 +69,35 @@ TEST(SimpleCNN, MapsABatchToTenLogitsPerImage) {
   }
 }
 
+// The article's order (ReLU, then pooling), written out with the same layers.
+torch::Tensor article_forward(SimpleCNN& model, torch::Tensor x) {
+  x = torch::max_pool2d(torch::relu(model->conv1->forward(x)), 2, 2);
+  x = torch::max_pool2d(torch::relu(model->conv2->forward(x)), 2, 2);
+  x = torch::relu(model->fc1->forward(x.reshape({x.size(0), 32 * 7 * 7})));
+  return model->fc2->forward(x);
+}
+
+TEST(SimpleCNN, PoolingBeforeReluIsTheArticlesFunctionAndGradient) {
+  SimpleCNN model = seeded_model(3);
+  // Centred input, so that many pre-activations are negative and ReLU matters.
+  const torch::Tensor images = fixed_batch(16, 5).images - 0.5;
+  const torch::Tensor ours = model->forward(images);
+  const torch::Tensor article = article_forward(model, images);
+  EXPECT_TRUE(torch::equal(ours, article));
+
+  std::vector<torch::Tensor> ours_grads;
+  ours.square().sum().backward();
+  for (auto& parameter : model->parameters()) {
+    ours_grads.push_back(parameter.grad().clone());
+    parameter.mutable_grad().zero_();
+  }
+  article.square().sum().backward();
+  const auto parameters = model->parameters();
+  for (size_t idx = 0; idx < parameters.size(); ++idx) {
+    EXPECT_TRUE(torch::allclose(ours_grads[idx], parameters[idx].grad(), 1e-6, 1e-7)) << "parameter " << idx;
+  }
+}
+
 // A few steps on a fixed, learnable batch must drive its loss well down.
 void expect_steps_reduce_loss(Precision precision, bool channels_last) {
   Trainer trainer(seeded_model(42), cpu_config(precision, channels_last));

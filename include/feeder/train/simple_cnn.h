@@ -5,8 +5,9 @@
 namespace feeder {
 
 // The article's SimpleCNN for 1x28x28 images and 10 classes (206,922 parameters):
-// conv1 1->16 3x3 pad 1, ReLU, maxpool 2 -> conv2 16->32 3x3 pad 1, ReLU, maxpool 2 -> flatten 1568
-// -> fc1 1568->128, ReLU -> fc2 128->10. Returns logits.
+// conv1 1->16 3x3 pad 1, maxpool 2, ReLU -> conv2 16->32 3x3 pad 1, maxpool 2, ReLU -> flatten 1568
+// -> fc1 1568->128, ReLU -> fc2 128->10. Returns logits. Pooling before ReLU computes the same
+// function as the article's ReLU-then-pool, with less work.
 struct SimpleCNNImpl : torch::nn::Module {
   SimpleCNNImpl();
 
