@@ -11,11 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "feeder/error.h"
 #include "feeder/io/file.h"
 
@@ -304,41 +299,6 @@ size_t resolve_num_threads(size_t num_chunks, size_t data_bytes) {
   return std::min(num_chunks, data_bytes / kMinBytesPerThread + 1);
 }
 
-// A read-only view of a whole regular file through mmap. Reading a 133 MB CSV this way costs a
-// tenth of copying it into a vector, whose first touch of every page is paid serially before
-// parsing starts; mapped pages are faulted in by the parsing threads instead. Files are replaced by
-// rename (AtomicFileWriter), which leaves an existing mapping intact.
-class MappedFile {
- public:
-  MappedFile() = default;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  // Returns false (and maps nothing) when `path` is not a regular file that can be mapped; the
-  // caller then reads it the ordinary way, which also produces the error message if it fails.
-  bool map(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    struct stat info {};
-    if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-      void* data = ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (data != MAP_FAILED) {
-        data_ = static_cast<const uint8_t*>(data);
-        size_bytes_ = static_cast<size_t>(info.st_size);
-      }
-    }
-    ::close(fd);
-    return data_ != nullptr;
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_bytes_);
-  }
-  std::span<const uint8_t> bytes() const { return {data_, size_bytes_}; }
-
- private:
-  const uint8_t* data_ = nullptr;
-  size_t size_bytes_ = 0;
-};
-
 // Parses rows in file order into a scratch row until one fails, and throws its error. Only called
 // when the row count proves that some row is bad.
 [[noreturn]] void throw_first_bad_row(const std::vector<Chunk>& chunks, const CsvLayout& layout) {
@@ -420,15 +380,17 @@ ImageStore read_csv_bytes(std::span<const uint8_t> bytes, const std::string& nam
 }
 
 ImageStore read_csv(const std::filesystem::path& path, const CsvReadOptions& options) {
-  MappedFile mapped;
-  if (mapped.map(path)) {
-    const std::span<const uint8_t> bytes = mapped.bytes();
-    if (has_gzip_magic(bytes))
-      return read_csv_bytes(gunzip(bytes.data(), bytes.size(), path.string()), path.string(), options);
-    return read_csv_bytes(bytes, path.string(), options);
+  // Regular files are mapped rather than copied (see MappedFile). Pipes and anything else that is
+  // not a regular file are read the ordinary way, which also reports a path that cannot be stat'ed.
+  std::error_code ignored;
+  if (!std::filesystem::is_regular_file(path, ignored)) {
+    return read_csv_bytes(read_file(path), path.string(), options);
   }
-  // Empty files, pipes and anything else that cannot be mapped.
-  return read_csv_bytes(read_file(path), path.string(), options);
+  const MappedFile mapped(path);
+  const std::span<const uint8_t> bytes = mapped.bytes();
+  if (has_gzip_magic(bytes))
+    return read_csv_bytes(gunzip(bytes.data(), bytes.size(), path.string()), path.string(), options);
+  return read_csv_bytes(bytes, path.string(), options);
 }
 
 void write_csv(const ImageStore& store, const std::filesystem::path& path) {

@@ -5,6 +5,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "feeder/error.h"
@@ -36,6 +41,55 @@ std::vector<uint8_t> read_file_raw(const std::filesystem::path& path) {
   std::fclose(file);
   if (failed) throw DataError(path.string() + ": read error");
   return bytes;
+}
+
+MappedFile::MappedFile(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(path.string() + ": cannot open: " + errno_text());
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const std::string error = errno_text();
+    ::close(fd);
+    throw DataError(path.string() + ": cannot stat: " + error);
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    throw DataError(path.string() + ": cannot map: not a regular file");
+  }
+  // mmap rejects a zero length; an empty file simply has no bytes.
+  if (info.st_size > 0) {
+    const size_t size_bytes = static_cast<size_t>(info.st_size);
+    void* data = ::mmap(nullptr, size_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      const std::string error = errno_text();
+      ::close(fd);
+      throw DataError(path.string() + ": cannot map " + std::to_string(size_bytes) + " bytes: " + error);
+    }
+    data_ = static_cast<const uint8_t*>(data);
+    size_bytes_ = size_bytes;
+  }
+  // The mapping holds its own reference to the file.
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() { unmap(); }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_bytes_(std::exchange(other.size_bytes_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    unmap();
+    data_ = std::exchange(other.data_, nullptr);
+    size_bytes_ = std::exchange(other.size_bytes_, 0);
+  }
+  return *this;
+}
+
+void MappedFile::unmap() noexcept {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_bytes_);
+  data_ = nullptr;
+  size_bytes_ = 0;
 }
 
 std::vector<uint8_t> gunzip(const uint8_t* data, size_t size_bytes, const std::string& name) {

@@ -23,16 +23,30 @@ int64_t ColumnData::null_count() const {
 }
 
 ParquetFile ParquetFile::open(const std::filesystem::path& path, const ReaderOptions& options) {
-  return from_buffer(read_file_raw(path), path.string(), options);
+  // Pipes and anything else that is not a regular file are read into memory; read_file_raw also
+  // reports a path that cannot be stat'ed.
+  std::error_code ignored;
+  if (!std::filesystem::is_regular_file(path, ignored)) return from_buffer(read_file_raw(path), path.string(), options);
+  ParquetFile file;
+  file.name_ = path.string();
+  file.mapped_ = MappedFile(path);
+  file.options_ = options;
+  file.parse_footer();
+  return file;
 }
 
 ParquetFile ParquetFile::from_buffer(std::vector<uint8_t> bytes, std::string name, const ReaderOptions& options) {
   ParquetFile file;
   file.name_ = std::move(name);
-  file.bytes_ = std::move(bytes);
+  file.buffer_ = std::move(bytes);
   file.options_ = options;
-  const std::string& n = file.name_;
-  const auto& b = file.bytes_;
+  file.parse_footer();
+  return file;
+}
+
+void ParquetFile::parse_footer() {
+  const std::string& n = name_;
+  const std::span<const uint8_t> b = bytes();
   if (b.size() >= kMagicBytes && std::memcmp(b.data(), "PARE", 4) == 0) {
     throw DataError(n + ": encrypted parquet not supported (magic PARE)");
   }
@@ -53,15 +67,13 @@ ParquetFile ParquetFile::from_buffer(std::vector<uint8_t> bytes, std::string nam
                     std::to_string(room) + " bytes between the magics)");
   }
   const size_t footer_start = b.size() - kFooterTailBytes - footer_bytes;
-  file.metadata_ = parse_file_metadata(std::span<const uint8_t>(b.data() + footer_start, footer_bytes),
-                                       static_cast<int64_t>(footer_start), n);
+  metadata_ = parse_file_metadata(b.subspan(footer_start, footer_bytes), static_cast<int64_t>(footer_start), n);
   int64_t rows = 0;
-  for (const auto& rg : file.metadata_.row_groups) rows += rg.num_rows;
-  if (rows != file.metadata_.num_rows) {
-    throw DataError(n + ": footer declares " + std::to_string(file.metadata_.num_rows) +
+  for (const auto& rg : metadata_.row_groups) rows += rg.num_rows;
+  if (rows != metadata_.num_rows) {
+    throw DataError(n + ": footer declares " + std::to_string(metadata_.num_rows) +
                     " rows but its row groups add up to " + std::to_string(rows));
   }
-  return file;
 }
 
 void ParquetFile::require_flat_schema() const {

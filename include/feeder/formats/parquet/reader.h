@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "feeder/formats/parquet/metadata.h"
+#include "feeder/io/file.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder::parquet {
@@ -53,10 +54,13 @@ struct ChunkPageSummary {
   bool has_crc = false;
 };
 
-// An open Parquet file held in memory. Methods are const and may be called from several threads.
+// An open Parquet file held in memory: a read-only mapping of a regular file, or a buffer. Methods
+// are const and may be called from several threads. Move-only. bytes() is a view that must not
+// outlive it; everything read from it (metadata, columns, image stores) owns its data.
 class ParquetFile {
  public:
-  // Reads the file and validates magic, footer and metadata. Throws DataError naming the file.
+  // Maps the file (pipes and other files that cannot be mapped are read into memory) and validates
+  // magic, footer and metadata. Throws DataError naming the file.
   static ParquetFile open(const std::filesystem::path& path, const ReaderOptions& options = {});
   // The same for bytes already in memory; `name` prefixes error messages.
   static ParquetFile from_buffer(std::vector<uint8_t> bytes, std::string name, const ReaderOptions& options = {});
@@ -64,7 +68,9 @@ class ParquetFile {
   const FileMetadata& metadata() const { return metadata_; }
   const std::string& name() const { return name_; }
   const ReaderOptions& options() const { return options_; }
-  std::span<const uint8_t> bytes() const { return bytes_; }
+  std::span<const uint8_t> bytes() const {
+    return mapped_.bytes().empty() ? std::span<const uint8_t>(buffer_) : mapped_.bytes();
+  }
 
   // Decodes a whole column across row groups. Nested columns, encrypted columns, INT96 and
   // unsupported encodings throw DataError naming the file, column (and page).
@@ -79,8 +85,14 @@ class ParquetFile {
 
  private:
   ParquetFile() = default;
+  // Checks magic and footer of bytes() and parses the metadata.
+  void parse_footer();
+
   std::string name_;
-  std::vector<uint8_t> bytes_;
+  // The file's bytes live in one of these; bytes() picks the non-empty one. Both keep their
+  // address when the ParquetFile is moved.
+  MappedFile mapped_;
+  std::vector<uint8_t> buffer_;
   FileMetadata metadata_;
   ReaderOptions options_;
 };
