@@ -40,7 +40,7 @@ check(run_status == 0, f"feeder bench ablation --quick exited with {run_status}"
 EXPECTED_ROWS = [
     "py-v1-b16", "py-v1-b512", "py-workers", "py-persistent", "py-pinned", "py-v2",
     "cpp-naive-b16", "cpp-naive-b512", "cpp-workers", "cpp-persistent", "cpp-pinned", "cpp-eager",
-    "torch-data-mnist", "feeder-channels-last", "feeder-bf16", "feeder-defaults", "compute-only", "memcpy",
+    "py-v2-malloc", "torch-data-mnist", "feeder-channels-last", "feeder-bf16", "feeder-defaults", "compute-only", "memcpy",
 ]
 try:
     with open(os.path.join(out, "ablation.json")) as f:
@@ -78,6 +78,22 @@ for sweep, with_loader in (("batch_sweep", False), ("worker_sweep", True)):
         if with_loader:
             check(number((point.get("loader_only") or {}).get("total_seconds")), f"{name}: no loader-only time")
 
+repeats = report.get("seed_repeats") or {}
+runs = repeats.get("runs") or []
+check(len(runs) >= 2, f"seed_repeats: {len(runs)} runs, expected at least 2")
+check(len({run.get("seed") for run in runs}) == len(runs), "seed_repeats: seeds repeat")
+for run in runs:
+    for side in ("python_v2", "feeder_defaults"):
+        check(run.get(f"{side}_status") == "ok", f"seed {run.get('seed')} {side}: status {run.get(f'{side}_status')!r}")
+        numbers = run.get(side) or {}
+        for key in ("total_seconds", "accuracy"):
+            check(number(numbers.get(key)), f"seed {run.get('seed')} {side}: {key} is not a number")
+for key in ("python_v2_median_total_seconds", "feeder_defaults_median_total_seconds", "speedup_vs_python_v2",
+            "python_v2_mean_accuracy", "feeder_defaults_mean_accuracy", "accuracy_gap_points"):
+    check(number(repeats.get(key)), f"seed_repeats.{key} is not a number")
+check(repeats.get("python_v2_runs") == len(runs) and repeats.get("feeder_defaults_runs") == len(runs),
+      "seed_repeats: summary counts differ from the runs")
+
 machine = report.get("machine", {})
 for key in ("cpu_model", "num_cpus", "torch_version", "date"):
     check(machine.get(key) not in (None, ""), f"machine.{key} missing")
@@ -91,6 +107,9 @@ except OSError as error:
 check(table.count("\n| ") >= len(EXPECTED_ROWS), "ablation.md has fewer table lines than rows")
 for row in report.get("rows", []):
     check(f"| {row.get('method')}" in table, f"ablation.md has no line for {row.get('id')}")
+check("against feeder's defaults over" in table, "ablation.md has no seed-repeat section")
+for run in runs:
+    check(f"\n| {run.get('seed')} | " in table, f"ablation.md has no line for seed {run.get('seed')}")
 
 png = os.path.join(out, "ablation.png")
 try:

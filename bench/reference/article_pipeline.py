@@ -43,13 +43,15 @@ def parse_args(argv=None):
     p.add_argument("--test-csv", help="Kaggle-layout CSV (label,pixel1..pixel784)")
     p.add_argument("--json", help="write per-epoch results to this file")
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--limit-samples", type=int, default=0,
+                   help="use only the first N samples of each split (0: all); for quick checks")
     a = p.parse_args(argv)
     if a.persistent_workers and a.num_workers == 0:
         p.error("--persistent-workers needs --num-workers > 0 (DataLoader refuses it otherwise)")
     if bool(a.train_csv) != bool(a.test_csv):
         p.error("--train-csv and --test-csv go together")
-    if a.threads < 1 or a.batch_size < 1 or a.epochs < 1 or a.max_batches < 0:
-        p.error("--threads, --batch-size and --epochs must be >= 1, --max-batches >= 0")
+    if a.threads < 1 or a.batch_size < 1 or a.epochs < 1 or a.max_batches < 0 or a.limit_samples < 0:
+        p.error("--threads, --batch-size and --epochs must be >= 1, --max-batches and --limit-samples >= 0")
     return a
 
 
@@ -86,7 +88,7 @@ def _read_idx_gz(path):
     return data.reshape(dims)
 
 
-def idx_to_dataframe(images_path, labels_path):
+def idx_to_dataframe(images_path, labels_path, limit=0):
     """Build the DataFrame the article loads: `label`, `pixel1`..`pixel784`, int64.
 
     The values are laid out column by column, as pd.read_csv / read_parquet
@@ -94,6 +96,8 @@ def idx_to_dataframe(images_path, labels_path):
     """
     images = _read_idx_gz(images_path)
     labels = _read_idx_gz(labels_path)
+    if limit:
+        images, labels = images[:limit], labels[:limit]
     if images.shape[0] != labels.shape[0] or images.shape[1:] != (28, 28):
         raise ValueError(f"unexpected shapes {images.shape} / {labels.shape}")
     table = np.empty((images.shape[0], 785), dtype=np.int64, order="F")
@@ -104,13 +108,14 @@ def idx_to_dataframe(images_path, labels_path):
 
 
 def load_frames(args):
+    limit = args.limit_samples or None
     if args.train_csv:
-        return pd.read_csv(args.train_csv), pd.read_csv(args.test_csv)
+        return pd.read_csv(args.train_csv, nrows=limit), pd.read_csv(args.test_csv, nrows=limit)
     d = args.data_dir
     train = idx_to_dataframe(os.path.join(d, "train-images-idx3-ubyte.gz"),
-                             os.path.join(d, "train-labels-idx1-ubyte.gz"))
+                             os.path.join(d, "train-labels-idx1-ubyte.gz"), args.limit_samples)
     test = idx_to_dataframe(os.path.join(d, "t10k-images-idx3-ubyte.gz"),
-                            os.path.join(d, "t10k-labels-idx1-ubyte.gz"))
+                            os.path.join(d, "t10k-labels-idx1-ubyte.gz"), args.limit_samples)
     return train, test
 
 

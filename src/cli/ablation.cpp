@@ -49,13 +49,14 @@ constexpr std::string_view kUsage =
     "the article's Python pipeline (bench/reference/article_pipeline.py: Dataset v1 at batch 16 and\n"
     "512, + workers, + persistent workers, + pin_memory, Dataset v2), the same steps in C++ (a naive\n"
     "row-wise torch::data dataset ... feeder's eager uint8 store), and what comes after the article\n"
-    "(torch::data MNIST, channels-last, bf16, feeder's defaults, a compute-only bound and a memcpy\n"
-    "bound); then batch-size (16..512) and worker (0, 1, 2, 4) sweeps. Every row is also run without\n"
-    "the model (loader only). Writes ablation.md, ablation.json and ablation.png into --out.\n"
+    "(Python v2 with glibc malloc thresholds, torch::data MNIST, channels-last, bf16, feeder's\n"
+    "defaults, a compute-only bound and a memcpy bound); Python v2 and feeder's defaults again at 5\n"
+    "more seeds; then batch-size (16..512) and worker (0, 1, 2, 4) sweeps. Every row is also run\n"
+    "without the model (loader only). Writes ablation.md, ablation.json and ablation.png into --out.\n"
     "\n"
     "  --data DIR        train/test files (default /usr/share/datasets/fashion-mnist)\n"
     "  --epochs N        epochs per row (default 1)\n"
-    "  --quick           2 batches per pass and 2-point sweeps: checks that everything runs\n"
+    "  --quick           2 batches per pass, 2 seeds, 2-point sweeps: checks that everything runs\n"
     "  --threads N       OMP_NUM_THREADS of every row (default: the usable CPUs)\n"
     "  --python PATH     Python with torch and pandas for the reference rows\n"
     "  --reference FILE  the reference script (default: found beside the source tree)\n";
@@ -64,6 +65,9 @@ using Clock = std::chrono::steady_clock;
 
 // Training samples per sweep point (each pass stops after the batches that hold them).
 constexpr int64_t kSweepSamples = 12000;
+
+// Seeds at which Python's Dataset v2 row and feeder's defaults run again (2 in a quick run).
+constexpr int kSeedRepeats = 5;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -114,18 +118,20 @@ struct Child {
 
 // Starts argv[0] with `argv`, stdout and stderr into `log`, and OMP_NUM_THREADS (and the BLAS
 // equivalents) set to `num_threads`: LibTorch must start with its thread count, not change it later.
-Child start_child(const std::vector<std::string>& argv, const std::filesystem::path& log, int num_threads) {
+// `extra_env` ("NAME=value") entries replace variables of the same name.
+Child start_child(const std::vector<std::string>& argv, const std::filesystem::path& log, int num_threads,
+                  const std::vector<std::string>& extra_env = {}) {
   std::vector<std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string_view text = *entry;
-    if (text.starts_with("OMP_NUM_THREADS=") || text.starts_with("MKL_NUM_THREADS=") ||
-        text.starts_with("OPENBLAS_NUM_THREADS=")) {
-      continue;
-    }
-    env.emplace_back(text);
-  }
   for (const char* name : {"OMP_NUM_THREADS=", "MKL_NUM_THREADS=", "OPENBLAS_NUM_THREADS="}) {
     env.push_back(name + std::to_string(num_threads));
+  }
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  const auto is_set = [&](std::string_view entry) {
+    const std::string_view name = entry.substr(0, entry.find('=') + 1);
+    return std::any_of(env.begin(), env.end(), [&](const std::string& set) { return set.starts_with(name); });
+  };
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (!is_set(*entry)) env.emplace_back(*entry);
   }
   std::vector<char*> argv_ptrs;
   for (const std::string& arg : argv) argv_ptrs.push_back(const_cast<char*>(arg.c_str()));
@@ -216,9 +222,16 @@ struct RowSpec {
   int num_workers = 0;
   bool trains = true;  // false: only the loader-only number exists (memcpy)
   std::string note;
+  std::vector<std::string> env{};  // extra environment of the row's processes
 };
 
 constexpr std::string_view kNoPinning = "no CUDA: pinning has no effect";
+
+// glibc's malloc hands large blocks (the activations) back to the kernel when they are freed and
+// page-faults them in again on the next step; these are the thresholds feeder's own runtime sets
+// (RuntimeOptions), given to Python through glibc's environment variables.
+const std::vector<std::string> kMallocThresholdsEnv = {"MALLOC_MMAP_THRESHOLD_=33554432",
+                                                       "MALLOC_TRIM_THRESHOLD_=1073741824"};
 
 std::vector<RowSpec> ablation_rows(int num_workers) {
   const std::string w = std::to_string(num_workers);
@@ -247,6 +260,9 @@ std::vector<RowSpec> ablation_rows(int num_workers) {
   add({"cpp-pinned", "+ pinned memory", Group::article_cpp, false, {}, 512, num_workers, true, no_pinning});
   add({"cpp-eager", "+ eager uint8 store (feeder, fp32 NCHW)", Group::article_cpp, false, {}, 512, num_workers,
        true, ""});
+  add({"py-v2-malloc", "Python Dataset v2 + malloc thresholds", Group::after_article, true,
+       {"--dataset", "v2", "--num-workers", w, "--persistent-workers", "--pin-memory"}, 512, num_workers, true,
+       "MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB, as feeder sets them", kMallocThresholdsEnv});
   add({"torch-data-mnist", "LibTorch torch::data MNIST + Stack", Group::after_article, false, {}, 512, num_workers,
        true, ""});
   add({"feeder-channels-last", "feeder + channels-last (fp32)", Group::after_article, false, {}, 512, num_workers,
@@ -325,6 +341,16 @@ struct SweepPoint {
   std::optional<RunNumbers> loader{};
 };
 
+// Python's Dataset v2 row and feeder's defaults again, at one more seed: one epoch's time and accuracy
+// vary from run to run, so the two are compared over several seeds, not on the seed-42 rows alone.
+struct SeedRepeat {
+  uint64_t seed = 0;
+  std::string python_status = "ok";
+  std::string feeder_status = "ok";
+  std::optional<RunNumbers> python{};
+  std::optional<RunNumbers> feeder{};
+};
+
 // One process of a row: its training run or its loader-only run.
 struct JobSpec {
   std::string id;
@@ -335,6 +361,8 @@ struct JobSpec {
   bool loader_only = false;
   std::string tag;           // file names in runs/
   int64_t max_batches = -1;  // per pass; -1: the run's setting
+  std::vector<std::string> env{};  // extra environment
+  std::optional<uint64_t> seed{};  // empty: the pipeline's default (42)
 };
 
 // A job and where its outcome goes.
@@ -356,6 +384,7 @@ struct Runner {
   int num_threads = 1;
   int64_t epochs = 1;
   int64_t max_batches = 0;
+  int64_t python_sample_limit = 0;  // 0: every sample
   int num_finished = 0;
   int num_total = 0;
 
@@ -381,6 +410,10 @@ struct Runner {
               std::to_string(epochs)};
       argv.insert(argv.end(), spec.python_flags.begin(), spec.python_flags.end());
       argv.insert(argv.end(), python_data_flags.begin(), python_data_flags.end());
+      // Python builds its tables from every sample before the first batch: a quick run needs few.
+      if (python_sample_limit > 0) {
+        argv.insert(argv.end(), {"--limit-samples", std::to_string(python_sample_limit)});
+      }
     } else {
       argv = {exe.string(), "bench", "ablation-row", "--row", spec.id, "--batch-size", std::to_string(spec.batch_size),
               "--workers", std::to_string(spec.num_workers), "--epochs", std::to_string(epochs), "--threads",
@@ -390,8 +423,9 @@ struct Runner {
     const int64_t limit = spec.max_batches >= 0 ? spec.max_batches : max_batches;
     if (limit > 0) argv.insert(argv.end(), {"--max-batches", std::to_string(limit)});
     if (spec.loader_only) argv.push_back("--loader-only");
+    if (spec.seed) argv.insert(argv.end(), {"--seed", std::to_string(*spec.seed)});
     argv.insert(argv.end(), {"--json", job.json.string()});
-    job.child = start_child(argv, job.log, num_threads);
+    job.child = start_child(argv, job.log, num_threads, spec.env);
     return job;
   }
 
@@ -527,6 +561,80 @@ std::optional<double> total_seconds(const std::optional<RunNumbers>& run) {
   return run->train_seconds + run->test_seconds;
 }
 
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+std::optional<double> mean(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  double sum = 0;
+  for (double value : values) sum += value;
+  return sum / static_cast<double>(values.size());
+}
+
+// Sample standard deviation; empty below two values.
+std::optional<double> standard_deviation(const std::vector<double>& values) {
+  if (values.size() < 2) return std::nullopt;
+  const double average = *mean(values);
+  double squares = 0;
+  for (double value : values) squares += (value - average) * (value - average);
+  return std::sqrt(squares / static_cast<double>(values.size() - 1));
+}
+
+// The seed repeats in a few numbers: median epoch (train + test) and mean test accuracy of each side.
+struct RepeatSummary {
+  int num_python = 0;
+  int num_feeder = 0;
+  std::optional<double> python_median_seconds;
+  std::optional<double> feeder_median_seconds;
+  std::optional<double> speedup;  // python median / feeder median
+  std::optional<double> python_mean_accuracy;
+  std::optional<double> feeder_mean_accuracy;
+  std::optional<double> python_accuracy_sd;
+  std::optional<double> feeder_accuracy_sd;
+  std::optional<double> accuracy_gap_points;  // |feeder - python| in percentage points
+};
+
+RepeatSummary summarize(const std::vector<SeedRepeat>& repeats) {
+  std::vector<double> python_seconds, feeder_seconds, python_accuracy, feeder_accuracy;
+  for (const SeedRepeat& repeat : repeats) {
+    if (repeat.python) {
+      python_seconds.push_back(*total_seconds(repeat.python));
+      if (repeat.python->accuracy) python_accuracy.push_back(*repeat.python->accuracy);
+    }
+    if (repeat.feeder) {
+      feeder_seconds.push_back(*total_seconds(repeat.feeder));
+      if (repeat.feeder->accuracy) feeder_accuracy.push_back(*repeat.feeder->accuracy);
+    }
+  }
+  RepeatSummary summary;
+  summary.num_python = static_cast<int>(python_seconds.size());
+  summary.num_feeder = static_cast<int>(feeder_seconds.size());
+  summary.python_median_seconds = median(python_seconds);
+  summary.feeder_median_seconds = median(feeder_seconds);
+  if (summary.python_median_seconds && summary.feeder_median_seconds && *summary.feeder_median_seconds > 0) {
+    summary.speedup = *summary.python_median_seconds / *summary.feeder_median_seconds;
+  }
+  summary.python_mean_accuracy = mean(python_accuracy);
+  summary.feeder_mean_accuracy = mean(feeder_accuracy);
+  summary.python_accuracy_sd = standard_deviation(python_accuracy);
+  summary.feeder_accuracy_sd = standard_deviation(feeder_accuracy);
+  if (summary.python_mean_accuracy && summary.feeder_mean_accuracy) {
+    summary.accuracy_gap_points = std::abs(*summary.feeder_mean_accuracy - *summary.python_mean_accuracy) * 100;
+  }
+  return summary;
+}
+
+const RowResult* find_row(const std::vector<RowResult>& rows, std::string_view id) {
+  for (const RowResult& row : rows) {
+    if (row.spec.id == id) return &row;
+  }
+  return nullptr;
+}
+
 struct Baseline {
   std::string id;
   std::string label;
@@ -545,9 +653,53 @@ Baseline pick_baseline(const std::vector<RowResult>& rows) {
   return {"", "naive", std::nullopt};
 }
 
-std::string markdown(const std::vector<RowResult>& rows, const std::vector<SweepPoint>& batch_sweep,
-                     const std::vector<SweepPoint>& worker_sweep, const Machine& machine, const AblationArgs& args,
-                     int64_t max_batches, int num_workers) {
+// The seed repeats: a line per seed, the medians and means, and feeder's defaults against the
+// article's first and last Python rows.
+void write_repeats_markdown(std::ostringstream& out, const std::vector<RowResult>& rows,
+                            const std::vector<SeedRepeat>& repeats) {
+  if (repeats.empty()) return;
+  const RepeatSummary summary = summarize(repeats);
+  out << "\n### Python Dataset v2 against feeder's defaults over " << repeats.size() << " seeds\n\n"
+      << "One epoch's time and accuracy move from run to run (Python's most of all: see the malloc row), so "
+         "these two rows run again at seeds 1.." << repeats.size() << ", alternating.\n\n"
+      << "| seed | Python v2 total/epoch | Python v2 accuracy | feeder defaults total/epoch | feeder accuracy |\n"
+      << "|---:|---:|---:|---:|---:|\n";
+  const auto side = [](const std::optional<RunNumbers>& run, const std::string& status) {
+    if (!run) return "– | " + status;
+    return format("%.2f s", *total_seconds(run)) + " | " + cell(run->accuracy, "%.4f");
+  };
+  for (const SeedRepeat& repeat : repeats) {
+    out << "| " << repeat.seed << " | " << side(repeat.python, repeat.python_status) << " | "
+        << side(repeat.feeder, repeat.feeder_status) << " |\n";
+  }
+  const auto mean_sd = [](const std::optional<double>& average, const std::optional<double>& sd) {
+    return cell(average, "%.4f") + (sd ? format(" ± %.4f", *sd) : "");
+  };
+  out << "| median time, mean ± sd accuracy | " << cell(summary.python_median_seconds, "%.2f s") << " | "
+      << mean_sd(summary.python_mean_accuracy, summary.python_accuracy_sd) << " | "
+      << cell(summary.feeder_median_seconds, "%.2f s") << " | "
+      << mean_sd(summary.feeder_mean_accuracy, summary.feeder_accuracy_sd) << " |\n\n";
+
+  const RowResult* naive = find_row(rows, "py-v1-b16");
+  const RowResult* defaults = find_row(rows, "feeder-defaults");
+  if (naive && defaults && naive->train && defaults->train) {
+    out << "- epoch time, naive Python row (v1, batch 16, seed 42) / feeder's defaults row: "
+        << format("%.1fx", *total_seconds(naive->train) / *total_seconds(defaults->train)) << "\n";
+  }
+  if (summary.speedup) {
+    out << "- epoch time, Python Dataset v2 / feeder's defaults, medians over the seeds: "
+        << format("%.1fx", *summary.speedup) << "\n";
+  }
+  if (summary.accuracy_gap_points) {
+    out << "- test accuracy, mean over the seeds: feeder " << format("%.4f", *summary.feeder_mean_accuracy)
+        << ", Python v2 " << format("%.4f", *summary.python_mean_accuracy) << ": "
+        << format("%.2f", *summary.accuracy_gap_points) << " points apart.\n";
+  }
+}
+
+std::string markdown(const std::vector<RowResult>& rows, const std::vector<SeedRepeat>& repeats,
+                     const std::vector<SweepPoint>& batch_sweep, const std::vector<SweepPoint>& worker_sweep,
+                     const Machine& machine, const AblationArgs& args, int64_t max_batches, int num_workers) {
   const Baseline baseline = pick_baseline(rows);
   std::ostringstream out;
   out << "Machine: " << (machine.cpu_model.empty() ? "unknown CPU" : machine.cpu_model) << ", " << machine.num_cpus
@@ -591,6 +743,7 @@ std::string markdown(const std::vector<RowResult>& rows, const std::vector<Sweep
          "spent waiting for the next batch. Peak RSS: the row's process (for Python rows with workers, the "
          "process plus its largest worker that has exited). Loader-only: the same data path iterated without the "
          "model.\n";
+  write_repeats_markdown(out, rows, repeats);
 
   const double epoch_samples = full_epoch_samples(rows);
   const auto sweep_table = [&](const std::vector<SweepPoint>& points, const char* title, bool by_batch) {
@@ -610,8 +763,11 @@ std::string markdown(const std::vector<RowResult>& rows, const std::vector<Sweep
           << cell(projected_seconds(loader, epoch_samples), "%.2f s") << " |\n";
     }
   };
-  out << "\nSweeps: each point trains on about " << kSweepSamples << " samples (a pass stops after the batches "
-      << "that hold them); s/epoch is the training pass over " << format("%.0f", epoch_samples)
+  out << "\nSweeps: each point trains on "
+      << (max_batches > 0 ? std::to_string(max_batches) + " batches"
+                          : "about " + std::to_string(kSweepSamples) + " samples")
+      << " (a pass stops after the batches that hold them); s/epoch is the training pass over "
+      << format("%.0f", epoch_samples)
       << " samples at the measured samples/s (no test pass).\n";
   sweep_table(batch_sweep, "Batch-size sweep", true);
   sweep_table(worker_sweep, "Worker sweep (batch 512)", false);
@@ -634,9 +790,39 @@ void write_run_json(JsonWriter& json, const std::optional<RunNumbers>& run) {
   json.end_object();
 }
 
-std::string to_json(const std::vector<RowResult>& rows, const std::vector<SweepPoint>& batch_sweep,
-                    const std::vector<SweepPoint>& worker_sweep, const Machine& machine, const AblationArgs& args,
-                    int64_t max_batches) {
+void write_repeats_json(JsonWriter& json, const std::vector<SeedRepeat>& repeats) {
+  const RepeatSummary summary = summarize(repeats);
+  json.begin_object();
+  json.key("runs");
+  json.begin_array();
+  for (const SeedRepeat& repeat : repeats) {
+    json.begin_object();
+    json.field("seed", static_cast<int64_t>(repeat.seed));
+    json.field("python_v2_status", repeat.python_status);
+    json.field("feeder_defaults_status", repeat.feeder_status);
+    json.key("python_v2");
+    write_run_json(json, repeat.python);
+    json.key("feeder_defaults");
+    write_run_json(json, repeat.feeder);
+    json.end_object();
+  }
+  json.end_array();
+  json.field("python_v2_runs", static_cast<int64_t>(summary.num_python));
+  json.field("feeder_defaults_runs", static_cast<int64_t>(summary.num_feeder));
+  json.field("python_v2_median_total_seconds", summary.python_median_seconds);
+  json.field("feeder_defaults_median_total_seconds", summary.feeder_median_seconds);
+  json.field("speedup_vs_python_v2", summary.speedup);
+  json.field("python_v2_mean_accuracy", summary.python_mean_accuracy);
+  json.field("feeder_defaults_mean_accuracy", summary.feeder_mean_accuracy);
+  json.field("python_v2_accuracy_sd", summary.python_accuracy_sd);
+  json.field("feeder_defaults_accuracy_sd", summary.feeder_accuracy_sd);
+  json.field("accuracy_gap_points", summary.accuracy_gap_points);
+  json.end_object();
+}
+
+std::string to_json(const std::vector<RowResult>& rows, const std::vector<SeedRepeat>& repeats,
+                    const std::vector<SweepPoint>& batch_sweep, const std::vector<SweepPoint>& worker_sweep,
+                    const Machine& machine, const AblationArgs& args, int64_t max_batches) {
   const Baseline baseline = pick_baseline(rows);
   JsonWriter json;
   json.begin_object();
@@ -681,6 +867,8 @@ std::string to_json(const std::vector<RowResult>& rows, const std::vector<SweepP
     json.end_object();
   }
   json.end_array();
+  json.key("seed_repeats");
+  write_repeats_json(json, repeats);
   for (const auto& [name, points] : {std::pair{"batch_sweep", &batch_sweep}, std::pair{"worker_sweep", &worker_sweep}}) {
     json.key(name);
     json.begin_array();
@@ -892,6 +1080,7 @@ int run_ablation(const AblationArgs& args) {
   runner.epochs = args.epochs;
   runner.max_batches = max_batches;
   runner.max_parallel = args.quick ? 3 : 1;
+  runner.python_sample_limit = args.quick ? 2048 : 0;
   std::filesystem::create_directories(args.out_dir / "runs");
 
   // The Python rows need the reference script and a Python that imports torch and pandas.
@@ -937,11 +1126,18 @@ int run_ablation(const AblationArgs& args) {
     worker_sweep.push_back({"cpp-persistent", "naive C++, persistent workers", 512, workers});
   }
 
+  // Seeds 1..N for the repeats (the rows themselves run at seed 42).
+  std::vector<SeedRepeat> repeats;
+  for (uint64_t seed = 1; seed <= static_cast<uint64_t>(args.quick ? 2 : kSeedRepeats); ++seed) {
+    repeats.push_back({seed});
+  }
+
   int num_runs = 0;
   for (const RowResult& row : rows) {
     if (row.spec.python && !runner.reference) continue;
     num_runs += row.spec.trains ? 2 : 1;
   }
+  num_runs += static_cast<int>(repeats.size()) * (runner.reference ? 2 : 1);
   num_runs += static_cast<int>(batch_sweep.size() + 2 * worker_sweep.size());
   runner.num_total = num_runs;
   std::fprintf(stderr, "ablation: %d runs, %lld epoch(s) each%s, OMP_NUM_THREADS=%d, logs in %s\n", num_runs,
@@ -963,11 +1159,26 @@ int run_ablation(const AblationArgs& args) {
     }
     const RowSpec& spec = row.spec;
     if (spec.trains) {
-      planned.push_back({{spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, false, spec.id},
-                         &row.train, &row.status});
+      planned.push_back(
+          {{spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, false, spec.id, -1, spec.env},
+           &row.train, &row.status});
     }
-    planned.push_back({{spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, true, spec.id},
-                       &row.loader, &row.status});
+    planned.push_back(
+        {{spec.id, spec.python, spec.python_flags, spec.batch_size, spec.num_workers, true, spec.id, -1, spec.env},
+         &row.loader, &row.status});
+  }
+  const RowResult* python_v2 = find_row(rows, "py-v2");
+  for (SeedRepeat& repeat : repeats) {
+    if (runner.reference) {
+      planned.push_back({{"py-v2", true, python_v2->spec.python_flags, 512, num_workers, false,
+                          "repeat-py-v2-seed" + std::to_string(repeat.seed), -1, {}, repeat.seed},
+                         &repeat.python, &repeat.python_status});
+    } else {
+      repeat.python_status = runner.python_skip_reason;
+    }
+    planned.push_back({{"feeder-defaults", false, {}, 512, 1, false,
+                        "repeat-feeder-defaults-seed" + std::to_string(repeat.seed), -1, {}, repeat.seed},
+                       &repeat.feeder, &repeat.feeder_status});
   }
   for (SweepPoint& point : batch_sweep) {
     planned.push_back({{point.pipeline, false, {}, point.batch_size, point.num_workers, false,
@@ -993,8 +1204,9 @@ int run_ablation(const AblationArgs& args) {
   machine.load_average_end = load_average();
 
   write_file_atomically(args.out_dir / "ablation.json",
-                        to_json(rows, batch_sweep, worker_sweep, machine, args, max_batches));
-  const std::string table = markdown(rows, batch_sweep, worker_sweep, machine, args, max_batches, num_workers);
+                        to_json(rows, repeats, batch_sweep, worker_sweep, machine, args, max_batches));
+  const std::string table =
+      markdown(rows, repeats, batch_sweep, worker_sweep, machine, args, max_batches, num_workers);
   write_file_atomically(args.out_dir / "ablation.md", table);
 
   int exit_code = 0;
@@ -1015,7 +1227,11 @@ int run_ablation(const AblationArgs& args) {
 
   std::cout << table;
   int num_failed = 0;
-  for (const RowResult& row : rows) num_failed += row.status.starts_with("failed") || row.status.starts_with("unread");
+  const auto failed = [](const std::string& status) {
+    return status.starts_with("failed") || status.starts_with("unread");
+  };
+  for (const RowResult& row : rows) num_failed += failed(row.status);
+  for (const SeedRepeat& repeat : repeats) num_failed += failed(repeat.python_status) + failed(repeat.feeder_status);
   for (const auto* sweep : {&batch_sweep, &worker_sweep}) {
     for (const SweepPoint& point : *sweep) num_failed += point.status != "ok";
   }
