@@ -28,6 +28,12 @@ bool has_gzip_magic(std::span<const uint8_t> bytes) {
 std::vector<uint8_t> read_file_raw(const std::filesystem::path& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) throw DataError(path.string() + ": cannot open: " + errno_text());
+  // fopen succeeds on a directory, whose "size" from fseek/ftell is nonsense.
+  struct stat info {};
+  if (::fstat(::fileno(file), &info) == 0 && S_ISDIR(info.st_mode)) {
+    std::fclose(file);
+    throw DataError(path.string() + ": cannot read: is a directory");
+  }
   std::vector<uint8_t> bytes;
   if (std::fseek(file, 0, SEEK_END) == 0) {
     long size = std::ftell(file);

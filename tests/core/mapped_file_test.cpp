@@ -49,6 +49,12 @@ TEST(MappedFile, DirectoryIsNotMapped) {
             dir.path().string() + ": cannot map: not a regular file");
 }
 
+// fopen opens a directory; read_file must not take its "size" for a file's.
+TEST(ReadFile, DirectoryGivesAnErrorNamingIt) {
+  TempDir dir;
+  EXPECT_EQ(data_error_of([&] { read_file(dir.path()); }), dir.path().string() + ": cannot read: is a directory");
+}
+
 // A ParquetFile returned by value carries its mapping along: the bytes must not move or go away.
 TEST(MappedFile, MoveKeepsTheMappingAndEmptiesTheSource) {
   TempDir dir;
