@@ -660,8 +660,8 @@ void write_repeats_markdown(std::ostringstream& out, const std::vector<RowResult
   if (repeats.empty()) return;
   const RepeatSummary summary = summarize(repeats);
   out << "\n### Python Dataset v2 against feeder's defaults over " << repeats.size() << " seeds\n\n"
-      << "One epoch's time and accuracy move from run to run (Python's most of all: see the malloc row), so "
-         "these two rows run again at seeds 1.." << repeats.size() << ", alternating.\n\n"
+      << "One epoch's time and accuracy move from run to run and with the seed, so these two rows run again at "
+         "seeds 1.." << repeats.size() << ", alternating.\n\n"
       << "| seed | Python v2 total/epoch | Python v2 accuracy | feeder defaults total/epoch | feeder accuracy |\n"
       << "|---:|---:|---:|---:|---:|\n";
   const auto side = [](const std::optional<RunNumbers>& run, const std::string& status) {
