@@ -290,27 +290,34 @@ struct RunNumbers {
   std::string device;  // "cpu" or "cuda"
 };
 
-RunNumbers read_run(const std::filesystem::path& json_path) {
+// `skip_epochs`: leading epochs left out of the numbers (warm-up).
+RunNumbers read_run(const std::filesystem::path& json_path, int64_t skip_epochs = 0) {
   const JsonValue root = parse_json(read_text(json_path), json_path.string());
   RunNumbers numbers;
-  const auto train = root.number_at("average_train_seconds");
-  const auto test = root.number_at("average_test_seconds");
-  if (!train || !test) throw DataError(json_path.string() + ": no average_train_seconds/average_test_seconds");
-  numbers.train_seconds = *train;
-  numbers.test_seconds = *test;
+  const JsonValue* epochs = root.find("epochs");
+  if (!epochs || epochs->kind != JsonValue::Kind::array || epochs->array.size() <= static_cast<size_t>(skip_epochs)) {
+    throw DataError(json_path.string() + ": fewer than " + std::to_string(skip_epochs + 1) + " epochs");
+  }
   double train_samples = 0;
   double train_seconds = 0;
+  double test_seconds = 0;
   double wait_seconds = 0;
-  if (const JsonValue* epochs = root.find("epochs"); epochs && epochs->kind == JsonValue::Kind::array) {
-    for (const JsonValue& epoch : epochs->array) {
-      train_samples += epoch.number_at("train_samples").value_or(0);
-      train_seconds += epoch.number_at("train_seconds").value_or(0);
-      wait_seconds += epoch.number_at("data_wait_seconds").value_or(0);
-    }
+  for (size_t idx = static_cast<size_t>(skip_epochs); idx < epochs->array.size(); ++idx) {
+    const JsonValue& epoch = epochs->array[idx];
+    const auto train = epoch.number_at("train_seconds");
+    const auto test = epoch.number_at("test_seconds");
+    if (!train || !test) throw DataError(json_path.string() + ": an epoch without train_seconds/test_seconds");
+    train_samples += epoch.number_at("train_samples").value_or(0);
+    train_seconds += *train;
+    test_seconds += *test;
+    wait_seconds += epoch.number_at("data_wait_seconds").value_or(0);
   }
+  const double num_epochs = static_cast<double>(epochs->array.size() - static_cast<size_t>(skip_epochs));
+  numbers.train_seconds = train_seconds / num_epochs;
+  numbers.test_seconds = test_seconds / num_epochs;
   if (train_seconds > 0) {
     numbers.samples_per_second = train_samples / train_seconds;
-    numbers.train_samples = train_samples / static_cast<double>(root.find("epochs")->array.size());
+    numbers.train_samples = train_samples / num_epochs;
     numbers.data_wait_share = wait_seconds / train_seconds;
   }
   if (const auto rss = root.number_at("peak_rss_kib")) numbers.peak_rss_mb = *rss / 1024.0;
@@ -363,6 +370,9 @@ struct JobSpec {
   int64_t max_batches = -1;  // per pass; -1: the run's setting
   std::vector<std::string> env{};  // extra environment
   std::optional<uint64_t> seed{};  // empty: the pipeline's default (42)
+  // Runs one more epoch first and leaves it out of the numbers: the first pass pays LibTorch's and
+  // oneDNN's first-use costs, which a sweep point, projected from a fifth of an epoch, would magnify.
+  bool warm_up = false;
 };
 
 // A job and where its outcome goes.
@@ -395,6 +405,7 @@ struct Runner {
     std::string name;
     std::filesystem::path json;
     std::filesystem::path log;
+    int64_t skip_epochs = 0;  // warm-up epochs left out of the numbers
     Child child;
   };
 
@@ -403,11 +414,12 @@ struct Runner {
     job.name = spec.tag + (spec.loader_only ? "-loader" : "");
     job.json = out_dir / "runs" / (job.name + ".json");
     job.log = out_dir / "runs" / (job.name + ".log");
+    job.skip_epochs = spec.warm_up ? 1 : 0;
     std::filesystem::remove(job.json);
     std::vector<std::string> argv;
     if (spec.is_python) {
       argv = {python.string(), reference->string(), "--threads", std::to_string(num_threads), "--epochs",
-              std::to_string(epochs)};
+              std::to_string(epochs + spec.warm_up)};
       argv.insert(argv.end(), spec.python_flags.begin(), spec.python_flags.end());
       argv.insert(argv.end(), python_data_flags.begin(), python_data_flags.end());
       // Python builds its tables from every sample before the first batch: a quick run needs few.
@@ -416,8 +428,8 @@ struct Runner {
       }
     } else {
       argv = {exe.string(), "bench", "ablation-row", "--row", spec.id, "--batch-size", std::to_string(spec.batch_size),
-              "--workers", std::to_string(spec.num_workers), "--epochs", std::to_string(epochs), "--threads",
-              std::to_string(num_threads)};
+              "--workers", std::to_string(spec.num_workers), "--epochs", std::to_string(epochs + spec.warm_up),
+              "--threads", std::to_string(num_threads)};
       if (data_dir) argv.insert(argv.end(), {"--data", data_dir->string()});
     }
     const int64_t limit = spec.max_batches >= 0 ? spec.max_batches : max_batches;
@@ -441,7 +453,7 @@ struct Runner {
       return std::nullopt;
     }
     try {
-      RunNumbers numbers = read_run(job.json);
+      RunNumbers numbers = read_run(job.json, job.skip_epochs);
       std::fprintf(stderr, "%6.1f s  (epoch: train %.2f s, test %.2f s)\n", child.seconds, numbers.train_seconds,
                    numbers.test_seconds);
       return numbers;
@@ -766,7 +778,8 @@ std::string markdown(const std::vector<RowResult>& rows, const std::vector<SeedR
   out << "\nSweeps: each point trains on "
       << (max_batches > 0 ? std::to_string(max_batches) + " batches"
                           : "about " + std::to_string(kSweepSamples) + " samples")
-      << " (a pass stops after the batches that hold them); s/epoch is the training pass over "
+      << " (a pass stops after the batches that hold them), after a warm-up pass of the same length that is "
+         "not counted; s/epoch is the training pass over "
       << format("%.0f", epoch_samples)
       << " samples at the measured samples/s (no test pass).\n";
   sweep_table(batch_sweep, "Batch-size sweep", true);
@@ -1183,14 +1196,14 @@ int run_ablation(const AblationArgs& args) {
   for (SweepPoint& point : batch_sweep) {
     planned.push_back({{point.pipeline, false, {}, point.batch_size, point.num_workers, false,
                         "sweep-batch-" + point.pipeline + "-" + std::to_string(point.batch_size),
-                        sweep_batches(point.batch_size)},
+                        sweep_batches(point.batch_size), {}, std::nullopt, true},
                        &point.train, &point.status});
   }
   for (SweepPoint& point : worker_sweep) {
     const std::string tag = "sweep-workers-" + point.pipeline + "-" + std::to_string(point.num_workers);
     for (const bool loader_only : {false, true}) {
       planned.push_back({{point.pipeline, false, {}, point.batch_size, point.num_workers, loader_only, tag,
-                          sweep_batches(point.batch_size)},
+                          sweep_batches(point.batch_size), {}, std::nullopt, true},
                          loader_only ? &point.loader : &point.train, &point.status});
     }
   }

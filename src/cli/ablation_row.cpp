@@ -242,9 +242,24 @@ class TorchDataSource : public BatchSource {
   int64_t next_index_ = 0;
 };
 
+// The first `size` samples of a dataset. A torch::data loader with workers refuses a new epoch while
+// the last one still has batches in flight, so a pass cut short (--max-batches) must end by itself.
+template <typename Inner>
+class FirstSamples : public torch::data::datasets::Dataset<FirstSamples<Inner>, typename Inner::ExampleType> {
+ public:
+  FirstSamples(Inner inner, size_t size) : inner_(std::move(inner)), size_(size) {}
+  typename Inner::ExampleType get(size_t index) override { return inner_.get(index); }
+  torch::optional<size_t> size() const override { return size_; }
+
+ private:
+  Inner inner_;
+  size_t size_;
+};
+
 template <typename Dataset, typename Sampler>
-std::unique_ptr<BatchSource> make_torch_source(Dataset dataset, const ImageStore& store, int64_t batch_size,
-                                               int num_workers, bool recreate_each_epoch, bool pin_memory) {
+std::unique_ptr<BatchSource> make_torch_source_over(Dataset dataset, int64_t num_samples, bool labeled,
+                                                    int64_t batch_size, int num_workers, bool recreate_each_epoch,
+                                                    bool pin_memory) {
   using Mapped = torch::data::datasets::MapDataset<Dataset, torch::data::transforms::Stack<>>;
   using TorchLoader = torch::data::StatelessDataLoader<Mapped, Sampler>;
   auto factory = [dataset = std::move(dataset), batch_size, num_workers]() mutable {
@@ -252,8 +267,23 @@ std::unique_ptr<BatchSource> make_torch_source(Dataset dataset, const ImageStore
         dataset.map(torch::data::transforms::Stack<>()),
         torch::data::DataLoaderOptions().batch_size(static_cast<size_t>(batch_size)).workers(num_workers));
   };
-  return std::make_unique<TorchDataSource<TorchLoader>>(std::move(factory), store.size(), store.labeled(),
-                                                        batch_size, recreate_each_epoch, pin_memory);
+  return std::make_unique<TorchDataSource<TorchLoader>>(std::move(factory), num_samples, labeled, batch_size,
+                                                        recreate_each_epoch, pin_memory);
+}
+
+// A torch::data source over `dataset`, limited to its first `max_samples` samples when that is
+// positive and smaller than the store.
+template <typename Dataset, typename Sampler>
+std::unique_ptr<BatchSource> make_torch_source(Dataset dataset, const ImageStore& store, int64_t batch_size,
+                                               int num_workers, bool recreate_each_epoch, bool pin_memory,
+                                               int64_t max_samples) {
+  if (max_samples > 0 && max_samples < store.size()) {
+    return make_torch_source_over<FirstSamples<Dataset>, Sampler>(
+        FirstSamples<Dataset>(std::move(dataset), static_cast<size_t>(max_samples)), max_samples, store.labeled(),
+        batch_size, num_workers, recreate_each_epoch, pin_memory);
+  }
+  return make_torch_source_over<Dataset, Sampler>(std::move(dataset), store.size(), store.labeled(), batch_size,
+                                                  num_workers, recreate_each_epoch, pin_memory);
 }
 
 // The same batch over and over, as many times as an epoch has batches: the model's cost with no
@@ -410,16 +440,17 @@ int run_row(const RowArgs& args) {
   std::unique_ptr<MemcpyBound> test_memcpy;
   std::shared_ptr<void> mnist_dir_cleanup;
   bool pinned = false;
+  const int64_t max_samples = args.max_batches * args.batch_size;  // 0: every sample
   switch (config.pipeline) {
     case Pipeline::naive: {
       auto train_table = std::make_shared<const ColumnTable>(column_table_from_store(*train_store));
       auto test_table = std::make_shared<const ColumnTable>(column_table_from_store(*test_store));
       train_source = make_torch_source<NaiveDataset, torch::data::samplers::RandomSampler>(
           NaiveDataset(train_table, model_shape), *train_store, args.batch_size, args.num_workers,
-          config.recreate_each_epoch, config.pin_memory);
+          config.recreate_each_epoch, config.pin_memory, max_samples);
       test_source = make_torch_source<NaiveDataset, torch::data::samplers::SequentialSampler>(
           NaiveDataset(test_table, model_shape), *test_store, args.batch_size, args.num_workers,
-          config.recreate_each_epoch, config.pin_memory);
+          config.recreate_each_epoch, config.pin_memory, max_samples);
       pinned = config.pin_memory && torch::cuda::is_available();
       break;
     }
@@ -434,10 +465,10 @@ int run_row(const RowArgs& args) {
       using torch::data::datasets::MNIST;
       train_source = make_torch_source<MNIST, torch::data::samplers::RandomSampler>(
           MNIST(mnist_dir, MNIST::Mode::kTrain), *train_store, args.batch_size, args.num_workers,
-          /*recreate_each_epoch=*/false, /*pin_memory=*/false);
+          /*recreate_each_epoch=*/false, /*pin_memory=*/false, max_samples);
       test_source = make_torch_source<MNIST, torch::data::samplers::SequentialSampler>(
           MNIST(mnist_dir, MNIST::Mode::kTest), *test_store, args.batch_size, args.num_workers,
-          /*recreate_each_epoch=*/false, /*pin_memory=*/false);
+          /*recreate_each_epoch=*/false, /*pin_memory=*/false, max_samples);
       break;
     }
     case Pipeline::feeder: {
