@@ -655,18 +655,17 @@ struct Baseline {
 
 Baseline pick_baseline(const std::vector<RowResult>& rows) {
   for (const char* id : {"py-v1-b16", "cpp-naive-b16"}) {
-    for (const RowResult& row : rows) {
-      if (row.spec.id == id && row.train) {
-        return {id, row.spec.group == Group::article_python ? "naive Python (v1, batch 16)" : "naive C++ (batch 16)",
-                total_seconds(row.train)};
-      }
+    const RowResult* row = find_row(rows, id);
+    if (row && row->train) {
+      return {id, row->spec.group == Group::article_python ? "naive Python (v1, batch 16)" : "naive C++ (batch 16)",
+              total_seconds(row->train)};
     }
   }
   return {"", "naive", std::nullopt};
 }
 
-// The seed repeats: a line per seed, the medians and means, and feeder's defaults against the
-// article's first and last Python rows.
+// The seed repeats: a line per seed, the medians and means, and feeder's defaults against the naive
+// Python row and against Python v2 over the seeds.
 void write_repeats_markdown(std::ostringstream& out, const std::vector<RowResult>& rows,
                             const std::vector<SeedRepeat>& repeats) {
   if (repeats.empty()) return;

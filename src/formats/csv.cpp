@@ -380,14 +380,8 @@ ImageStore read_csv_bytes(std::span<const uint8_t> bytes, const std::string& nam
 }
 
 ImageStore read_csv(const std::filesystem::path& path, const CsvReadOptions& options) {
-  // Regular files are mapped rather than copied (see MappedFile). Pipes and anything else that is
-  // not a regular file are read the ordinary way, which also reports a path that cannot be stat'ed.
-  std::error_code ignored;
-  if (!std::filesystem::is_regular_file(path, ignored)) {
-    return read_csv_bytes(read_file(path), path.string(), options);
-  }
-  const MappedFile mapped(path);
-  const std::span<const uint8_t> bytes = mapped.bytes();
+  const FileBytes file(path);  // regular files mapped rather than copied
+  const std::span<const uint8_t> bytes = file.bytes();
   if (has_gzip_magic(bytes))
     return read_csv_bytes(gunzip(bytes.data(), bytes.size(), path.string()), path.string(), options);
   return read_csv_bytes(bytes, path.string(), options);

@@ -80,6 +80,12 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
 
 MappedFile::~MappedFile() { unmap(); }
 
+FileBytes::FileBytes(const std::filesystem::path& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_regular_file(path, ignored)) mapped_ = MappedFile(path);
+  else buffer_ = read_file_raw(path);
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_bytes_(std::exchange(other.size_bytes_, 0)) {}
 

@@ -53,6 +53,24 @@ class MappedFile {
   size_t size_bytes_ = 0;
 };
 
+// A whole file's raw bytes (no gzip handling): regular files are mapped (MappedFile), pipes and
+// anything else are read into memory, which also reports a path that cannot be opened. Or bytes
+// already in memory. Move-only; bytes() stays valid, also across a move, until it is destroyed.
+class FileBytes {
+ public:
+  FileBytes() = default;
+  explicit FileBytes(const std::filesystem::path& path);
+  explicit FileBytes(std::vector<uint8_t> bytes) : buffer_(std::move(bytes)) {}
+
+  std::span<const uint8_t> bytes() const {
+    return mapped_.bytes().empty() ? std::span<const uint8_t>(buffer_) : mapped_.bytes();
+  }
+
+ private:
+  MappedFile mapped_;  // both keep their address when moved
+  std::vector<uint8_t> buffer_;
+};
+
 // Writes an output file so that nothing is lost on failure: bytes go to a temporary file beside the
 // target, which is renamed into place only by commit(). Destroying it uncommitted removes the temp.
 // Not thread safe; one writer per file.

@@ -23,22 +23,17 @@ int64_t ColumnData::null_count() const {
 }
 
 ParquetFile ParquetFile::open(const std::filesystem::path& path, const ReaderOptions& options) {
-  // Pipes and anything else that is not a regular file are read into memory; read_file_raw also
-  // reports a path that cannot be stat'ed.
-  std::error_code ignored;
-  if (!std::filesystem::is_regular_file(path, ignored)) return from_buffer(read_file_raw(path), path.string(), options);
-  ParquetFile file;
-  file.name_ = path.string();
-  file.mapped_ = MappedFile(path);
-  file.options_ = options;
-  file.parse_footer();
-  return file;
+  return from_bytes(FileBytes(path), path.string(), options);
 }
 
 ParquetFile ParquetFile::from_buffer(std::vector<uint8_t> bytes, std::string name, const ReaderOptions& options) {
+  return from_bytes(FileBytes(std::move(bytes)), std::move(name), options);
+}
+
+ParquetFile ParquetFile::from_bytes(FileBytes bytes, std::string name, const ReaderOptions& options) {
   ParquetFile file;
   file.name_ = std::move(name);
-  file.buffer_ = std::move(bytes);
+  file.bytes_ = std::move(bytes);
   file.options_ = options;
   file.parse_footer();
   return file;

@@ -68,9 +68,7 @@ class ParquetFile {
   const FileMetadata& metadata() const { return metadata_; }
   const std::string& name() const { return name_; }
   const ReaderOptions& options() const { return options_; }
-  std::span<const uint8_t> bytes() const {
-    return mapped_.bytes().empty() ? std::span<const uint8_t>(buffer_) : mapped_.bytes();
-  }
+  std::span<const uint8_t> bytes() const { return bytes_.bytes(); }
 
   // Decodes a whole column across row groups. Nested columns, encrypted columns, INT96 and
   // unsupported encodings throw DataError naming the file, column (and page).
@@ -85,14 +83,12 @@ class ParquetFile {
 
  private:
   ParquetFile() = default;
+  static ParquetFile from_bytes(FileBytes bytes, std::string name, const ReaderOptions& options);
   // Checks magic and footer of bytes() and parses the metadata.
   void parse_footer();
 
   std::string name_;
-  // The file's bytes live in one of these; bytes() picks the non-empty one. Both keep their
-  // address when the ParquetFile is moved.
-  MappedFile mapped_;
-  std::vector<uint8_t> buffer_;
+  FileBytes bytes_;
   FileMetadata metadata_;
   ReaderOptions options_;
 };
