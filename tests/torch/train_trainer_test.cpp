@@ -2,6 +2,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -220,6 +221,7 @@ std::shared_ptr<const ImageStore> banded_store(int64_t num_images, bool labeled)
   for (int64_t idx = 0; idx < num_images; ++idx) {
     const int64_t label = idx % 10;
     uint8_t* image = store->image(idx);
+    std::fill(image, image + 28 * 28, uint8_t{0});  // the store leaves pixels uninitialised
     for (int64_t row = 2 * label; row < 2 * label + 4; ++row) {
       for (int64_t col = 0; col < 28; ++col) image[row * 28 + col] = 255;
     }
