@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets feeder up on Debian 12: installs the packages it needs (only those missing), then configures
 # and builds it into build/.
-#   ./setup.sh          install + release build (build/feeder)
-#   ./setup.sh --test   the same, then the whole test suite, then the core tests again under ASan+UBSan
+#   ./setup.sh          install + release build of the feeder executable (build/feeder)
+#   ./setup.sh --test   install + release build of everything, then the whole test suite, the core
+#                       again under ASan+UBSan, fuzzing, Parquet cross-checks and the ablation check
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,19 +11,36 @@ run_tests=0
 for arg in "$@"; do
   case "$arg" in
     --test) run_tests=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test or nothing)" >&2; exit 2 ;;
   esac
 done
 
+# Prints one line saying what went wrong and what to do, then stops.
+fail() {
+  echo "setup.sh: $*" >&2
+  exit 1
+}
+
+# Everything the build, the main job and the tests use, named explicitly: nothing may come from what a
+# machine happens to have. Keep this list in step with what the build and the scripts call.
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-openmp     # LibTorch (CPU) and a fast BLAS for it
   dataset-fashion-mnist                # the default data: /usr/share/datasets/fashion-mnist
-  zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev libthrift-dev thrift-compiler  # codecs, Parquet metadata
+  zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev  # Parquet codecs
+  libthrift-dev thrift-compiler libboost-dev  # Parquet metadata; Thrift's headers include Boost's
   libgtest-dev clang libclang-rt-14-dev  # tests, sanitizers, fuzzing
   python3-torch python3-pandas gnuplot-nox  # references and charts for the benchmarks
+  ca-certificates                      # npm's registry over https, for the cross-checks
 )
+
+command -v apt-get >/dev/null && command -v dpkg-query >/dev/null ||
+  fail "this is not a Debian system (no apt-get): install the packages listed in setup.sh with your package manager, then run: cmake -S . -B build -G Ninja && cmake --build build"
+if [ -r /etc/debian_version ] && ! grep -q '^12\.' /etc/debian_version; then
+  echo "setup.sh: note: made for Debian 12 (bookworm); this is Debian $(cat /etc/debian_version), package names may differ" >&2
+fi
+
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -30,17 +48,30 @@ done
 # Node.js + npm run the Parquet cross-checks; any install of them will do (some machines carry a
 # newer Node.js than Debian's, whose npm package would conflict with it).
 command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+
 if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null ||
+      fail "need root to install ${#missing[@]} packages and there is no sudo: run it as root, or have an administrator run: apt-get install ${missing[*]}"
+    sudo=(sudo)
+  fi
   echo "setup.sh: installing ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # apt-get update only warns when the mirror cannot be reached; the install below then fails.
+  "${sudo[@]}" apt-get update -qq ||
+    fail "apt-get update failed (see above): check the network and /etc/apt/sources.list, then run ./setup.sh again"
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+    fail "could not install the packages (see above; no network or no reachable Debian mirror?): check the network and /etc/apt/sources.list, then run ./setup.sh again"
 fi
 
 jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j "$jobs"
+if ((run_tests)); then
+  cmake --build build -j "$jobs"
+else
+  # Only what the main job runs; the test suite is built under --test.
+  cmake --build build -j "$jobs" --target feeder
+fi
 
 if ((run_tests)); then
   ctest --test-dir build --output-on-failure -j "$jobs"
