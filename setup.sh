@@ -23,17 +23,21 @@ fail() {
 }
 
 # Everything the build, the main job and the tests use, named explicitly: nothing may come from what a
-# machine happens to have. Keep this list in step with what the build and the scripts call.
+# machine happens to have. Keep these lists in step with what the build and the scripts call.
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-openmp     # LibTorch (CPU) and a fast BLAS for it
   dataset-fashion-mnist                # the default data: /usr/share/datasets/fashion-mnist
   zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev  # Parquet codecs
   libthrift-dev thrift-compiler libboost-dev  # Parquet metadata; Thrift's headers include Boost's
-  libgtest-dev clang libclang-rt-14-dev  # tests, sanitizers, fuzzing
-  python3-torch python3-pandas gnuplot-nox  # references and charts for the benchmarks
-  ca-certificates                      # npm's registry over https, for the cross-checks
+  python3-torch python3-pandas gnuplot-nox  # the Python reference and charts of `feeder bench`
 )
+# Only the tests use these (the first command stays quick without them).
+test_packages=(
+  libgtest-dev clang libclang-rt-14-dev  # tests, sanitizers, fuzzing
+  ca-certificates                      # npm's registry over https, for the Parquet cross-checks
+)
+if ((run_tests)); then packages+=("${test_packages[@]}"); fi
 
 command -v apt-get >/dev/null && command -v dpkg-query >/dev/null ||
   fail "this is not a Debian system (no apt-get): install the packages listed in setup.sh with your package manager, then run: cmake -S . -B build -G Ninja && cmake --build build"
@@ -47,7 +51,9 @@ for package in "${packages[@]}"; do
 done
 # Node.js + npm run the Parquet cross-checks; any install of them will do (some machines carry a
 # newer Node.js than Debian's, whose npm package would conflict with it).
-command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+if ((run_tests)); then
+  command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+fi
 
 if ((${#missing[@]})); then
   sudo=()
@@ -55,13 +61,22 @@ if ((${#missing[@]})); then
     command -v sudo >/dev/null ||
       fail "need root to install ${#missing[@]} packages and there is no sudo: run it as root, or have an administrator run: apt-get install ${missing[*]}"
     sudo=(sudo)
+    # Ask for the password here, on the terminal: apt's output below goes to a log.
+    sudo -v || fail "sudo refused: run ./setup.sh as root or as a user who may use sudo"
   fi
-  echo "setup.sh: installing ${missing[*]}"
+  # apt's own output runs to thousands of lines: it goes to a log, shown when something fails.
+  mkdir -p build
+  apt_log=build/setup-apt.log
+  echo "setup.sh: installing ${missing[*]} and what they depend on (a few minutes; log: $apt_log)"
   # apt-get update only warns when the mirror cannot be reached; the install below then fails.
-  "${sudo[@]}" apt-get update -qq ||
-    fail "apt-get update failed (see above): check the network and /etc/apt/sources.list, then run ./setup.sh again"
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
-    fail "could not install the packages (see above; no network or no reachable Debian mirror?): check the network and /etc/apt/sources.list, then run ./setup.sh again"
+  if ! "${sudo[@]}" apt-get update -qq >"$apt_log" 2>&1; then
+    tail -n 20 "$apt_log" >&2
+    fail "apt-get update failed (above): check the network and /etc/apt/sources.list, then run ./setup.sh again"
+  fi
+  if ! DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$apt_log" 2>&1; then
+    tail -n 20 "$apt_log" >&2
+    fail "could not install the packages (above; no network or no reachable Debian mirror?): check the network and /etc/apt/sources.list, then run ./setup.sh again"
+  fi
 fi
 
 jobs=$(nproc)
