@@ -39,6 +39,7 @@ check() {
 # A user who is not root, on a system without sudo.
 command -v sudo >/dev/null && { echo "check_failures: sudo is installed here; this check needs a system without it" >&2; exit 2; }
 id feeder-user >/dev/null 2>&1 || useradd --create-home feeder-user
+chmod 755 /  # a chroot made in a mktemp folder has a 0700 root, which no other user could enter
 copy=/home/feeder-user/project
 rm -rf "$copy"; cp -R . "$copy"; chown -R feeder-user "$copy"
 check "no root, no sudo" '^setup\.sh: need root to install .* there is no sudo: run it as root' \
