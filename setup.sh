@@ -80,13 +80,10 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-if ((run_tests)); then
-  cmake --build build -j "$jobs"
-else
-  # Only what the main job runs; the test suite is built under --test.
-  cmake --build build -j "$jobs" --target feeder
-fi
+# The test suite (and GoogleTest) only under --test: the first command builds what the main job runs.
+if ((run_tests)); then with_tests=ON; else with_tests=OFF; fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFEEDER_TESTS="$with_tests"
+cmake --build build -j "$jobs"
 
 if ((run_tests)); then
   ctest --test-dir build --output-on-failure -j "$jobs"
