@@ -287,6 +287,43 @@ TEST(ParquetWriter, RejectsPageSizesTheHeaderCannotHold) {
   EXPECT_FALSE(std::filesystem::exists(dir / "pages.parquet"));
 }
 
+TEST(ParquetWriter, RejectsNegativeThreadCount) {
+  TempDir dir;
+  ParquetWriteOptions options;
+  options.num_threads = -1;
+  try {
+    write_parquet(testing::make_store(kShape, 5, true), dir / "threads.parquet", options);
+    FAIL() << "expected OptionsError";
+  } catch (const OptionsError& error) {
+    EXPECT_STREQ(error.what(), "parquet writer: number of threads must be 0 (one per core) or positive, got -1");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "threads.parquet"));
+}
+
+TEST(ParquetImageReader, ReadsTheSameImagesForEveryThreadCount) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(kShape, 40, true);
+  write_parquet(store, dir / "threads.parquet", options_with(ParquetLayout::kColumns, Codec::kZstd, 16));
+  for (const int num_threads : {1, 2, 7, 0}) {
+    parquet::ParquetImageOptions options;
+    options.num_threads = num_threads;
+    testing::expect_same_images(parquet::read_parquet_images(dir / "threads.parquet", options), store);
+  }
+}
+
+TEST(ParquetImageReader, RejectsNegativeThreadCount) {
+  TempDir dir;
+  write_parquet(testing::make_store(kShape, 5, true), dir / "threads.parquet", {});
+  parquet::ParquetImageOptions options;
+  options.num_threads = -3;
+  try {
+    parquet::read_parquet_images(dir / "threads.parquet", options);
+    FAIL() << "expected OptionsError";
+  } catch (const OptionsError& error) {
+    EXPECT_STREQ(error.what(), "parquet image reader: num_threads must be 0 (one per core) or positive, got -3");
+  }
+}
+
 TEST(ParquetWriter, RejectsHadoopLz4) {
   TempDir dir;
   ParquetWriteOptions options;

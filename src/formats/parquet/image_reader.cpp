@@ -4,11 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <exception>
-#include <thread>
 
 #include "feeder/error.h"
 #include "feeder/formats/parquet/reader.h"
+#include "feeder/util/parallel_for.h"
 #include "formats/parquet/decoder/decoder.h"
 #include "formats/parquet/detail/chunk_reader.h"
 #include "formats/parquet/detail/column_values.h"
@@ -165,6 +164,7 @@ ImageStore read_parquet_images(const std::filesystem::path& path, const ParquetI
 }
 
 ImageStore read_parquet_images(const ParquetFile& file, const ParquetImageOptions& options) {
+  const int num_threads = resolve_num_threads(options.num_threads, "parquet image reader: num_threads");
   file.require_flat_schema();
   const FileMetadata& meta = file.metadata();
   const int64_t label_idx = meta.column_index(options.label_column);
@@ -252,64 +252,50 @@ ImageStore read_parquet_images(const ParquetFile& file, const ParquetImageOption
     return store;
   }
 
-  // Pixel columns are split into contiguous ranges, one per thread. A thread decodes a group of
-  // kTileColumns columns of one row group into its own column-major tile (each column contiguous,
-  // so decoding writes sequentially), then transposes the tile into the row-major store in blocks
-  // that stay in L1, writing whole cache lines. Writing each column straight into the store would
-  // touch one cache line per value, which measured several times slower.
-  // Each worker keeps its first error; the caller rethrows the one of the lowest worker so the
-  // message does not depend on timing.
+  // Pixel columns are split into contiguous ranges, one per thread (one parallel_for item each, in
+  // column order, so the error reported is the one of the leftmost failing range). An item decodes
+  // a group of kTileColumns columns of one row group into its own column-major tile (each column
+  // contiguous, so decoding writes sequentially), then transposes the tile into the row-major store
+  // in blocks that stay in L1, writing whole cache lines. Writing each column straight into the
+  // store would touch one cache line per value, which measured several times slower; contiguous
+  // ranges rather than interleaved groups keep two threads off the same cache lines.
   constexpr int64_t kTileColumns = 32;
   constexpr int64_t kTileRows = 64;
   const int64_t num_columns = static_cast<int64_t>(pixel_idx.size());
-  int64_t num_threads = options.num_threads > 0 ? options.num_threads : std::max(1u, std::thread::hardware_concurrency());
-  num_threads = std::clamp<int64_t>(num_threads, 1, num_columns);
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(num_threads));
-  auto work = [&](int64_t worker) {
-    try {
-      const int64_t begin = num_columns * worker / num_threads;
-      const int64_t end = num_columns * (worker + 1) / num_threads;
-      std::vector<uint8_t> tile;  // (group columns, row group rows) uint8
-      detail::PageBuffer buffer;
-      int64_t first_row = 0;
-      for (int64_t rg = 0; rg < static_cast<int64_t>(meta.row_groups.size()); ++rg) {
-        const int64_t rows = meta.row_groups[static_cast<size_t>(rg)].num_rows;
-        for (int64_t k0 = begin; k0 < end; k0 += kTileColumns) {
-          const int64_t group = std::min(kTileColumns, end - k0);
-          tile.resize(static_cast<size_t>(group * rows));
-          for (int64_t j = 0; j < group; ++j) {
-            const int64_t column_idx = pixel_idx[static_cast<size_t>(k0 + j)];
-            const detail::ChunkLocation where = detail::make_location(file, rg, column_idx, options.verify_checksums);
-            uint8_t* column_out = tile.data() + j * rows;
-            if (where.column->physical_type == PhysicalType::kInt32) {
-              decode_pixel_chunk<int32_t>(file, where, first_row, column_out, buffer);
-            } else {
-              decode_pixel_chunk<int64_t>(file, where, first_row, column_out, buffer);
-            }
-          }
-          for (int64_t r0 = 0; r0 < rows; r0 += kTileRows) {
-            const int64_t block = std::min(kTileRows, rows - r0);
-            uint8_t* dst = store.image(first_row + r0) + k0;
-            for (int64_t j = 0; j < group; ++j) {
-              const uint8_t* src = tile.data() + j * rows + r0;
-              for (int64_t r = 0; r < block; ++r) dst[r * num_pixels + j] = src[r];
-            }
+  const int64_t num_ranges = std::min<int64_t>(num_threads, num_columns);
+  parallel_for(num_ranges, static_cast<int>(num_ranges), [&](int64_t range_idx) {
+    const int64_t begin = num_columns * range_idx / num_ranges;
+    const int64_t end = num_columns * (range_idx + 1) / num_ranges;
+    std::vector<uint8_t> tile;  // (group columns, row group rows) uint8
+    detail::PageBuffer buffer;
+    int64_t first_row = 0;
+    for (int64_t rg = 0; rg < static_cast<int64_t>(meta.row_groups.size()); ++rg) {
+      const int64_t rows = meta.row_groups[static_cast<size_t>(rg)].num_rows;
+      for (int64_t k0 = begin; k0 < end; k0 += kTileColumns) {
+        const int64_t group = std::min(kTileColumns, end - k0);
+        tile.resize(static_cast<size_t>(group * rows));
+        for (int64_t j = 0; j < group; ++j) {
+          const int64_t column_idx = pixel_idx[static_cast<size_t>(k0 + j)];
+          const detail::ChunkLocation where = detail::make_location(file, rg, column_idx, options.verify_checksums);
+          uint8_t* column_out = tile.data() + j * rows;
+          if (where.column->physical_type == PhysicalType::kInt32) {
+            decode_pixel_chunk<int32_t>(file, where, first_row, column_out, buffer);
+          } else {
+            decode_pixel_chunk<int64_t>(file, where, first_row, column_out, buffer);
           }
         }
-        first_row += rows;
+        for (int64_t r0 = 0; r0 < rows; r0 += kTileRows) {
+          const int64_t block = std::min(kTileRows, rows - r0);
+          uint8_t* dst = store.image(first_row + r0) + k0;
+          for (int64_t j = 0; j < group; ++j) {
+            const uint8_t* src = tile.data() + j * rows + r0;
+            for (int64_t r = 0; r < block; ++r) dst[r * num_pixels + j] = src[r];
+          }
+        }
       }
-    } catch (...) {
-      errors[static_cast<size_t>(worker)] = std::current_exception();
+      first_row += rows;
     }
-  };
-  {
-    std::vector<std::jthread> threads;
-    for (int64_t w = 1; w < num_threads; ++w) threads.emplace_back(work, w);
-    work(0);
-  }  // jthreads join here
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
+  });
   return store;
 }
 

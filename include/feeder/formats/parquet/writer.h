@@ -37,7 +37,7 @@ struct ParquetWriteOptions {
   int64_t row_group_size = 65536;
   // Target uncompressed size of one data page; a page always holds at least one value.
   int64_t page_size_bytes = 1 << 20;
-  // Encoding threads; 0 = one per core.
+  // Encoding threads; 0 = one per core. Must not be negative.
   int num_threads = 0;
 };
 
