@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cli/ablation_json.h"
+#include "cli/data_dir.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -505,8 +506,8 @@ std::optional<std::vector<std::string>> python_data_flags(const std::filesystem:
       std::filesystem::exists(dir / "t10k-images-idx3-ubyte.gz")) {
     return std::vector<std::string>{"--data-dir", dir.string()};
   }
-  const std::filesystem::path train = find_split_file(dir, Split::train);
-  const std::filesystem::path test = find_split_file(dir, Split::test);
+  const std::filesystem::path train = find_data_split(dir, Split::train);
+  const std::filesystem::path test = find_data_split(dir, Split::test);
   if (train.extension() == ".csv" && test.extension() == ".csv") {
     return std::vector<std::string>{"--train-csv", train.string(), "--test-csv", test.string()};
   }

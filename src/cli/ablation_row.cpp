@@ -23,6 +23,7 @@
 #include "cli/ablation.h"
 #include "cli/ablation_naive.h"
 #include "cli/bench_data.h"
+#include "cli/data_dir.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -406,8 +407,8 @@ int run_row(const RowArgs& args) {
 
   const Clock::time_point load_start = Clock::now();
   const std::filesystem::path dir = args.data_dir.value_or(kDefaultDataDir);
-  const std::filesystem::path train_path = find_split_file(dir, Split::train);
-  const std::filesystem::path test_path = find_split_file(dir, Split::test);
+  const std::filesystem::path train_path = find_data_split(dir, Split::train);
+  const std::filesystem::path test_path = find_data_split(dir, Split::test);
   auto train_store = std::make_shared<const ImageStore>(load_images(train_path));
   auto test_store = std::make_shared<const ImageStore>(load_images(test_path));
   const ImageShape model_shape;  // SimpleCNN's input, 1x28x28

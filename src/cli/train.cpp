@@ -1,5 +1,6 @@
 #include "cli/train.h"
 #include "cli/args.h"
+#include "cli/data_dir.h"
 
 #include <unistd.h>
 
@@ -119,7 +120,7 @@ std::pair<std::filesystem::path, std::filesystem::path> find_data_files(const Tr
                     ": FashionMNIST not found; install it with `apt install dataset-fashion-mnist`, "
                     "or pass --data DIR or --train FILE --test FILE");
   }
-  return {find_split_file(dir, Split::train), find_split_file(dir, Split::test)};
+  return {find_data_split(dir, Split::train), find_data_split(dir, Split::test)};
 }
 
 // A one-line bar redrawn in place on stderr.

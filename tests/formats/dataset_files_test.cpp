@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/data_dir.h"
 #include "formats/test_files.h"
 
 namespace feeder {
@@ -113,6 +114,21 @@ TEST(DatasetFilesTest, ListsWhatWasLookedForWhenNothingMatches) {
                 "test.csv, *_test.csv)");
 }
 
+TEST(DataDirTest, InstallHintOnlyForTheDefaultDirectory) {
+  EXPECT_EQ(cli::missing_data_hint("/usr/share/datasets/./fashion-mnist"),
+            "; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass "
+            "--data DIR / --train FILE --test FILE");
+  EXPECT_EQ(cli::missing_data_hint("/usr/share/datasets/mnist"), "");
+}
+
+TEST(DataDirTest, OtherDirectoriesKeepTheFormatLayersMessage) {
+  TempDir dir;
+  EXPECT_EQ(data_error_of([&] { cli::find_data_split(dir / "absent", Split::train); }),
+            (dir / "absent").string() + ": no such data directory");
+  testing::write_text(dir / "train.csv", "1,2\n");
+  EXPECT_EQ(cli::find_data_split(dir.path(), Split::train), dir / "train.csv");
+}
+
 TEST(DatasetFilesTest, RejectsMissingDirectory) {
   TempDir dir;
   EXPECT_EQ(data_error_of([&] { find_split_file(dir / "absent", Split::train); }),
@@ -120,9 +136,10 @@ TEST(DatasetFilesTest, RejectsMissingDirectory) {
 }
 
 TEST(DatasetFilesTest, FindsDebianFashionMnist) {
-  if (!std::filesystem::exists(kDefaultDataDir)) GTEST_SKIP() << kDefaultDataDir << " is absent";
-  EXPECT_EQ(find_split_file(kDefaultDataDir, Split::train), kDefaultDataDir / "train-images-idx3-ubyte.gz");
-  const ImageStore test = load_images(find_split_file(kDefaultDataDir, Split::test));
+  const std::filesystem::path& dir = cli::kDefaultDataDir;
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " is absent";
+  EXPECT_EQ(find_split_file(dir, Split::train), dir / "train-images-idx3-ubyte.gz");
+  const ImageStore test = load_images(find_split_file(dir, Split::test));
   EXPECT_EQ(test.size(), 10000);
   EXPECT_TRUE(test.labeled());
 }
