@@ -248,7 +248,7 @@ Batch Loader::assemble(int64_t batch_index) const {
     buffer->sample_indices[i] = sample;
     buffer->labels[i] = store_->label(sample);
     float* dst = buffer->images + i * pixels;
-    if (options_.layout == ImageLayout::nhwc && shape.channels > 1)
+    if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
       detail::convert_pixels_to_hwc(store_->image(sample), dst, shape.channels, shape.height * shape.width,
                                     scale, bias);
     else

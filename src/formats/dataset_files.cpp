@@ -60,8 +60,8 @@ ImageStore load_images(const fs::path& file) {
 }
 
 fs::path find_split_file(const fs::path& dir, Split split) {
-  const std::string split_name = split == Split::train ? "train" : "test";
-  const std::string idx_prefix = split == Split::train ? "train" : "t10k";
+  const std::string split_name = split == Split::kTrain ? "train" : "test";
+  const std::string idx_prefix = split == Split::kTrain ? "train" : "t10k";
   std::error_code error;
   if (!fs::is_directory(dir, error))
     throw DataError(dir.string() + ": no such data directory");

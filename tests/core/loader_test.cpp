@@ -166,7 +166,7 @@ TEST(Loader, NhwcLayoutTransposesChannels) {
   auto store = numbered_store(4, {3, 2, 2});
   LoaderOptions options = options_with(4, 1);
   options.shuffle = false;
-  options.layout = ImageLayout::nhwc;
+  options.layout = ImageLayout::kNhwc;
   Loader loader(store, options);
   loader.start_epoch(0);
   auto batch = loader.next();

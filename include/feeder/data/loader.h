@@ -21,7 +21,7 @@ struct Normalization {
 };
 
 // Memory layout of the images in a batch. For one channel both layouts are the same bytes.
-enum class ImageLayout { nchw, nhwc };
+enum class ImageLayout { kNchw, kNhwc };
 
 struct LoaderOptions {
   int64_t batch_size = 512;
@@ -35,7 +35,7 @@ struct LoaderOptions {
   // Ask for page-locked batch buffers; only effective when the allocator supports it (CUDA present).
   bool pin_memory = true;
   Normalization normalization;
-  ImageLayout layout = ImageLayout::nchw;
+  ImageLayout layout = ImageLayout::kNchw;
 };
 
 // Where batch buffers come from. The default allocates 64-byte aligned heap memory; the LibTorch

@@ -7,7 +7,7 @@
 
 namespace feeder {
 
-enum class Split { train, test };
+enum class Split { kTrain, kTest };
 
 // Loads an image file by its kind: `.csv`, `.parquet`, or IDX (`*-images-idx3-ubyte[.gz]`, whose
 // labels are read from the `*-labels-idx1-ubyte[.gz]` file beside it when present).
