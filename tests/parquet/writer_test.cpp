@@ -20,6 +20,12 @@ namespace feeder {
 namespace {
 
 using parquet::Codec;
+using parquet::kImageShapeKey;
+using parquet::parse_parquet_codec;
+using parquet::parse_parquet_layout;
+using parquet::ParquetLayout;
+using parquet::ParquetWriteOptions;
+using parquet::write_parquet;
 using testing::TempDir;
 
 const ImageShape kShape{3, 4, 5};  // not square: the shape must come back from the file's metadata

@@ -15,12 +15,10 @@
 #include "formats/parquet/encoder/dictionary_encoder.h"
 #include "formats/parquet/encoder/plain_encoder.h"
 
-namespace feeder {
+namespace feeder::parquet {
 namespace {
 
-namespace fmt = parquet::format;
-namespace encoder = parquet::encoder;
-using parquet::Codec;
+namespace fmt = format;
 
 // "<app> version <semver>" is the form other readers parse to apply per-writer workarounds.
 constexpr std::string_view kMagic = "PAR1";
@@ -433,4 +431,4 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
   file.commit();
 }
 
-}  // namespace feeder
+}  // namespace feeder::parquet
