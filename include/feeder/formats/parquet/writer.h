@@ -37,7 +37,8 @@ struct ParquetWriteOptions {
   int64_t row_group_size = 65536;
   // Target uncompressed size of one data page; a page always holds at least one value.
   int64_t page_size_bytes = 1 << 20;
-  // Encoding threads; 0 = one per core. Must not be negative.
+  // Encoding threads; 0 = one per core. Must not be negative. When the system refuses a thread, the
+  // write fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;
 };
 
