@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cli/ablation_json.h"
+#include "cli/data_dir.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -192,22 +193,22 @@ std::string last_line(const std::filesystem::path& log) {
 
 // ------------------------------------------------------------------------------ rows
 
-enum class Group { article_python, article_cpp, after_article };
+enum class Group { kArticlePython, kArticleCpp, kAfterArticle };
 
 std::string_view group_title(Group group) {
   switch (group) {
-    case Group::article_python: return "The article in Python (bench/reference/article_pipeline.py)";
-    case Group::article_cpp: return "The article's steps in C++";
-    case Group::after_article: return "After the article";
+    case Group::kArticlePython: return "The article in Python (bench/reference/article_pipeline.py)";
+    case Group::kArticleCpp: return "The article's steps in C++";
+    case Group::kAfterArticle: return "After the article";
   }
   return "?";
 }
 
 std::string_view group_key(Group group) {
   switch (group) {
-    case Group::article_python: return "article_python";
-    case Group::article_cpp: return "article_cpp";
-    case Group::after_article: return "after_article";
+    case Group::kArticlePython: return "article_python";
+    case Group::kArticleCpp: return "article_cpp";
+    case Group::kAfterArticle: return "after_article";
   }
   return "?";
 }
@@ -215,7 +216,7 @@ std::string_view group_key(Group group) {
 struct RowSpec {
   std::string id;
   std::string method;  // as the table shows it
-  Group group = Group::article_cpp;
+  Group group = Group::kArticleCpp;
   bool python = false;
   std::vector<std::string> python_flags;  // the reference script's flags for this row
   int64_t batch_size = 512;
@@ -238,41 +239,41 @@ std::vector<RowSpec> ablation_rows(int num_workers) {
   const std::string no_pinning(kNoPinning);
   std::vector<RowSpec> rows;
   const auto add = [&](RowSpec row) { rows.push_back(std::move(row)); };
-  add({"py-v1-b16", "naive v1, batch 16", Group::article_python, true,
+  add({"py-v1-b16", "naive v1, batch 16", Group::kArticlePython, true,
        {"--dataset", "v1", "--batch-size", "16"}, 16, 0, true, ""});
-  add({"py-v1-b512", "naive v1, batch 512", Group::article_python, true,
+  add({"py-v1-b512", "naive v1, batch 512", Group::kArticlePython, true,
        {"--dataset", "v1", "--batch-size", "512"}, 512, 0, true, ""});
-  add({"py-workers", "+ num_workers=" + w, Group::article_python, true,
+  add({"py-workers", "+ num_workers=" + w, Group::kArticlePython, true,
        {"--dataset", "v1", "--num-workers", w}, 512, num_workers, true, ""});
-  add({"py-persistent", "+ persistent_workers", Group::article_python, true,
+  add({"py-persistent", "+ persistent_workers", Group::kArticlePython, true,
        {"--dataset", "v1", "--num-workers", w, "--persistent-workers"}, 512, num_workers, true, ""});
-  add({"py-pinned", "+ pin_memory", Group::article_python, true,
+  add({"py-pinned", "+ pin_memory", Group::kArticlePython, true,
        {"--dataset", "v1", "--num-workers", w, "--persistent-workers", "--pin-memory"}, 512, num_workers, true,
        no_pinning});
-  add({"py-v2", "Dataset v2 (__getitem__ refactor)", Group::article_python, true,
+  add({"py-v2", "Dataset v2 (__getitem__ refactor)", Group::kArticlePython, true,
        {"--dataset", "v2", "--num-workers", w, "--persistent-workers", "--pin-memory"}, 512, num_workers, true,
        ""});
-  add({"cpp-naive-b16", "naive row-wise dataset, batch 16", Group::article_cpp, false, {}, 16, 0, true, ""});
-  add({"cpp-naive-b512", "naive row-wise dataset, batch 512", Group::article_cpp, false, {}, 512, 0, true, ""});
-  add({"cpp-workers", "+ " + w + " worker threads, new each epoch", Group::article_cpp, false, {}, 512,
+  add({"cpp-naive-b16", "naive row-wise dataset, batch 16", Group::kArticleCpp, false, {}, 16, 0, true, ""});
+  add({"cpp-naive-b512", "naive row-wise dataset, batch 512", Group::kArticleCpp, false, {}, 512, 0, true, ""});
+  add({"cpp-workers", "+ " + w + " worker threads, new each epoch", Group::kArticleCpp, false, {}, 512,
        num_workers, true, ""});
-  add({"cpp-persistent", "+ persistent workers", Group::article_cpp, false, {}, 512, num_workers, true, ""});
-  add({"cpp-pinned", "+ pinned memory", Group::article_cpp, false, {}, 512, num_workers, true, no_pinning});
-  add({"cpp-eager", "+ eager uint8 store (feeder, fp32 NCHW)", Group::article_cpp, false, {}, 512, num_workers,
+  add({"cpp-persistent", "+ persistent workers", Group::kArticleCpp, false, {}, 512, num_workers, true, ""});
+  add({"cpp-pinned", "+ pinned memory", Group::kArticleCpp, false, {}, 512, num_workers, true, no_pinning});
+  add({"cpp-eager", "+ eager uint8 store (feeder, fp32 NCHW)", Group::kArticleCpp, false, {}, 512, num_workers,
        true, ""});
-  add({"py-v2-malloc", "Python Dataset v2 + malloc thresholds", Group::after_article, true,
+  add({"py-v2-malloc", "Python Dataset v2 + malloc thresholds", Group::kAfterArticle, true,
        {"--dataset", "v2", "--num-workers", w, "--persistent-workers", "--pin-memory"}, 512, num_workers, true,
        "MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB, as feeder sets them", kMallocThresholdsEnv});
-  add({"torch-data-mnist", "LibTorch torch::data MNIST + Stack", Group::after_article, false, {}, 512, num_workers,
+  add({"torch-data-mnist", "LibTorch torch::data MNIST + Stack", Group::kAfterArticle, false, {}, 512, num_workers,
        true, ""});
-  add({"feeder-channels-last", "feeder + channels-last (fp32)", Group::after_article, false, {}, 512, num_workers,
+  add({"feeder-channels-last", "feeder + channels-last (fp32)", Group::kAfterArticle, false, {}, 512, num_workers,
        true, ""});
-  add({"feeder-bf16", "feeder + bf16 autocast", Group::after_article, false, {}, 512, num_workers, true, ""});
-  add({"feeder-defaults", "feeder defaults (feeder train: 1 worker)", Group::after_article, false, {}, 512, 1, true,
+  add({"feeder-bf16", "feeder + bf16 autocast", Group::kAfterArticle, false, {}, 512, num_workers, true, ""});
+  add({"feeder-defaults", "feeder defaults (feeder train: 1 worker)", Group::kAfterArticle, false, {}, 512, 1, true,
        ""});
-  add({"compute-only", "bound: compute only (one fixed batch)", Group::after_article, false, {}, 512, 1, true,
+  add({"compute-only", "bound: compute only (one fixed batch)", Group::kAfterArticle, false, {}, 512, 1, true,
        "no data pipeline; accuracy not meaningful"});
-  add({"memcpy", "bound: memcpy of the epoch's bytes", Group::after_article, false, {}, 512, 0, false,
+  add({"memcpy", "bound: memcpy of the epoch's bytes", Group::kAfterArticle, false, {}, 512, 0, false,
        "no model: loader-only number only"});
   return rows;
 }
@@ -295,7 +296,7 @@ RunNumbers read_run(const std::filesystem::path& json_path, int64_t skip_epochs 
   const JsonValue root = parse_json(read_text(json_path), json_path.string());
   RunNumbers numbers;
   const JsonValue* epochs = root.find("epochs");
-  if (!epochs || epochs->kind != JsonValue::Kind::array || epochs->array.size() <= static_cast<size_t>(skip_epochs)) {
+  if (!epochs || epochs->kind != JsonValue::Kind::kArray || epochs->array.size() <= static_cast<size_t>(skip_epochs)) {
     throw DataError(json_path.string() + ": fewer than " + std::to_string(skip_epochs + 1) + " epochs");
   }
   double train_samples = 0;
@@ -322,10 +323,10 @@ RunNumbers read_run(const std::filesystem::path& json_path, int64_t skip_epochs 
   }
   if (const auto rss = root.number_at("peak_rss_kib")) numbers.peak_rss_mb = *rss / 1024.0;
   numbers.accuracy = root.number_at("final_accuracy");
-  if (const JsonValue* version = root.find("torch_version"); version && version->kind == JsonValue::Kind::string) {
+  if (const JsonValue* version = root.find("torch_version"); version && version->kind == JsonValue::Kind::kString) {
     numbers.torch_version = version->string;
   }
-  if (const JsonValue* device = root.find("device"); device && device->kind == JsonValue::Kind::string) {
+  if (const JsonValue* device = root.find("device"); device && device->kind == JsonValue::Kind::kString) {
     numbers.device = device->string;
   }
   return numbers;
@@ -505,8 +506,8 @@ std::optional<std::vector<std::string>> python_data_flags(const std::filesystem:
       std::filesystem::exists(dir / "t10k-images-idx3-ubyte.gz")) {
     return std::vector<std::string>{"--data-dir", dir.string()};
   }
-  const std::filesystem::path train = find_split_file(dir, Split::train);
-  const std::filesystem::path test = find_split_file(dir, Split::test);
+  const std::filesystem::path train = find_data_split(dir, Split::kTrain);
+  const std::filesystem::path test = find_data_split(dir, Split::kTest);
   if (train.extension() == ".csv" && test.extension() == ".csv") {
     return std::vector<std::string>{"--train-csv", train.string(), "--test-csv", test.string()};
   }
@@ -657,7 +658,7 @@ Baseline pick_baseline(const std::vector<RowResult>& rows) {
   for (const char* id : {"py-v1-b16", "cpp-naive-b16"}) {
     const RowResult* row = find_row(rows, id);
     if (row && row->train) {
-      return {id, row->spec.group == Group::article_python ? "naive Python (v1, batch 16)" : "naive C++ (batch 16)",
+      return {id, row->spec.group == Group::kArticlePython ? "naive Python (v1, batch 16)" : "naive C++ (batch 16)",
               total_seconds(row->train)};
     }
   }

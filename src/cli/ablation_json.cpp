@@ -52,7 +52,7 @@ class Parser {
     JsonValue value;
     const char c = text_[pos_];
     if (c == '{') {
-      value.kind = JsonValue::Kind::object;
+      value.kind = JsonValue::Kind::kObject;
       ++pos_;
       skip_space();
       if (pos_ < text_.size() && text_[pos_] == '}') {
@@ -75,7 +75,7 @@ class Parser {
       }
     }
     if (c == '[') {
-      value.kind = JsonValue::Kind::array;
+      value.kind = JsonValue::Kind::kArray;
       ++pos_;
       skip_space();
       if (pos_ < text_.size() && text_[pos_] == ']') {
@@ -94,22 +94,22 @@ class Parser {
       }
     }
     if (c == '"') {
-      value.kind = JsonValue::Kind::string;
+      value.kind = JsonValue::Kind::kString;
       value.string = parse_string();
       return value;
     }
     if (consume("true")) {
-      value.kind = JsonValue::Kind::boolean;
+      value.kind = JsonValue::Kind::kBoolean;
       value.boolean = true;
       return value;
     }
     if (consume("false")) {
-      value.kind = JsonValue::Kind::boolean;
+      value.kind = JsonValue::Kind::kBoolean;
       return value;
     }
     // Python's json writes these for non-finite floats; they carry no usable number.
     if (consume("null") || consume("NaN") || consume("Infinity") || consume("-Infinity")) return value;
-    value.kind = JsonValue::Kind::number;
+    value.kind = JsonValue::Kind::kNumber;
     const char* begin = text_.data() + pos_;
     const auto [end, error] = std::from_chars(begin, text_.data() + text_.size(), value.number);
     if (error != std::errc{} || end == begin) fail("expected a value");
@@ -171,20 +171,20 @@ class Parser {
 }  // namespace
 
 const JsonValue* JsonValue::find(std::string_view key) const {
-  if (kind != Kind::object) return nullptr;
+  if (kind != Kind::kObject) return nullptr;
   const auto it = object.find(key);
   return it == object.end() ? nullptr : &it->second;
 }
 
 std::optional<double> JsonValue::number_at(std::string_view key) const {
   const JsonValue* value = find(key);
-  if (value == nullptr || value->kind != Kind::number) return std::nullopt;
+  if (value == nullptr || value->kind != Kind::kNumber) return std::nullopt;
   return value->number;
 }
 
 std::optional<bool> JsonValue::bool_at(std::string_view key) const {
   const JsonValue* value = find(key);
-  if (value == nullptr || value->kind != Kind::boolean) return std::nullopt;
+  if (value == nullptr || value->kind != Kind::kBoolean) return std::nullopt;
   return value->boolean;
 }
 

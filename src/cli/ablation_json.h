@@ -12,8 +12,8 @@
 namespace feeder::cli {
 
 struct JsonValue {
-  enum class Kind { null, boolean, number, string, array, object };
-  Kind kind = Kind::null;
+  enum class Kind { kNull, kBoolean, kNumber, kString, kArray, kObject };
+  Kind kind = Kind::kNull;
   bool boolean = false;
   double number = 0;
   std::string string;

@@ -23,6 +23,7 @@
 #include "cli/ablation.h"
 #include "cli/ablation_naive.h"
 #include "cli/bench_data.h"
+#include "cli/data_dir.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -51,57 +52,57 @@ double seconds_since(Clock::time_point start) {
 }
 
 // Which data path a row measures.
-enum class Pipeline { naive, torch_mnist, feeder, compute_only, memcpy_bound };
+enum class Pipeline { kNaive, kTorchMnist, kFeeder, kComputeOnly, kMemcpyBound };
 
 std::string_view to_string(Pipeline pipeline) {
   switch (pipeline) {
-    case Pipeline::naive: return "naive";
-    case Pipeline::torch_mnist: return "torch-data-mnist";
-    case Pipeline::feeder: return "feeder";
-    case Pipeline::compute_only: return "compute-only";
-    case Pipeline::memcpy_bound: return "memcpy";
+    case Pipeline::kNaive: return "naive";
+    case Pipeline::kTorchMnist: return "torch-data-mnist";
+    case Pipeline::kFeeder: return "feeder";
+    case Pipeline::kComputeOnly: return "compute-only";
+    case Pipeline::kMemcpyBound: return "memcpy";
   }
   return "?";
 }
 
 struct RowConfig {
-  Pipeline pipeline = Pipeline::feeder;
+  Pipeline pipeline = Pipeline::kFeeder;
   // naive: a new torch::data loader, and so new worker threads, at the start of every pass.
   bool recreate_each_epoch = false;
   bool pin_memory = false;
-  Precision precision = Precision::fp32;
+  Precision precision = Precision::kFp32;
   bool channels_last = false;
 };
 
 RowConfig row_config(std::string_view id) {
   RowConfig config;
   if (id == "cpp-naive-b16" || id == "cpp-naive-b512") {
-    config.pipeline = Pipeline::naive;
+    config.pipeline = Pipeline::kNaive;
   } else if (id == "cpp-workers") {
-    config.pipeline = Pipeline::naive;
+    config.pipeline = Pipeline::kNaive;
     config.recreate_each_epoch = true;
   } else if (id == "cpp-persistent") {
-    config.pipeline = Pipeline::naive;
+    config.pipeline = Pipeline::kNaive;
   } else if (id == "cpp-pinned") {
-    config.pipeline = Pipeline::naive;
+    config.pipeline = Pipeline::kNaive;
     config.pin_memory = true;
   } else if (id == "cpp-eager") {
-    config.pipeline = Pipeline::feeder;
+    config.pipeline = Pipeline::kFeeder;
   } else if (id == "torch-data-mnist") {
-    config.pipeline = Pipeline::torch_mnist;
+    config.pipeline = Pipeline::kTorchMnist;
   } else if (id == "feeder-channels-last") {
     config.channels_last = true;
   } else if (id == "feeder-bf16") {
     config.channels_last = true;
-    config.precision = Precision::bf16;
+    config.precision = Precision::kBf16;
   } else if (id == "feeder-defaults" || id == "compute-only") {
     // What `feeder train` runs with: TrainerOptions' defaults.
     const TrainerOptions defaults;
-    config.pipeline = id == "compute-only" ? Pipeline::compute_only : Pipeline::feeder;
+    config.pipeline = id == "compute-only" ? Pipeline::kComputeOnly : Pipeline::kFeeder;
     config.precision = defaults.precision;
     config.channels_last = defaults.channels_last;
   } else if (id == "memcpy") {
-    config.pipeline = Pipeline::memcpy_bound;
+    config.pipeline = Pipeline::kMemcpyBound;
   } else {
     throw OptionsError("unknown row '" + std::string(id) + "'\n" + std::string(kUsage));
   }
@@ -406,8 +407,8 @@ int run_row(const RowArgs& args) {
 
   const Clock::time_point load_start = Clock::now();
   const std::filesystem::path dir = args.data_dir.value_or(kDefaultDataDir);
-  const std::filesystem::path train_path = find_split_file(dir, Split::train);
-  const std::filesystem::path test_path = find_split_file(dir, Split::test);
+  const std::filesystem::path train_path = find_data_split(dir, Split::kTrain);
+  const std::filesystem::path test_path = find_data_split(dir, Split::kTest);
   auto train_store = std::make_shared<const ImageStore>(load_images(train_path));
   auto test_store = std::make_shared<const ImageStore>(load_images(test_path));
   const ImageShape model_shape;  // SimpleCNN's input, 1x28x28
@@ -442,7 +443,7 @@ int run_row(const RowArgs& args) {
   bool pinned = false;
   const int64_t max_samples = args.max_batches * args.batch_size;  // 0: every sample
   switch (config.pipeline) {
-    case Pipeline::naive: {
+    case Pipeline::kNaive: {
       auto train_table = std::make_shared<const ColumnTable>(column_table_from_store(*train_store));
       auto test_table = std::make_shared<const ColumnTable>(column_table_from_store(*test_store));
       train_source = make_torch_source<NaiveDataset, torch::data::samplers::RandomSampler>(
@@ -454,14 +455,14 @@ int run_row(const RowArgs& args) {
       pinned = config.pin_memory && torch::cuda::is_available();
       break;
     }
-    case Pipeline::torch_mnist: {
+    case Pipeline::kTorchMnist: {
       const std::string mnist_dir = make_temp_dir();
       mnist_dir_cleanup = std::shared_ptr<void>(nullptr, [mnist_dir](void*) {
         std::error_code ignored;
         std::filesystem::remove_all(mnist_dir, ignored);
       });
-      write_mnist_dir(*train_store, mnist_dir, Split::train);
-      write_mnist_dir(*test_store, mnist_dir, Split::test);
+      write_mnist_dir(*train_store, mnist_dir, Split::kTrain);
+      write_mnist_dir(*test_store, mnist_dir, Split::kTest);
       using torch::data::datasets::MNIST;
       train_source = make_torch_source<MNIST, torch::data::samplers::RandomSampler>(
           MNIST(mnist_dir, MNIST::Mode::kTrain), *train_store, args.batch_size, args.num_workers,
@@ -471,14 +472,14 @@ int run_row(const RowArgs& args) {
           /*recreate_each_epoch=*/false, /*pin_memory=*/false, max_samples);
       break;
     }
-    case Pipeline::feeder: {
+    case Pipeline::kFeeder: {
       auto train_loader = std::make_unique<TensorLoader>(train_store, train_options);
       pinned = train_loader->loader().pinned();
       train_source = std::move(train_loader);
       test_source = std::make_unique<TensorLoader>(test_store, test_options);
       break;
     }
-    case Pipeline::compute_only: {
+    case Pipeline::kComputeOnly: {
       const int64_t train_batches = (train_store->size() + args.batch_size - 1) / args.batch_size;
       const int64_t test_batches = (test_store->size() + args.batch_size - 1) / args.batch_size;
       train_source = std::make_unique<FixedBatchSource>(first_batch(train_store, train_options), train_batches,
@@ -487,7 +488,7 @@ int run_row(const RowArgs& args) {
                                                        test_store->size(), test_store->labeled());
       break;
     }
-    case Pipeline::memcpy_bound:
+    case Pipeline::kMemcpyBound:
       train_memcpy = std::make_unique<MemcpyBound>(train_store->size(), model_shape.num_pixels(), args.batch_size);
       test_memcpy = std::make_unique<MemcpyBound>(test_store->size(), model_shape.num_pixels(), args.batch_size);
       break;
@@ -495,7 +496,7 @@ int run_row(const RowArgs& args) {
   const double load_seconds = seconds_since(load_start);
 
   std::vector<EpochReport> epochs;
-  if (config.pipeline == Pipeline::memcpy_bound) {
+  if (config.pipeline == Pipeline::kMemcpyBound) {
     for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
       EpochReport report;
       report.epoch = epoch;
@@ -516,7 +517,7 @@ int run_row(const RowArgs& args) {
       EpochReport report = args.loader_only ? loader_only_epoch(train, test, epoch)
                                             : trainer->run_epoch(train, test, epoch);
       // Training on one batch says nothing about the test set.
-      if (config.pipeline == Pipeline::compute_only) report.accuracy.reset();
+      if (config.pipeline == Pipeline::kComputeOnly) report.accuracy.reset();
       std::cerr << args.row << (args.loader_only ? " (loader only)" : "") << " epoch " << epoch << ": train "
                 << report.train_seconds << " s, test " << report.test_seconds << " s\n";
       epochs.push_back(report);
@@ -528,7 +529,7 @@ int run_row(const RowArgs& args) {
   json.begin_object();
   json.field("row", args.row);
   json.field("pipeline", to_string(config.pipeline));
-  json.field("loader_only", args.loader_only || config.pipeline == Pipeline::memcpy_bound);
+  json.field("loader_only", args.loader_only || config.pipeline == Pipeline::kMemcpyBound);
   json.field("batch_size", args.batch_size);
   json.field("num_workers", args.num_workers);
   json.field("max_batches", args.max_batches);

@@ -17,6 +17,7 @@
 
 #include "cli/ablation.h"
 #include "cli/bench_data.h"
+#include "cli/data_dir.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -98,7 +99,7 @@ struct Row {
 
 int bench_loader(const BenchArgs& args) {
   const std::filesystem::path train_path =
-      args.train_file ? *args.train_file : find_split_file(args.data_dir.value_or(kDefaultDataDir), Split::train);
+      args.train_file ? *args.train_file : find_data_split(args.data_dir.value_or(kDefaultDataDir), Split::kTrain);
   std::cerr << "loading " << train_path.string() << " ...\n";
   auto store = std::make_shared<const ImageStore>(load_images(train_path));
   const int64_t n = store->size();

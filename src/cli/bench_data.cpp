@@ -23,7 +23,7 @@ void write_mnist_dir(const ImageStore& store, const std::filesystem::path& dir, 
     throw DataError(dir.string() + ": " + std::to_string(store.size()) + " images of " + to_string(store.shape()) +
                     " do not fit IDX's 32-bit counts");
   }
-  const std::string prefix = split == Split::train ? "train" : "t10k";
+  const std::string prefix = split == Split::kTrain ? "train" : "t10k";
   std::string images;
   images.reserve(16 + store.pixels().size());
   put_be32(images, 0x00000803);

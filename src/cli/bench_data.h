@@ -10,9 +10,9 @@
 namespace feeder::cli {
 
 // Writes `store` as the uncompressed IDX pair torch::data's MNIST dataset reads from a directory:
-// train-{images-idx3,labels-idx1}-ubyte for Split::train, t10k-... for Split::test. Labels of an
+// train-{images-idx3,labels-idx1}-ubyte for Split::kTrain, t10k-... for Split::kTest. Labels of an
 // unlabeled store are written as 0 (IDX has no "missing"). Throws DataError when the store is too
 // large for IDX's 32-bit counts.
-void write_mnist_dir(const ImageStore& store, const std::filesystem::path& dir, Split split = Split::train);
+void write_mnist_dir(const ImageStore& store, const std::filesystem::path& dir, Split split = Split::kTrain);
 
 }  // namespace feeder::cli

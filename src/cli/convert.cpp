@@ -42,7 +42,7 @@ struct ConvertArgs {
   fs::path input;
   fs::path output;
   FileKind output_kind = FileKind::kParquet;
-  ParquetWriteOptions parquet;
+  parquet::ParquetWriteOptions parquet;
   std::optional<ImageShape> shape;
 };
 
@@ -100,8 +100,8 @@ ConvertArgs parse_args(const std::vector<std::string>& args) {
     if (idx + 1 >= args.size()) throw UsageError{arg + " needs a value"};
     const std::string& value = args[++idx];
     try {
-      if (arg == "--layout") parsed.parquet.layout = parse_parquet_layout(value);
-      else if (arg == "--codec") parsed.parquet.codec = parse_parquet_codec(value);
+      if (arg == "--layout") parsed.parquet.layout = parquet::parse_parquet_layout(value);
+      else if (arg == "--codec") parsed.parquet.codec = parquet::parse_parquet_codec(value);
       else if (arg == "--level") parsed.parquet.compression_level = static_cast<int>(std::stoi(value));
       else if (arg == "--row-group-size") parsed.parquet.row_group_size = parse_positive(arg, value);
       else if (arg == "--shape") parsed.shape = parse_shape(value);
@@ -188,7 +188,7 @@ int convert_main(const std::vector<std::string>& args) {
     const ImageStore store = load(parsed);
     const Clock::time_point loaded = Clock::now();
     if (parsed.output_kind == FileKind::kCsv) write_csv(store, parsed.output);
-    else write_parquet(store, parsed.output, parsed.parquet);
+    else parquet::write_parquet(store, parsed.output, parsed.parquet);
     const Clock::time_point written = Clock::now();
     print_report(parsed, store, std::chrono::duration<double>(loaded - start).count(),
                  std::chrono::duration<double>(written - loaded).count());

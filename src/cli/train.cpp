@@ -1,5 +1,6 @@
 #include "cli/train.h"
 #include "cli/args.h"
+#include "cli/data_dir.h"
 
 #include <unistd.h>
 
@@ -119,7 +120,7 @@ std::pair<std::filesystem::path, std::filesystem::path> find_data_files(const Tr
                     ": FashionMNIST not found; install it with `apt install dataset-fashion-mnist`, "
                     "or pass --data DIR or --train FILE --test FILE");
   }
-  return {find_split_file(dir, Split::train), find_split_file(dir, Split::test)};
+  return {find_data_split(dir, Split::kTrain), find_data_split(dir, Split::kTest)};
 }
 
 // A one-line bar redrawn in place on stderr.
@@ -128,7 +129,7 @@ void draw_progress(const BatchProgress& progress, int64_t num_epochs) {
   const int filled = progress.num_batches > 0
                          ? static_cast<int>(kWidth * progress.batch_idx / progress.num_batches)
                          : kWidth;
-  std::fprintf(stderr, "\r%s %lld/%lld [%-*s] %lld/%lld", progress.phase == Phase::train ? "train" : "test ",
+  std::fprintf(stderr, "\r%s %lld/%lld [%-*s] %lld/%lld", progress.phase == Phase::kTrain ? "train" : "test ",
                static_cast<long long>(progress.epoch), static_cast<long long>(num_epochs), kWidth,
                std::string(static_cast<size_t>(filled), '=').c_str(), static_cast<long long>(progress.batch_idx),
                static_cast<long long>(progress.num_batches));
@@ -243,7 +244,7 @@ int run(const TrainArgs& args) {
   if (args.diagnose) {
     const Hardware hardware = detect_hardware();
     RunSetup setup;
-    setup.precision_bf16 = config.precision == Precision::bf16;
+    setup.precision_bf16 = config.precision == Precision::kBf16;
     setup.cpu_native_bf16 = hardware.cpu_native_bf16;
     setup.channels_last = config.channels_last;
     setup.device_cuda = config.device.is_cuda();

@@ -115,8 +115,9 @@ void validate(const LoaderOptions& options) {
 }  // namespace
 
 // State shared between the consumer and the workers. Every field is guarded by `mutex`, except
-// `order`, which is written only by the consumer in start_epoch() while no claim is possible and no
-// worker is assembling (busy == 0), and read by workers only while assembling a claimed batch.
+// `order` and `epoch`, which are written only by the consumer in start_epoch() while no claim is
+// possible and no worker is assembling (busy == 0), and read by workers only while assembling a
+// claimed batch.
 struct Loader::Shared {
   std::mutex mutex;
   std::condition_variable work_available;  // workers wait for a batch to claim or for stop
@@ -125,6 +126,7 @@ struct Loader::Shared {
   bool epoch_started = false;
   uint64_t generation = 0;  // bumped by each start_epoch(); stale results are dropped
   std::vector<int64_t> order;
+  int64_t epoch = 0;
   int64_t epoch_batches = 0;  // batches claimable in this epoch; 0 while switching epochs
   int64_t next_to_claim = 0;
   int64_t next_to_deliver = 0;
@@ -165,6 +167,7 @@ void Loader::start_epoch(int64_t epoch) {
   shared_->ready.clear();
   shared_->batch_done.wait(lock, [&] { return shared_->busy == 0; });
   shared_->order = epoch_order(store_->size(), options_.shuffle, options_.seed, epoch);
+  shared_->epoch = epoch;
   shared_->next_to_claim = 0;
   shared_->next_to_deliver = 0;
   shared_->epoch_batches = num_batches_;
@@ -181,7 +184,7 @@ std::optional<Batch> Loader::next() {
     int64_t index = shared_->next_to_deliver++;
     lock.unlock();
     Batch batch = assemble(index);
-    if (transform_) transform_(batch);
+    transform(batch, shared_->epoch);
     return batch;
   }
   shared_->batch_done.wait(lock, [&] { return shared_->ready.count(shared_->next_to_deliver) > 0; });
@@ -211,7 +214,7 @@ void Loader::worker_loop() {
     BatchResult result;
     try {
       result.batch.emplace(assemble(index));
-      if (transform_) transform_(*result.batch);
+      transform(*result.batch, shared.epoch);
     } catch (...) {
       result.error = std::current_exception();
     }
@@ -222,6 +225,12 @@ void Loader::worker_loop() {
     // The consumer may wait for this batch, or for busy == 0 in start_epoch().
     shared.batch_done.notify_all();
   }
+}
+
+void Loader::transform(Batch& batch, int64_t epoch) const {
+  if (!transform_) return;
+  SplitMix64 rng = batch_generator(options_.seed, epoch, batch.index());
+  transform_(batch, rng);
 }
 
 Batch Loader::assemble(int64_t batch_index) const {
@@ -239,7 +248,7 @@ Batch Loader::assemble(int64_t batch_index) const {
     buffer->sample_indices[i] = sample;
     buffer->labels[i] = store_->label(sample);
     float* dst = buffer->images + i * pixels;
-    if (options_.layout == ImageLayout::nhwc && shape.channels > 1)
+    if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
       detail::convert_pixels_to_hwc(store_->image(sample), dst, shape.channels, shape.height * shape.width,
                                     scale, bias);
     else

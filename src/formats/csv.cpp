@@ -5,14 +5,13 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "feeder/error.h"
 #include "feeder/io/file.h"
+#include "feeder/util/parallel_for.h"
 
 namespace feeder {
 namespace {
@@ -182,37 +181,6 @@ void count_rows(Chunk& chunk) {
   }
 }
 
-// Runs body(i) for every chunk index, on up to num_threads threads (the calling thread is one of
-// them); thread t takes chunks t, t + num_threads, ... Exceptions are caught per chunk and, after
-// every thread has joined, the one of the lowest chunk is rethrown: chunks are in file order, so that
-// is the first error in the file whatever the timing or the number of threads.
-template <class Body>
-void run_chunks(size_t num_chunks, size_t num_threads, Body body) {
-  std::vector<std::exception_ptr> errors(num_chunks);  // errors[i] written only by the thread of chunk i
-  auto run = [&](size_t first) {
-    for (size_t i = first; i < num_chunks; i += num_threads) {
-      try {
-        body(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(num_threads);
-  size_t started = 1;
-  try {
-    for (; started < num_threads; ++started) threads.emplace_back(run, started);
-  } catch (const std::system_error&) {
-    // No more threads to be had: the calling thread takes over the ones that did not start.
-  }
-  run(0);
-  for (size_t t = started; t < num_threads; ++t) run(t);
-  for (std::thread& thread : threads) thread.join();
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);
-}
-
 // Parses one row in the common case: plain unsigned decimals, pixels <= 255, labels of at most 18
 // digits. Returns false on anything else (including inputs that are valid but unusual, like "-0"),
 // and the caller falls back to parse_row_checked, which decides and explains.
@@ -286,17 +254,13 @@ void parse_row_checked(Line line, const CsvLayout& layout, int64_t line_number, 
 
 // The file is split into one chunk per requested thread (0 = one per core).
 size_t resolve_num_chunks(const CsvReadOptions& options, size_t data_bytes) {
-  if (options.num_threads < 0)
-    throw OptionsError("CSV num_threads must be 0 (one per core) or positive, got " +
-                       std::to_string(options.num_threads));
-  size_t chunks = static_cast<size_t>(options.num_threads);
-  if (chunks == 0) chunks = std::max(1u, std::thread::hardware_concurrency());
+  const auto chunks = static_cast<size_t>(resolve_num_threads(options.num_threads, "CSV num_threads"));
   // More chunks than bytes would only give empty chunks.
   return std::max<size_t>(1, std::min(chunks, data_bytes));
 }
 
-size_t resolve_num_threads(size_t num_chunks, size_t data_bytes) {
-  return std::min(num_chunks, data_bytes / kMinBytesPerThread + 1);
+int threads_for_chunks(size_t num_chunks, size_t data_bytes) {
+  return static_cast<int>(std::min(num_chunks, data_bytes / kMinBytesPerThread + 1));
 }
 
 // Parses rows in file order into a scratch row until one fails, and throws its error. Only called
@@ -330,9 +294,11 @@ ImageStore read_csv_bytes(std::span<const uint8_t> bytes, const std::string& nam
 
   const size_t data_bytes = static_cast<size_t>(end - rows_begin);
   std::vector<Chunk> chunks = split_chunks(rows_begin, end, resolve_num_chunks(options, data_bytes));
-  const size_t num_threads = resolve_num_threads(chunks.size(), data_bytes);
+  const int num_threads = threads_for_chunks(chunks.size(), data_bytes);
+  const auto num_chunks = static_cast<int64_t>(chunks.size());
   // Pass 1 counts rows so that pass 2 can parse every chunk straight into its place in the store.
-  run_chunks(chunks.size(), num_threads, [&](size_t i) { count_rows(chunks[i]); });
+  // Chunks are in file order, so parallel_for's lowest-index error is the first in the file.
+  parallel_for(num_chunks, num_threads, [&](int64_t i) { count_rows(chunks[static_cast<size_t>(i)]); });
   int64_t num_rows = 0;
   int64_t line_number = layout.data_first_line;
   for (Chunk& chunk : chunks) {
@@ -350,10 +316,11 @@ ImageStore read_csv_bytes(std::span<const uint8_t> bytes, const std::string& nam
 
   const bool labeled = layout.label_column >= 0;
   ImageStore store(layout.shape, num_rows, labeled);
-  // Once a chunk has failed, later chunks cannot hold the first error, so they stop early.
-  std::atomic<size_t> first_failed_chunk{chunks.size()};
-  run_chunks(chunks.size(), num_threads, [&](size_t i) {
-    const Chunk& chunk = chunks[i];
+  // Once a chunk has failed, later chunks cannot hold the first error: parallel_for claims no more
+  // of them, and those already being parsed stop early.
+  std::atomic<int64_t> first_failed_chunk{num_chunks};
+  parallel_for(num_chunks, num_threads, [&](int64_t i) {
+    const Chunk& chunk = chunks[static_cast<size_t>(i)];
     int64_t row = chunk.first_row;
     int64_t line_number = chunk.first_line;
     int64_t unused_label = kNoLabel;
@@ -370,7 +337,7 @@ ImageStore read_csv_bytes(std::span<const uint8_t> bytes, const std::string& nam
         ++row;
       }
     } catch (...) {
-      size_t failed = first_failed_chunk.load();
+      int64_t failed = first_failed_chunk.load();
       while (i < failed && !first_failed_chunk.compare_exchange_weak(failed, i)) {
       }
       throw;

@@ -45,12 +45,6 @@ fs::path find_idx_labels(const fs::path& images) {
   return {};
 }
 
-std::string install_hint(const fs::path& dir) {
-  if (dir.lexically_normal() != kDefaultDataDir.lexically_normal()) return "";
-  return "; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass "
-         "--data DIR / --train FILE --test FILE";
-}
-
 }  // namespace
 
 ImageStore load_images(const fs::path& file) {
@@ -66,11 +60,11 @@ ImageStore load_images(const fs::path& file) {
 }
 
 fs::path find_split_file(const fs::path& dir, Split split) {
-  const std::string split_name = split == Split::train ? "train" : "test";
-  const std::string idx_prefix = split == Split::train ? "train" : "t10k";
+  const std::string split_name = split == Split::kTrain ? "train" : "test";
+  const std::string idx_prefix = split == Split::kTrain ? "train" : "t10k";
   std::error_code error;
   if (!fs::is_directory(dir, error))
-    throw DataError(dir.string() + ": no such data directory" + install_hint(dir));
+    throw DataError(dir.string() + ": no such data directory");
 
   // In order of preference: IDX is what the Debian package ships; Parquet before CSV because it is
   // smaller and typed.
@@ -94,8 +88,7 @@ fs::path find_split_file(const fs::path& dir, Split split) {
   std::string looked_for;
   for (const std::string& name : exact) looked_for += name + ", ";
   looked_for += "*" + suffix;
-  throw DataError(dir.string() + ": no " + split_name + " set found (looked for " + looked_for + ")" +
-                  install_hint(dir));
+  throw DataError(dir.string() + ": no " + split_name + " set found (looked for " + looked_for + ")");
 }
 
 }  // namespace feeder

@@ -42,7 +42,7 @@ TensorBatch to_tensors(const Batch& batch) {
   // channels-last strides for the latter, which is what LibTorch's channels-last kernels expect.
   std::vector<int64_t> sizes{b, shape.channels, shape.height, shape.width};
   std::vector<int64_t> strides;
-  if (batch.layout() == ImageLayout::nhwc)
+  if (batch.layout() == ImageLayout::kNhwc)
     strides = {shape.height * shape.width * shape.channels, 1, shape.width * shape.channels, shape.channels};
   else
     strides = {shape.channels * shape.height * shape.width, shape.height * shape.width, shape.width, 1};

@@ -65,33 +65,33 @@ class AutocastScope {
 
 std::string_view to_string(Precision precision) {
   switch (precision) {
-    case Precision::automatic: return "auto";
-    case Precision::fp32: return "fp32";
-    case Precision::bf16: return "bf16";
+    case Precision::kAutomatic: return "auto";
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16: return "bf16";
   }
   return "?";
 }
 
 std::string_view to_string(DeviceChoice device) {
   switch (device) {
-    case DeviceChoice::automatic: return "auto";
-    case DeviceChoice::cpu: return "cpu";
-    case DeviceChoice::cuda: return "cuda";
+    case DeviceChoice::kAutomatic: return "auto";
+    case DeviceChoice::kCpu: return "cpu";
+    case DeviceChoice::kCuda: return "cuda";
   }
   return "?";
 }
 
 Precision parse_precision(std::string_view text) {
-  if (text == "auto") return Precision::automatic;
-  if (text == "fp32") return Precision::fp32;
-  if (text == "bf16") return Precision::bf16;
+  if (text == "auto") return Precision::kAutomatic;
+  if (text == "fp32") return Precision::kFp32;
+  if (text == "bf16") return Precision::kBf16;
   throw OptionsError("unknown precision '" + std::string(text) + "': use auto, fp32 or bf16");
 }
 
 DeviceChoice parse_device(std::string_view text) {
-  if (text == "auto") return DeviceChoice::automatic;
-  if (text == "cpu") return DeviceChoice::cpu;
-  if (text == "cuda") return DeviceChoice::cuda;
+  if (text == "auto") return DeviceChoice::kAutomatic;
+  if (text == "cpu") return DeviceChoice::kCpu;
+  if (text == "cuda") return DeviceChoice::kCuda;
   throw OptionsError("unknown device '" + std::string(text) + "': use auto, cpu or cuda");
 }
 
@@ -114,9 +114,9 @@ TrainerConfig resolve_trainer_options(const TrainerOptions& options, const Hardw
   config.channels_last = options.channels_last;
   bool use_cuda = false;
   switch (options.device) {
-    case DeviceChoice::automatic: use_cuda = hardware.cuda_available; break;
-    case DeviceChoice::cpu: use_cuda = false; break;
-    case DeviceChoice::cuda:
+    case DeviceChoice::kAutomatic: use_cuda = hardware.cuda_available; break;
+    case DeviceChoice::kCpu: use_cuda = false; break;
+    case DeviceChoice::kCuda:
       if (!hardware.cuda_available) {
         throw OptionsError("device cuda requested but no CUDA device is available: use --device cpu or auto");
       }
@@ -126,9 +126,9 @@ TrainerConfig resolve_trainer_options(const TrainerOptions& options, const Hardw
   config.device = use_cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
   const bool native_bf16 = use_cuda ? hardware.cuda_bf16 : hardware.cpu_native_bf16;
   switch (options.precision) {
-    case Precision::automatic: config.precision = native_bf16 ? Precision::bf16 : Precision::fp32; break;
-    case Precision::fp32: config.precision = Precision::fp32; break;
-    case Precision::bf16: config.precision = Precision::bf16; break;
+    case Precision::kAutomatic: config.precision = native_bf16 ? Precision::kBf16 : Precision::kFp32; break;
+    case Precision::kFp32: config.precision = Precision::kFp32; break;
+    case Precision::kBf16: config.precision = Precision::kBf16; break;
   }
   return config;
 }
@@ -165,7 +165,7 @@ torch::Tensor Trainer::train_step(const torch::Tensor& images, const torch::Tens
   optimizer_->zero_grad();
   torch::Tensor loss;
   {
-    AutocastScope autocast(config_.precision == Precision::bf16, config_.device);
+    AutocastScope autocast(config_.precision == Precision::kBf16, config_.device);
     const torch::Tensor logits = model_->forward(inputs);  // (B,10)
     loss = torch::cross_entropy_loss(logits, targets);
   }
@@ -176,7 +176,7 @@ torch::Tensor Trainer::train_step(const torch::Tensor& images, const torch::Tens
 
 torch::Tensor Trainer::predict(const torch::Tensor& images) {
   torch::InferenceMode inference;
-  AutocastScope autocast(config_.precision == Precision::bf16, config_.device);
+  AutocastScope autocast(config_.precision == Precision::kBf16, config_.device);
   return model_->forward(prepare_images(images)).to(torch::kFloat);
 }
 
@@ -203,7 +203,7 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     const torch::Tensor loss = train_step(batch->images, batch->labels);
     loss_sum += loss * static_cast<double>(batch_size);
     report.num_train_samples += batch_size;
-    if (progress) progress({Phase::train, epoch, batch_idx, train.num_batches()});
+    if (progress) progress({Phase::kTrain, epoch, batch_idx, train.num_batches()});
   }
   const double loss_total = loss_sum.item<double>();  // also waits for the device to finish
   report.train_seconds = seconds_since(train_start);
@@ -226,7 +226,7 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
       num_correct += logits.argmax(1).eq(targets).sum();
     }
     report.num_test_samples += batch->labels.size(0);
-    if (progress) progress({Phase::test, epoch, batch_idx, test.num_batches()});
+    if (progress) progress({Phase::kTest, epoch, batch_idx, test.num_batches()});
   }
   const int64_t correct = num_correct.item<int64_t>();
   report.test_seconds = seconds_since(test_start);

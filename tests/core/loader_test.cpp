@@ -166,7 +166,7 @@ TEST(Loader, NhwcLayoutTransposesChannels) {
   auto store = numbered_store(4, {3, 2, 2});
   LoaderOptions options = options_with(4, 1);
   options.shuffle = false;
-  options.layout = ImageLayout::nhwc;
+  options.layout = ImageLayout::kNhwc;
   Loader loader(store, options);
   loader.start_epoch(0);
   auto batch = loader.next();
@@ -193,7 +193,7 @@ TEST(Loader, EarlyBreakThenNextEpochIsComplete) {
 
 TEST(Loader, DestroyedMidEpochWithSlowWorkersDoesNotHang) {
   auto store = numbered_store(2000);
-  auto slow = [](Batch&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  auto slow = [](Batch&, SplitMix64&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
   for (int round = 0; round < 20; ++round) {
     Loader loader(store, options_with(8, 4), nullptr, slow);
     loader.start_epoch(round);
@@ -223,7 +223,7 @@ TEST(Loader, BatchOutlivesLoader) {
 
 TEST(Loader, WorkerExceptionReachesConsumerWithItsMessage) {
   auto store = numbered_store(100);
-  auto failing = [](Batch& batch) {
+  auto failing = [](Batch& batch, SplitMix64&) {
     if (batch.index() == 3) throw std::runtime_error("augmentation failed on batch 3");
   };
   for (int workers : {0, 1, 3}) {
@@ -241,6 +241,54 @@ TEST(Loader, WorkerExceptionReachesConsumerWithItsMessage) {
     ASSERT_TRUE(after);
     EXPECT_EQ(after->index(), 4);
   }
+}
+
+// An augmentation that adds noise drawn from the batch's generator to every pixel.
+void add_noise(Batch& batch, SplitMix64& rng) {
+  const int64_t num_values = batch.size() * batch.shape().num_pixels();
+  for (int64_t i = 0; i < num_values; ++i) batch.images()[i] += rng.uniform();
+}
+
+TEST(Loader, TransformDrawingFromItsGeneratorGivesTheSameBatchesForAnyNumberOfWorkers) {
+  auto store = numbered_store(203);
+  std::vector<EpochRecord> by_workers;
+  for (int workers : {0, 1, 3}) {
+    Loader loader(store, options_with(16, workers), nullptr, add_noise);
+    by_workers.push_back(run_epoch(loader, 2));
+  }
+  ASSERT_EQ(by_workers[0].pixels.size(), 203u * 16u);
+  for (size_t i = 1; i < by_workers.size(); ++i) {
+    EXPECT_EQ(by_workers[i].labels, by_workers[0].labels) << "run " << i;
+    EXPECT_EQ(by_workers[i].pixels, by_workers[0].pixels) << "run " << i;
+  }
+  // The noise was added: the pixels are not the plain conversion.
+  Loader plain(store, options_with(16, 1));
+  EXPECT_NE(run_epoch(plain, 2).pixels, by_workers[0].pixels);
+}
+
+TEST(Loader, TransformGeneratorDiffersAcrossEpochsAndBatches) {
+  auto store = numbered_store(64);
+  LoaderOptions options = options_with(16, 2);
+  options.shuffle = false;  // the same images every epoch: only the noise can differ
+  Loader loader(store, options, nullptr, add_noise);
+  const EpochRecord epoch0 = run_epoch(loader, 0);
+  const EpochRecord epoch1 = run_epoch(loader, 1);
+  EXPECT_EQ(epoch0.labels, epoch1.labels);
+  EXPECT_NE(epoch0.pixels, epoch1.pixels);
+  // Repeating an epoch repeats its noise.
+  EXPECT_EQ(run_epoch(loader, 0).pixels, epoch0.pixels);
+}
+
+TEST(Loader, TransformReceivesTheGeneratorOfSeedEpochAndBatch) {
+  auto store = numbered_store(30);
+  std::vector<uint64_t> first_draws(3);  // one slot per batch, each written by one call
+  auto record = [&](Batch& batch, SplitMix64& rng) { first_draws[static_cast<size_t>(batch.index())] = rng.next(); };
+  Loader loader(store, options_with(10, 3), nullptr, record);
+  run_epoch(loader, 5);
+  for (int64_t b = 0; b < 3; ++b)
+    EXPECT_EQ(first_draws[static_cast<size_t>(b)], batch_generator(7, 5, b).next()) << "batch " << b;
+  EXPECT_NE(first_draws[0], first_draws[1]);
+  EXPECT_NE(batch_generator(7, 5, 0).next(), batch_generator(8, 5, 0).next());
 }
 
 class CountingAllocator : public BufferAllocator {

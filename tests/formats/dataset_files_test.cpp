@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/data_dir.h"
 #include "formats/test_files.h"
 
 namespace feeder {
@@ -72,57 +73,73 @@ TEST(DatasetFilesTest, PrefersIdxOverOtherFiles) {
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-images-idx3-ubyte", "train.parquet", "train.csv",
                            "fashion-mnist_train.csv"})
     testing::write_text(dir / name, "");
-  EXPECT_EQ(find_split_file(dir.path(), Split::train), dir / "train-images-idx3-ubyte.gz");
+  EXPECT_EQ(find_split_file(dir.path(), Split::kTrain), dir / "train-images-idx3-ubyte.gz");
 }
 
 TEST(DatasetFilesTest, FindsT10kFilesForTestSplit) {
   TempDir dir;
   testing::write_text(dir / "train-images-idx3-ubyte", "");
   testing::write_text(dir / "t10k-images-idx3-ubyte", "");
-  EXPECT_EQ(find_split_file(dir.path(), Split::test), dir / "t10k-images-idx3-ubyte");
+  EXPECT_EQ(find_split_file(dir.path(), Split::kTest), dir / "t10k-images-idx3-ubyte");
 }
 
 TEST(DatasetFilesTest, PrefersParquetOverCsv) {
   TempDir dir;
   testing::write_text(dir / "test.csv", "");
   testing::write_text(dir / "test.parquet", "");
-  EXPECT_EQ(find_split_file(dir.path(), Split::test), dir / "test.parquet");
+  EXPECT_EQ(find_split_file(dir.path(), Split::kTest), dir / "test.parquet");
 }
 
 TEST(DatasetFilesTest, PrefersPlainCsvOverKaggleName) {
   TempDir dir;
   testing::write_text(dir / "mnist_train.csv", "");
   testing::write_text(dir / "train.csv", "");
-  EXPECT_EQ(find_split_file(dir.path(), Split::train), dir / "train.csv");
+  EXPECT_EQ(find_split_file(dir.path(), Split::kTrain), dir / "train.csv");
 }
 
 TEST(DatasetFilesTest, FindsKaggleCsvName) {
   TempDir dir;
   testing::write_text(dir / "fashion-mnist_train.csv", "");
   testing::write_text(dir / "fashion-mnist_test.csv", "");
-  EXPECT_EQ(find_split_file(dir.path(), Split::train), dir / "fashion-mnist_train.csv");
-  EXPECT_EQ(find_split_file(dir.path(), Split::test), dir / "fashion-mnist_test.csv");
+  EXPECT_EQ(find_split_file(dir.path(), Split::kTrain), dir / "fashion-mnist_train.csv");
+  EXPECT_EQ(find_split_file(dir.path(), Split::kTest), dir / "fashion-mnist_test.csv");
 }
 
 TEST(DatasetFilesTest, ListsWhatWasLookedForWhenNothingMatches) {
   TempDir dir;
   testing::write_text(dir / "train.csv", "");
-  EXPECT_EQ(data_error_of([&] { find_split_file(dir.path(), Split::test); }),
+  EXPECT_EQ(data_error_of([&] { find_split_file(dir.path(), Split::kTest); }),
             dir.path().string() +
                 ": no test set found (looked for t10k-images-idx3-ubyte.gz, t10k-images-idx3-ubyte, test.parquet, "
                 "test.csv, *_test.csv)");
 }
 
+TEST(DataDirTest, InstallHintOnlyForTheDefaultDirectory) {
+  EXPECT_EQ(cli::missing_data_hint("/usr/share/datasets/./fashion-mnist"),
+            "; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass "
+            "--data DIR / --train FILE --test FILE");
+  EXPECT_EQ(cli::missing_data_hint("/usr/share/datasets/mnist"), "");
+}
+
+TEST(DataDirTest, OtherDirectoriesKeepTheFormatLayersMessage) {
+  TempDir dir;
+  EXPECT_EQ(data_error_of([&] { cli::find_data_split(dir / "absent", Split::kTrain); }),
+            (dir / "absent").string() + ": no such data directory");
+  testing::write_text(dir / "train.csv", "1,2\n");
+  EXPECT_EQ(cli::find_data_split(dir.path(), Split::kTrain), dir / "train.csv");
+}
+
 TEST(DatasetFilesTest, RejectsMissingDirectory) {
   TempDir dir;
-  EXPECT_EQ(data_error_of([&] { find_split_file(dir / "absent", Split::train); }),
+  EXPECT_EQ(data_error_of([&] { find_split_file(dir / "absent", Split::kTrain); }),
             (dir / "absent").string() + ": no such data directory");
 }
 
 TEST(DatasetFilesTest, FindsDebianFashionMnist) {
-  if (!std::filesystem::exists(kDefaultDataDir)) GTEST_SKIP() << kDefaultDataDir << " is absent";
-  EXPECT_EQ(find_split_file(kDefaultDataDir, Split::train), kDefaultDataDir / "train-images-idx3-ubyte.gz");
-  const ImageStore test = load_images(find_split_file(kDefaultDataDir, Split::test));
+  const std::filesystem::path& dir = cli::kDefaultDataDir;
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " is absent";
+  EXPECT_EQ(find_split_file(dir, Split::kTrain), dir / "train-images-idx3-ubyte.gz");
+  const ImageStore test = load_images(find_split_file(dir, Split::kTest));
   EXPECT_EQ(test.size(), 10000);
   EXPECT_TRUE(test.labeled());
 }

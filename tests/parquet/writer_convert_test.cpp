@@ -61,7 +61,7 @@ TEST(ParquetConvert, CsvToParquetToCsvKeepsEveryValue) {
 TEST(ParquetConvert, ShapeOptionIsRecordedInTheFile) {
   TempDir dir;
   const ImageStore store = testing::make_store(ImageShape{3, 4, 5}, 6, true);
-  write_parquet(store, dir / "in.parquet");
+  parquet::write_parquet(store, dir / "in.parquet");
   ASSERT_EQ(run_convert({(dir / "in.parquet").string(), (dir / "out.parquet").string(), "--shape", "3x2x10"}).exit_code, 0);
   EXPECT_EQ(parquet::read_parquet_images(dir / "out.parquet").shape(), (ImageShape{3, 2, 10}));
 }

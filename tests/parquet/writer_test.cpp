@@ -20,6 +20,12 @@ namespace feeder {
 namespace {
 
 using parquet::Codec;
+using parquet::kImageShapeKey;
+using parquet::parse_parquet_codec;
+using parquet::parse_parquet_layout;
+using parquet::ParquetLayout;
+using parquet::ParquetWriteOptions;
+using parquet::write_parquet;
 using testing::TempDir;
 
 const ImageShape kShape{3, 4, 5};  // not square: the shape must come back from the file's metadata
@@ -285,6 +291,43 @@ TEST(ParquetWriter, RejectsPageSizesTheHeaderCannotHold) {
     EXPECT_THROW(write_parquet(testing::make_store(kShape, 5, true), dir / "pages.parquet", options), OptionsError);
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "pages.parquet"));
+}
+
+TEST(ParquetWriter, RejectsNegativeThreadCount) {
+  TempDir dir;
+  ParquetWriteOptions options;
+  options.num_threads = -1;
+  try {
+    write_parquet(testing::make_store(kShape, 5, true), dir / "threads.parquet", options);
+    FAIL() << "expected OptionsError";
+  } catch (const OptionsError& error) {
+    EXPECT_STREQ(error.what(), "parquet writer: number of threads must be 0 (one per core) or positive, got -1");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "threads.parquet"));
+}
+
+TEST(ParquetImageReader, ReadsTheSameImagesForEveryThreadCount) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(kShape, 40, true);
+  write_parquet(store, dir / "threads.parquet", options_with(ParquetLayout::kColumns, Codec::kZstd, 16));
+  for (const int num_threads : {1, 2, 7, 0}) {
+    parquet::ParquetImageOptions options;
+    options.num_threads = num_threads;
+    testing::expect_same_images(parquet::read_parquet_images(dir / "threads.parquet", options), store);
+  }
+}
+
+TEST(ParquetImageReader, RejectsNegativeThreadCount) {
+  TempDir dir;
+  write_parquet(testing::make_store(kShape, 5, true), dir / "threads.parquet", {});
+  parquet::ParquetImageOptions options;
+  options.num_threads = -3;
+  try {
+    parquet::read_parquet_images(dir / "threads.parquet", options);
+    FAIL() << "expected OptionsError";
+  } catch (const OptionsError& error) {
+    EXPECT_STREQ(error.what(), "parquet image reader: num_threads must be 0 (one per core) or positive, got -3");
+  }
 }
 
 TEST(ParquetWriter, RejectsHadoopLz4) {

@@ -67,7 +67,7 @@ TEST(ToTensors, TensorsOutliveBatchAndLoader) {
 TEST(ToTensors, NhwcBatchesAreChannelsLastTensors) {
   auto store = store_of(2, {3, 4, 4});
   LoaderOptions options = sequential(2);
-  options.layout = ImageLayout::nhwc;
+  options.layout = ImageLayout::kNhwc;
   Loader loader(store, options);
   loader.start_epoch(0);
   TensorBatch tensors = to_tensors(*loader.next());

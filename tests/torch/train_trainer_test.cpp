@@ -110,14 +110,14 @@ void expect_steps_reduce_loss(Precision precision, bool channels_last) {
   for (const float loss : losses) EXPECT_TRUE(std::isfinite(loss));
 }
 
-TEST(Trainer, AdamStepsOnAFixedBatchReduceTheLossInFp32) { expect_steps_reduce_loss(Precision::fp32, false); }
-TEST(Trainer, AdamStepsOnAFixedBatchReduceTheLossInBf16) { expect_steps_reduce_loss(Precision::bf16, false); }
+TEST(Trainer, AdamStepsOnAFixedBatchReduceTheLossInFp32) { expect_steps_reduce_loss(Precision::kFp32, false); }
+TEST(Trainer, AdamStepsOnAFixedBatchReduceTheLossInBf16) { expect_steps_reduce_loss(Precision::kBf16, false); }
 TEST(Trainer, AdamStepsOnAFixedBatchReduceTheLossInBf16ChannelsLast) {
-  expect_steps_reduce_loss(Precision::bf16, true);
+  expect_steps_reduce_loss(Precision::kBf16, true);
 }
 
 TEST(Trainer, ChannelsLastConvertsConvolutionWeights) {
-  Trainer trainer(seeded_model(42), cpu_config(Precision::fp32, true));
+  Trainer trainer(seeded_model(42), cpu_config(Precision::kFp32, true));
   const torch::Tensor& weight = trainer.model()->conv2->weight;  // (32,16,3,3)
   EXPECT_TRUE(weight.is_contiguous(torch::MemoryFormat::ChannelsLast));
   EXPECT_FALSE(weight.is_contiguous());
@@ -126,12 +126,12 @@ TEST(Trainer, ChannelsLastConvertsConvolutionWeights) {
   const torch::Tensor& first = trainer.model()->conv1->weight;
   EXPECT_EQ(first.strides(), (std::vector<int64_t>{9, 1, 3, 1}));
   EXPECT_EQ(first.suggest_memory_format(), torch::MemoryFormat::ChannelsLast);
-  EXPECT_EQ(trainer.config().image_layout(), ImageLayout::nhwc);
+  EXPECT_EQ(trainer.config().image_layout(), ImageLayout::kNhwc);
 }
 
 TEST(Trainer, ChannelsLastAndNchwGiveTheSameLogits) {
-  Trainer nchw(seeded_model(42), cpu_config(Precision::fp32, false));
-  Trainer channels_last(seeded_model(42), cpu_config(Precision::fp32, true));
+  Trainer nchw(seeded_model(42), cpu_config(Precision::kFp32, false));
+  Trainer channels_last(seeded_model(42), cpu_config(Precision::kFp32, true));
   const FixedBatch batch = fixed_batch(16, 3);
   const torch::Tensor expected = nchw.predict(batch.images);
   EXPECT_TRUE(torch::allclose(channels_last.predict(batch.images), expected, 1e-4, 1e-5));
@@ -145,8 +145,8 @@ TEST(Trainer, ChannelsLastAndNchwGiveTheSameLogits) {
 }
 
 TEST(Trainer, Bf16AutocastChangesTheArithmeticButNotTheAnswer) {
-  Trainer fp32(seeded_model(42), cpu_config(Precision::fp32, true));
-  Trainer bf16(seeded_model(42), cpu_config(Precision::bf16, true));
+  Trainer fp32(seeded_model(42), cpu_config(Precision::kFp32, true));
+  Trainer bf16(seeded_model(42), cpu_config(Precision::kBf16, true));
   const FixedBatch batch = fixed_batch(16, 3);
   const torch::Tensor reference = fp32.predict(batch.images);
   const torch::Tensor reduced = bf16.predict(batch.images);
@@ -156,7 +156,7 @@ TEST(Trainer, Bf16AutocastChangesTheArithmeticButNotTheAnswer) {
 }
 
 TEST(Trainer, LeavesAutocastOffAfterAStep) {
-  Trainer trainer(seeded_model(42), cpu_config(Precision::bf16, true));
+  Trainer trainer(seeded_model(42), cpu_config(Precision::kBf16, true));
   const FixedBatch batch = fixed_batch(8, 1);
   trainer.train_step(batch.images, batch.labels);
   trainer.predict(batch.images);
@@ -173,8 +173,8 @@ TEST(ResolveTrainerOptions, AutoPicksBf16OnlyWithNativeCpuSupport) {
   Hardware without_bf16;
   Hardware with_bf16;
   with_bf16.cpu_native_bf16 = true;
-  EXPECT_EQ(resolve_trainer_options(options, without_bf16).precision, Precision::fp32);
-  EXPECT_EQ(resolve_trainer_options(options, with_bf16).precision, Precision::bf16);
+  EXPECT_EQ(resolve_trainer_options(options, without_bf16).precision, Precision::kFp32);
+  EXPECT_EQ(resolve_trainer_options(options, with_bf16).precision, Precision::kBf16);
   EXPECT_TRUE(resolve_trainer_options(options, with_bf16).device.is_cpu());
 }
 
@@ -182,10 +182,10 @@ TEST(ResolveTrainerOptions, ExplicitPrecisionIsKept) {
   TrainerOptions options;
   Hardware with_bf16;
   with_bf16.cpu_native_bf16 = true;
-  options.precision = Precision::fp32;
-  EXPECT_EQ(resolve_trainer_options(options, with_bf16).precision, Precision::fp32);
-  options.precision = Precision::bf16;
-  EXPECT_EQ(resolve_trainer_options(options, Hardware{}).precision, Precision::bf16);
+  options.precision = Precision::kFp32;
+  EXPECT_EQ(resolve_trainer_options(options, with_bf16).precision, Precision::kFp32);
+  options.precision = Precision::kBf16;
+  EXPECT_EQ(resolve_trainer_options(options, Hardware{}).precision, Precision::kBf16);
 }
 
 TEST(ResolveTrainerOptions, AutoDeviceUsesCudaAndItsBf16Support) {
@@ -196,21 +196,21 @@ TEST(ResolveTrainerOptions, AutoDeviceUsesCudaAndItsBf16Support) {
   gpu.cuda_bf16 = false;
   TrainerConfig config = resolve_trainer_options(options, gpu);
   EXPECT_TRUE(config.device.is_cuda());
-  EXPECT_EQ(config.precision, Precision::fp32);  // the CPU's bf16 does not matter on the GPU
+  EXPECT_EQ(config.precision, Precision::kFp32);  // the CPU's bf16 does not matter on the GPU
   gpu.cuda_bf16 = true;
-  EXPECT_EQ(resolve_trainer_options(options, gpu).precision, Precision::bf16);
+  EXPECT_EQ(resolve_trainer_options(options, gpu).precision, Precision::kBf16);
 }
 
 TEST(ResolveTrainerOptions, CudaWithoutAGpuIsAnOptionsError) {
   TrainerOptions options;
-  options.device = DeviceChoice::cuda;
+  options.device = DeviceChoice::kCuda;
   EXPECT_THROW(resolve_trainer_options(options, Hardware{}), OptionsError);
 }
 
 TEST(ParsePrecision, AcceptsTheThreeNamesAndRejectsOthers) {
-  EXPECT_EQ(parse_precision("auto"), Precision::automatic);
-  EXPECT_EQ(parse_precision("fp32"), Precision::fp32);
-  EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
+  EXPECT_EQ(parse_precision("auto"), Precision::kAutomatic);
+  EXPECT_EQ(parse_precision("fp32"), Precision::kFp32);
+  EXPECT_EQ(parse_precision("bf16"), Precision::kBf16);
   EXPECT_THROW(parse_precision("fp16"), OptionsError);
   EXPECT_THROW(parse_device("tpu"), OptionsError);
 }
@@ -233,11 +233,11 @@ std::shared_ptr<const ImageStore> banded_store(int64_t num_images, bool labeled)
 TEST(Trainer, RunEpochLearnsASeparableSetAndReportsTimings) {
   LoaderOptions loader_options;
   loader_options.batch_size = 50;
-  loader_options.layout = ImageLayout::nhwc;
+  loader_options.layout = ImageLayout::kNhwc;
   TensorLoader train(banded_store(1000, true), loader_options);
   loader_options.shuffle = false;
   TensorLoader test(banded_store(200, true), loader_options);
-  Trainer trainer(seeded_model(42), cpu_config(Precision::fp32, true));
+  Trainer trainer(seeded_model(42), cpu_config(Precision::kFp32, true));
 
   std::vector<BatchProgress> calls;
   EpochReport report;
@@ -255,7 +255,7 @@ TEST(Trainer, RunEpochLearnsASeparableSetAndReportsTimings) {
   EXPECT_LE(report.data_wait_seconds, report.train_seconds);
   EXPECT_NEAR(report.samples_per_second, 1000 / report.train_seconds, 1e-6 * report.samples_per_second);
   EXPECT_EQ(calls.size(), 3u * (20 + 4));
-  EXPECT_EQ(calls.back().phase, Phase::test);
+  EXPECT_EQ(calls.back().phase, Phase::kTest);
   EXPECT_EQ(calls.back().batch_idx, 4);
   EXPECT_EQ(calls.back().num_batches, 4);
 }
@@ -265,7 +265,7 @@ TEST(Trainer, UnlabeledTestSetReportsNoAccuracy) {
   loader_options.batch_size = 50;
   TensorLoader train(banded_store(100, true), loader_options);
   TensorLoader test(banded_store(60, false), loader_options);
-  Trainer trainer(seeded_model(42), cpu_config(Precision::fp32, false));
+  Trainer trainer(seeded_model(42), cpu_config(Precision::kFp32, false));
   const EpochReport report = trainer.run_epoch(train, test, 1);
   EXPECT_FALSE(report.accuracy.has_value());
   EXPECT_EQ(report.num_test_samples, 60);
@@ -275,7 +275,7 @@ TEST(Trainer, UnlabeledTrainingSetIsAnOptionsError) {
   LoaderOptions loader_options;
   TensorLoader train(banded_store(10, false), loader_options);
   TensorLoader test(banded_store(10, true), loader_options);
-  Trainer trainer(seeded_model(42), cpu_config(Precision::fp32, false));
+  Trainer trainer(seeded_model(42), cpu_config(Precision::kFp32, false));
   EXPECT_THROW(trainer.run_epoch(train, test, 1), OptionsError);
 }
 

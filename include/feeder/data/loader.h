@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 
+#include "feeder/data/random.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder {
@@ -20,7 +21,7 @@ struct Normalization {
 };
 
 // Memory layout of the images in a batch. For one channel both layouts are the same bytes.
-enum class ImageLayout { nchw, nhwc };
+enum class ImageLayout { kNchw, kNhwc };
 
 struct LoaderOptions {
   int64_t batch_size = 512;
@@ -34,7 +35,7 @@ struct LoaderOptions {
   // Ask for page-locked batch buffers; only effective when the allocator supports it (CUDA present).
   bool pin_memory = true;
   Normalization normalization;
-  ImageLayout layout = ImageLayout::nchw;
+  ImageLayout layout = ImageLayout::kNchw;
 };
 
 // Where batch buffers come from. The default allocates 64-byte aligned heap memory; the LibTorch
@@ -84,9 +85,18 @@ class Batch {
   ImageLayout layout_;
 };
 
-// A user hook run on a worker thread on each assembled batch (augmentation, checks). Exceptions it
-// throws are carried to the consumer and rethrown from next().
-using BatchTransform = std::function<void(Batch&)>;
+// A user hook run on each assembled batch (augmentation, checks), before next() hands it out.
+//
+// Randomness: `rng` is batch_generator(options.seed, epoch, batch.index()), fresh for every call. A
+// transform that draws only from it (no global RNG, no state carried between calls) gives the same
+// batches for any num_workers and differs from epoch to epoch.
+//
+// Concurrency: with num_workers > 0 it runs on the worker threads, up to num_workers calls at once,
+// each on a different batch and in no particular order; with num_workers == 0 it runs on the
+// consumer thread inside next(). It must therefore be safe to call concurrently: anything it shares
+// between calls (counters, caches) needs its own synchronisation. Exceptions it throws are carried
+// to the consumer and rethrown from next() for that batch.
+using BatchTransform = std::function<void(Batch& batch, SplitMix64& rng)>;
 
 // Multithreaded batch loader over an ImageStore.
 //
@@ -116,6 +126,7 @@ class Loader {
  private:
   struct Shared;
   Batch assemble(int64_t batch_index) const;
+  void transform(Batch& batch, int64_t epoch) const;
   void worker_loop();
 
   std::shared_ptr<const ImageStore> store_;

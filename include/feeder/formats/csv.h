@@ -15,6 +15,7 @@ struct CsvReadOptions {
   std::optional<ImageShape> shape;
   // Parsing threads; 0 = one per core. Must not be negative. The rows are split into this many
   // chunks; inputs too small to be worth a thread each (under 64 KiB per thread) use fewer threads.
+  // When the system refuses a thread, the read fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;
 };
 

@@ -7,10 +7,7 @@
 
 namespace feeder {
 
-enum class Split { train, test };
-
-// Where Debian's dataset-fashion-mnist package puts the data.
-inline const std::filesystem::path kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
+enum class Split { kTrain, kTest };
 
 // Loads an image file by its kind: `.csv`, `.parquet`, or IDX (`*-images-idx3-ubyte[.gz]`, whose
 // labels are read from the `*-labels-idx1-ubyte[.gz]` file beside it when present).

@@ -1,6 +1,6 @@
 #include "feeder/formats/parquet/metadata.h"
 
-#include <functional>
+#include <vector>
 
 #include "feeder/error.h"
 #include "formats/parquet/detail/thrift.h"
@@ -91,6 +91,185 @@ void describe_annotation(const format::SchemaElement& element, std::string& anno
 
 bool valid_physical_type(int32_t value) { return value >= 0 && value <= 7; }
 
+// Turns the footer's schema, a depth-first list where each group says how many children follow,
+// into out.schema_nodes, out.columns (the leaves, with their levels) and out.nested_column. One
+// walker per footer, used once.
+class SchemaWalker {
+ public:
+  SchemaWalker(const std::vector<format::SchemaElement>& elements, const std::string& name, FileMetadata& out)
+      : elements_(elements), name_(name), out_(out) {}
+
+  void walk_all() {
+    if (elements_.empty()) throw DataError(name_ + ": footer: empty schema");
+    walk(0, 0, 0);
+    if (next_idx_ != elements_.size()) {
+      throw DataError(name_ + ": footer: schema has " + std::to_string(elements_.size() - next_idx_) +
+                      " elements outside the root group");
+    }
+  }
+
+ private:
+  // Reads the next element at `depth` and, for a group, its children. def_level and rep_level are
+  // the levels of the element's parent.
+  void walk(int32_t depth, int16_t def_level, int16_t rep_level) {
+    if (next_idx_ >= elements_.size()) {
+      throw DataError(name_ + ": footer: schema declares more children than it has elements (" +
+                      std::to_string(elements_.size()) + ")");
+    }
+    if (depth > kMaxSchemaDepth) throw DataError(name_ + ": footer: schema nested deeper than 64 levels");
+    const format::SchemaElement& element = elements_[next_idx_++];
+    SchemaNode node = read_node(element, depth);
+    if (depth > 0) {
+      if (node.repetition == Repetition::kOptional) ++def_level;
+      if (node.repetition == Repetition::kRepeated) ++def_level, ++rep_level;
+      path_.push_back(element.name);
+    }
+    int32_t bit_width = 0;
+    bool is_signed = true;
+    describe_annotation(element, node.annotation, bit_width, is_signed);
+    if (node.is_group || depth == 0) {
+      add_group(element, node, def_level, rep_level);
+    } else {
+      add_column(element, node, def_level, rep_level, bit_width, is_signed);
+    }
+    if (depth > 0) path_.pop_back();
+  }
+
+  SchemaNode read_node(const format::SchemaElement& element, int32_t depth) const {
+    SchemaNode node;
+    node.name = element.name;
+    node.depth = depth;
+    node.is_group = !element.__isset.type || (element.__isset.num_children && element.num_children > 0);
+    node.num_children = element.__isset.num_children ? element.num_children : 0;
+    if (element.__isset.repetition_type) {
+      const auto rep = detail::raw_enum(element.repetition_type);
+      if (rep < 0 || rep > 2) {
+        throw DataError(name_ + ": footer: column '" + element.name + "': invalid repetition type " + std::to_string(rep));
+      }
+      node.repetition = static_cast<Repetition>(rep);
+    }
+    return node;
+  }
+
+  void add_group(const format::SchemaElement& element, const SchemaNode& node, int16_t def_level, int16_t rep_level) {
+    const size_t elements_left = elements_.size() - next_idx_;
+    if (node.num_children < 0 || static_cast<size_t>(node.num_children) > elements_left) {
+      throw DataError(name_ + ": footer: group '" + element.name + "' declares " + std::to_string(node.num_children) +
+                      " children but the schema has " + std::to_string(elements_left) + " elements left");
+    }
+    out_.schema_nodes.push_back(node);
+    if (node.depth > 0 && !out_.nested_column) out_.nested_column = element.name;
+    for (int32_t i = 0; i < node.num_children; ++i) walk(node.depth + 1, def_level, rep_level);
+  }
+
+  void add_column(const format::SchemaElement& element, SchemaNode node, int16_t def_level, int16_t rep_level,
+                  int32_t bit_width, bool is_signed) {
+    if (!element.__isset.type || !valid_physical_type(detail::raw_enum(element.type))) {
+      throw DataError(name_ + ": footer: column '" + element.name + "': invalid/corrupt physical type " +
+                      std::to_string(detail::raw_enum(element.type)));
+    }
+    node.physical_type = static_cast<PhysicalType>(detail::raw_enum(element.type));
+    out_.schema_nodes.push_back(node);
+    ColumnSchema column;
+    column.path = path_;
+    for (size_t i = 0; i < path_.size(); ++i) column.name += (i ? "." : "") + path_[i];
+    column.physical_type = *node.physical_type;
+    column.repetition = node.repetition;
+    column.annotation = node.annotation;
+    column.int_bit_width = bit_width;
+    column.int_signed = is_signed;
+    if (element.__isset.converted_type) column.converted_type = detail::raw_enum(element.converted_type);
+    column.max_definition_level = def_level;
+    column.max_repetition_level = rep_level;
+    if (column.physical_type == PhysicalType::kFixedLenByteArray) {
+      if (!element.__isset.type_length || element.type_length <= 0) {
+        throw DataError(name_ + ": footer: column '" + column.name + "': FIXED_LEN_BYTE_ARRAY with invalid length " +
+                        std::to_string(element.type_length));
+      }
+      column.type_length_bytes = element.type_length;
+    }
+    if ((node.depth > 1 || column.repetition == Repetition::kRepeated) && !out_.nested_column) {
+      out_.nested_column = column.name;
+    }
+    out_.columns.push_back(std::move(column));
+  }
+
+  const std::vector<format::SchemaElement>& elements_;
+  const std::string& name_;
+  FileMetadata& out_;
+  size_t next_idx_ = 0;            // next element to read
+  std::vector<std::string> path_;  // names from below the root down to the current element
+};
+
+// Checks a chunk's metadata against its schema column and the file's data region
+// [4, data_end_bytes); `where` names the chunk in messages.
+ColumnChunkInfo parse_column_chunk(const format::ColumnChunk& raw_chunk, const ColumnSchema& column,
+                                   int64_t data_end_bytes, const std::string& where) {
+  ColumnChunkInfo chunk;
+  chunk.path = column.path;
+  chunk.encrypted = raw_chunk.__isset.crypto_metadata || raw_chunk.__isset.encrypted_column_metadata;
+  if (!raw_chunk.__isset.meta_data) {
+    if (!chunk.encrypted) throw DataError(where + ": column chunk has no metadata");
+    return chunk;
+  }
+  if (raw_chunk.__isset.file_path && !raw_chunk.file_path.empty()) {
+    throw DataError(where + ": column chunk stored in another file ('" + raw_chunk.file_path + "') is not supported");
+  }
+  const format::ColumnMetaData& meta = raw_chunk.meta_data;
+  const int32_t type = detail::raw_enum(meta.type);
+  if (type != static_cast<int32_t>(column.physical_type)) {
+    throw DataError(where + ": chunk physical type " +
+                    (valid_physical_type(type) ? to_string(static_cast<PhysicalType>(type))
+                                               : "invalid/corrupt physical type " + std::to_string(type)) +
+                    " does not match the schema type " + to_string(column.physical_type));
+  }
+  if (meta.path_in_schema != column.path) {
+    std::string found;
+    for (size_t i = 0; i < meta.path_in_schema.size(); ++i) found += (i ? "." : "") + meta.path_in_schema[i];
+    throw DataError(where + ": chunk path '" + found + "' does not match the schema");
+  }
+  chunk.codec = static_cast<Codec>(detail::raw_enum(meta.codec));
+  for (const auto& encoding : meta.encodings) chunk.encodings.push_back(static_cast<Encoding>(detail::raw_enum(encoding)));
+  chunk.num_values = meta.num_values;
+  chunk.total_compressed_size_bytes = meta.total_compressed_size;
+  chunk.total_uncompressed_size_bytes = meta.total_uncompressed_size;
+  chunk.data_page_offset = meta.data_page_offset;
+  // Some writers store 0 for "no dictionary page"; offset 0 is the magic, never a page.
+  if (meta.__isset.dictionary_page_offset && meta.dictionary_page_offset > 0) {
+    chunk.dictionary_page_offset = meta.dictionary_page_offset;
+  }
+  if (meta.__isset.statistics && meta.statistics.__isset.null_count) chunk.null_count = meta.statistics.null_count;
+  if (chunk.num_values < 0) throw DataError(where + ": negative num_values " + std::to_string(chunk.num_values));
+  if (chunk.total_compressed_size_bytes < 0 || chunk.total_uncompressed_size_bytes < 0) {
+    throw DataError(where + ": negative chunk size");
+  }
+  const int64_t start = chunk.start_offset();
+  if (start < 4 || start > data_end_bytes || chunk.total_compressed_size_bytes > data_end_bytes - start) {
+    throw DataError(where + ": chunk at offset " + std::to_string(start) + " with " +
+                    std::to_string(chunk.total_compressed_size_bytes) +
+                    " bytes lies outside the data region of the file (4.." + std::to_string(data_end_bytes) + ")");
+  }
+  return chunk;
+}
+
+RowGroupInfo parse_row_group(const format::RowGroup& raw_rg, const std::vector<ColumnSchema>& columns,
+                             int64_t data_end_bytes, const std::string& where) {
+  if (raw_rg.num_rows < 0) throw DataError(where + ": negative num_rows " + std::to_string(raw_rg.num_rows));
+  if (raw_rg.columns.size() != columns.size()) {
+    throw DataError(where + ": has " + std::to_string(raw_rg.columns.size()) + " column chunks but the schema has " +
+                    std::to_string(columns.size()) + " columns");
+  }
+  RowGroupInfo rg;
+  rg.num_rows = raw_rg.num_rows;
+  rg.total_byte_size = raw_rg.total_byte_size;
+  for (size_t col_idx = 0; col_idx < raw_rg.columns.size(); ++col_idx) {
+    const ColumnSchema& column = columns[col_idx];
+    rg.columns.push_back(
+        parse_column_chunk(raw_rg.columns[col_idx], column, data_end_bytes, where + ": column '" + column.name + "'"));
+  }
+  return rg;
+}
+
 }  // namespace
 
 std::string to_string(PhysicalType type) {
@@ -175,148 +354,10 @@ FileMetadata parse_file_metadata(std::span<const uint8_t> footer, int64_t data_e
   for (const auto& kv : raw.key_value_metadata) {
     out.key_values.push_back({kv.key, kv.__isset.value ? std::optional<std::string>(kv.value) : std::nullopt});
   }
-
-  // Schema: a depth-first list where each group says how many children follow.
-  if (raw.schema.empty()) throw DataError(name + ": footer: empty schema");
-  size_t next_idx = 0;
-  std::vector<std::string> path;
-  std::function<void(int32_t, int16_t, int16_t)> walk = [&](int32_t depth, int16_t def_level, int16_t rep_level) {
-    if (next_idx >= raw.schema.size()) {
-      throw DataError(name + ": footer: schema declares more children than it has elements (" +
-                      std::to_string(raw.schema.size()) + ")");
-    }
-    if (depth > kMaxSchemaDepth) throw DataError(name + ": footer: schema nested deeper than 64 levels");
-    const format::SchemaElement& element = raw.schema[next_idx++];
-    SchemaNode node;
-    node.name = element.name;
-    node.depth = depth;
-    node.is_group = !element.__isset.type || (element.__isset.num_children && element.num_children > 0);
-    node.num_children = element.__isset.num_children ? element.num_children : 0;
-    if (element.__isset.repetition_type) {
-      const auto rep = detail::raw_enum(element.repetition_type);
-      if (rep < 0 || rep > 2) {
-        throw DataError(name + ": footer: column '" + element.name + "': invalid repetition type " + std::to_string(rep));
-      }
-      node.repetition = static_cast<Repetition>(rep);
-    }
-    if (depth > 0) {
-      if (node.repetition == Repetition::kOptional) ++def_level;
-      if (node.repetition == Repetition::kRepeated) ++def_level, ++rep_level;
-      path.push_back(element.name);
-    }
-    int32_t bit_width = 0;
-    bool is_signed = true;
-    describe_annotation(element, node.annotation, bit_width, is_signed);
-    if (node.is_group || depth == 0) {
-      if (node.num_children < 0 || static_cast<size_t>(node.num_children) > raw.schema.size() - next_idx) {
-        throw DataError(name + ": footer: group '" + element.name + "' declares " + std::to_string(node.num_children) +
-                        " children but the schema has " + std::to_string(raw.schema.size() - next_idx) +
-                        " elements left");
-      }
-      out.schema_nodes.push_back(node);
-      if (depth > 0 && !out.nested_column) out.nested_column = element.name;
-      for (int32_t i = 0; i < node.num_children; ++i) walk(depth + 1, def_level, rep_level);
-    } else {
-      if (!element.__isset.type || !valid_physical_type(detail::raw_enum(element.type))) {
-        throw DataError(name + ": footer: column '" + element.name + "': invalid/corrupt physical type " +
-                        std::to_string(detail::raw_enum(element.type)));
-      }
-      node.physical_type = static_cast<PhysicalType>(detail::raw_enum(element.type));
-      out.schema_nodes.push_back(node);
-      ColumnSchema column;
-      column.path = path;
-      for (size_t i = 0; i < path.size(); ++i) column.name += (i ? "." : "") + path[i];
-      column.physical_type = *node.physical_type;
-      column.repetition = node.repetition;
-      column.annotation = node.annotation;
-      column.int_bit_width = bit_width;
-      column.int_signed = is_signed;
-      if (element.__isset.converted_type) column.converted_type = detail::raw_enum(element.converted_type);
-      column.max_definition_level = def_level;
-      column.max_repetition_level = rep_level;
-      if (column.physical_type == PhysicalType::kFixedLenByteArray) {
-        if (!element.__isset.type_length || element.type_length <= 0) {
-          throw DataError(name + ": footer: column '" + column.name + "': FIXED_LEN_BYTE_ARRAY with invalid length " +
-                          std::to_string(element.type_length));
-        }
-        column.type_length_bytes = element.type_length;
-      }
-      if ((depth > 1 || column.repetition == Repetition::kRepeated) && !out.nested_column) {
-        out.nested_column = column.name;
-      }
-      out.columns.push_back(std::move(column));
-    }
-    if (depth > 0) path.pop_back();
-  };
-  walk(0, 0, 0);
-  if (next_idx != raw.schema.size()) {
-    throw DataError(name + ": footer: schema has " + std::to_string(raw.schema.size() - next_idx) +
-                    " elements outside the root group");
-  }
-
+  SchemaWalker(raw.schema, name, out).walk_all();
   for (size_t rg_idx = 0; rg_idx < raw.row_groups.size(); ++rg_idx) {
-    const format::RowGroup& raw_rg = raw.row_groups[rg_idx];
-    const std::string where = name + ": row group " + std::to_string(rg_idx);
-    if (raw_rg.num_rows < 0) throw DataError(where + ": negative num_rows " + std::to_string(raw_rg.num_rows));
-    if (raw_rg.columns.size() != out.columns.size()) {
-      throw DataError(where + ": has " + std::to_string(raw_rg.columns.size()) + " column chunks but the schema has " +
-                      std::to_string(out.columns.size()) + " columns");
-    }
-    RowGroupInfo rg;
-    rg.num_rows = raw_rg.num_rows;
-    rg.total_byte_size = raw_rg.total_byte_size;
-    for (size_t col_idx = 0; col_idx < raw_rg.columns.size(); ++col_idx) {
-      const format::ColumnChunk& raw_chunk = raw_rg.columns[col_idx];
-      const ColumnSchema& column = out.columns[col_idx];
-      const std::string chunk_where = where + ": column '" + column.name + "'";
-      ColumnChunkInfo chunk;
-      chunk.path = column.path;
-      chunk.encrypted = raw_chunk.__isset.crypto_metadata || raw_chunk.__isset.encrypted_column_metadata;
-      if (!raw_chunk.__isset.meta_data) {
-        if (!chunk.encrypted) throw DataError(chunk_where + ": column chunk has no metadata");
-        rg.columns.push_back(std::move(chunk));
-        continue;
-      }
-      if (raw_chunk.__isset.file_path && !raw_chunk.file_path.empty()) {
-        throw DataError(chunk_where + ": column chunk stored in another file ('" + raw_chunk.file_path +
-                        "') is not supported");
-      }
-      const format::ColumnMetaData& meta = raw_chunk.meta_data;
-      if (detail::raw_enum(meta.type) != static_cast<int32_t>(column.physical_type)) {
-        throw DataError(chunk_where + ": chunk physical type " +
-                        (valid_physical_type(detail::raw_enum(meta.type)) ? to_string(static_cast<PhysicalType>(detail::raw_enum(meta.type)))
-                                                        : "invalid/corrupt physical type " + std::to_string(detail::raw_enum(meta.type))) +
-                        " does not match the schema type " + to_string(column.physical_type));
-      }
-      if (meta.path_in_schema != column.path) {
-        std::string found;
-        for (size_t i = 0; i < meta.path_in_schema.size(); ++i) found += (i ? "." : "") + meta.path_in_schema[i];
-        throw DataError(chunk_where + ": chunk path '" + found + "' does not match the schema");
-      }
-      chunk.codec = static_cast<Codec>(detail::raw_enum(meta.codec));
-      for (const auto& encoding : meta.encodings) chunk.encodings.push_back(static_cast<Encoding>(detail::raw_enum(encoding)));
-      chunk.num_values = meta.num_values;
-      chunk.total_compressed_size_bytes = meta.total_compressed_size;
-      chunk.total_uncompressed_size_bytes = meta.total_uncompressed_size;
-      chunk.data_page_offset = meta.data_page_offset;
-      // Some writers store 0 for "no dictionary page"; offset 0 is the magic, never a page.
-      if (meta.__isset.dictionary_page_offset && meta.dictionary_page_offset > 0) {
-        chunk.dictionary_page_offset = meta.dictionary_page_offset;
-      }
-      if (meta.__isset.statistics && meta.statistics.__isset.null_count) chunk.null_count = meta.statistics.null_count;
-      if (chunk.num_values < 0) throw DataError(chunk_where + ": negative num_values " + std::to_string(chunk.num_values));
-      if (chunk.total_compressed_size_bytes < 0 || chunk.total_uncompressed_size_bytes < 0) {
-        throw DataError(chunk_where + ": negative chunk size");
-      }
-      const int64_t start = chunk.start_offset();
-      if (start < 4 || start > data_end_bytes || chunk.total_compressed_size_bytes > data_end_bytes - start) {
-        throw DataError(chunk_where + ": chunk at offset " + std::to_string(start) + " with " +
-                        std::to_string(chunk.total_compressed_size_bytes) +
-                        " bytes lies outside the data region of the file (4.." + std::to_string(data_end_bytes) + ")");
-      }
-      rg.columns.push_back(std::move(chunk));
-    }
-    out.row_groups.push_back(std::move(rg));
+    out.row_groups.push_back(parse_row_group(raw.row_groups[rg_idx], out.columns, data_end_bytes,
+                                             name + ": row group " + std::to_string(rg_idx)));
   }
   return out;
 }

@@ -28,9 +28,15 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/codec.cpp
 )
-# Public so that tests and fuzz targets can include src/formats/parquet/detail/thrift.h.
-target_include_directories(feeder_core PUBLIC $<BUILD_INTERFACE:${FEEDER_PARQUET_GEN_DIR}>)
-target_link_libraries(feeder_core PUBLIC PkgConfig::FEEDER_THRIFT PRIVATE PkgConfig::FEEDER_CODECS)
+# Thrift stays inside feeder_core: no public header includes the generated structs.
+target_include_directories(feeder_core PRIVATE ${FEEDER_PARQUET_GEN_DIR})
+target_link_libraries(feeder_core PRIVATE PkgConfig::FEEDER_THRIFT PkgConfig::FEEDER_CODECS)
+# For code that reads footers through src/formats/parquet/detail/thrift.h (the writer's tests):
+# the generated headers and Thrift's, on request.
+add_library(feeder_parquet_thrift INTERFACE)
+target_include_directories(feeder_parquet_thrift INTERFACE ${FEEDER_PARQUET_GEN_DIR})
+target_link_libraries(feeder_parquet_thrift INTERFACE PkgConfig::FEEDER_THRIFT)
+add_dependencies(feeder_parquet_thrift feeder_parquet_format_gen)
 target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/detail/chunk_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/detail/column_values.cpp

@@ -1,28 +1,24 @@
 #include "feeder/formats/parquet/writer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <exception>
 #include <optional>
 #include <span>
-#include <thread>
 #include <vector>
 
 #include "feeder/error.h"
 #include "feeder/io/file.h"
+#include "feeder/util/parallel_for.h"
 #include "feeder/version.h"
 #include "formats/parquet/codec.h"
 #include "formats/parquet/detail/thrift.h"
 #include "formats/parquet/encoder/dictionary_encoder.h"
 #include "formats/parquet/encoder/plain_encoder.h"
 
-namespace feeder {
+namespace feeder::parquet {
 namespace {
 
-namespace fmt = parquet::format;
-namespace encoder = parquet::encoder;
-using parquet::Codec;
+namespace fmt = format;
 
 // "<app> version <semver>" is the form other readers parse to apply per-writer workarounds.
 constexpr std::string_view kMagic = "PAR1";
@@ -72,46 +68,14 @@ WriteConfig resolve(const ParquetWriteOptions& options) {
   // Page sizes and value counts are 32-bit in the page header.
   if (options.page_size_bytes <= 0 || options.page_size_bytes > kMaxPageSizeBytes)
     throw OptionsError("parquet writer: page size must be 1 byte to 1 GiB, got " + std::to_string(options.page_size_bytes));
-  if (options.num_threads < 0)
-    throw OptionsError("parquet writer: number of threads must not be negative, got " + std::to_string(options.num_threads));
   WriteConfig config;
   config.layout = options.layout;
   config.codec = options.codec;
   config.compression_level = options.compression_level != 0 ? options.compression_level : default_level(options.codec);
   config.rows_per_group = options.row_group_size;
   config.page_size_bytes = options.page_size_bytes;
-  config.num_threads = options.num_threads != 0 ? options.num_threads
-                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.num_threads = resolve_num_threads(options.num_threads, "parquet writer: number of threads");
   return config;
-}
-
-// Runs fn(item_idx) for item_idx in [0, num_items) on up to num_threads threads. The first exception
-// a worker catches is rethrown here, after every thread has been joined.
-template <typename Fn>
-void parallel_for(int64_t num_items, int num_threads, Fn&& fn) {
-  const int num_workers = static_cast<int>(std::min<int64_t>(num_threads, num_items));
-  if (num_workers <= 1) {
-    for (int64_t item_idx = 0; item_idx < num_items; ++item_idx) fn(item_idx);
-    return;
-  }
-  std::atomic<int64_t> next_item{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(num_workers));  // one slot per worker
-  auto work = [&](int worker_idx) {
-    try {
-      for (int64_t item_idx = next_item++; item_idx < num_items && !failed; item_idx = next_item++) fn(item_idx);
-    } catch (...) {
-      errors[static_cast<size_t>(worker_idx)] = std::current_exception();
-      failed = true;
-    }
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(num_workers - 1));
-  for (int worker_idx = 1; worker_idx < num_workers; ++worker_idx) threads.emplace_back(work, worker_idx);
-  work(0);
-  for (std::thread& thread : threads) thread.join();
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);
 }
 
 fmt::CompressionCodec::type to_thrift(Codec codec) { return static_cast<fmt::CompressionCodec::type>(codec); }
@@ -467,4 +431,4 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
   file.commit();
 }
 
-}  // namespace feeder
+}  // namespace feeder::parquet

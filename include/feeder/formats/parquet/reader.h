@@ -103,7 +103,8 @@ struct ParquetImageOptions {
   // non-label column of that type.
   std::optional<std::string> image_column;
   bool verify_checksums = true;
-  // Threads decoding column chunks in parallel; 0 = hardware concurrency.
+  // Threads decoding column chunks in parallel; 0 = one per core. Must not be negative. When the
+  // system refuses a thread, the read fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;
   int64_t max_decoded_bytes = int64_t{8} << 30;
 };

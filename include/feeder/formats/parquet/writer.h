@@ -8,7 +8,7 @@
 #include "feeder/formats/parquet/metadata.h"
 #include "feeder/store/image_store.h"
 
-namespace feeder {
+namespace feeder::parquet {
 
 // How images map onto Parquet columns.
 enum class ParquetLayout {
@@ -29,7 +29,7 @@ inline constexpr std::string_view kImageShapeKey = "feeder.image_shape";
 struct ParquetWriteOptions {
   ParquetLayout layout = ParquetLayout::kColumns;
   // kLz4 (the deprecated Hadoop framing) is not written; "lz4" means kLz4Raw.
-  parquet::Codec codec = parquet::Codec::kZstd;
+  Codec codec = Codec::kZstd;
   // Codec level; 0 picks feeder's default for the codec (ZSTD: 1, GZIP: 6, BROTLI: 5).
   int compression_level = 0;
   // Rows per row group. One FashionMNIST train set (60,000 rows) fits in one group by default;
@@ -37,13 +37,14 @@ struct ParquetWriteOptions {
   int64_t row_group_size = 65536;
   // Target uncompressed size of one data page; a page always holds at least one value.
   int64_t page_size_bytes = 1 << 20;
-  // Encoding threads; 0 = one per core.
+  // Encoding threads; 0 = one per core. Must not be negative. When the system refuses a thread, the
+  // write fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;
 };
 
 // Parses the names used on the command line; throws OptionsError listing the accepted names.
 ParquetLayout parse_parquet_layout(std::string_view name);
-parquet::Codec parse_parquet_codec(std::string_view name);
+Codec parse_parquet_codec(std::string_view name);
 
 // Writes `store` as a Parquet file (data page v1, REQUIRED columns, min/max/null_count statistics
 // per column chunk, created_by "feeder version ..."). An unlabeled store gets no label column.
@@ -51,4 +52,4 @@ parquet::Codec parse_parquet_codec(std::string_view name);
 // existing file untouched. Throws OptionsError on invalid options, DataError on I/O errors.
 void write_parquet(const ImageStore& store, const std::filesystem::path& path, const ParquetWriteOptions& options = {});
 
-}  // namespace feeder
+}  // namespace feeder::parquet

@@ -104,6 +104,110 @@ std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64
   return out;
 }
 
+// What the chunk's metadata must allow before any page is read.
+void check_chunk(const ChunkLocation& where) {
+  const ColumnChunkInfo& chunk = *where.chunk;
+  if (chunk.encrypted) throw DataError(chunk_context(where) + ": column is encrypted (encrypted Parquet is not supported)");
+  if (!codec_supported(chunk.codec)) {
+    throw DataError(chunk_context(where) + ": codec " + to_string(chunk.codec) + " is not supported");
+  }
+  if (chunk.num_values != where.num_rows) {
+    throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) +
+                    " values but the row group has " + std::to_string(where.num_rows) + " rows");
+  }
+}
+
+// A data page's common fields, after checking its value count against what the chunk has left
+// once `rows_done` values have been read.
+DataPage begin_data_page(const ChunkLocation& where, int64_t page_idx, int64_t rows_done, int64_t num_values,
+                         int32_t encoding, const std::string& context) {
+  const int64_t values_left = where.chunk->num_values - rows_done;
+  if (num_values < 0 || num_values > values_left) {
+    throw DataError(context + ": page declares " + std::to_string(num_values) + " values but " +
+                    std::to_string(values_left) + " remain in the column chunk");
+  }
+  DataPage data;
+  data.page_idx = page_idx;
+  data.first_row = rows_done;
+  data.num_values = num_values;
+  data.encoding = static_cast<Encoding>(encoding);
+  return data;
+}
+
+DictionaryPage prepare_dictionary(const ChunkLocation& where, const RawPage& page, bool after_data_pages,
+                                  PageBuffer& pages, const std::string& context) {
+  const auto& h = page.header;
+  if (!h.__isset.dictionary_page_header) throw DataError(context + ": dictionary page without its header");
+  if (after_data_pages) throw DataError(context + ": dictionary page after data pages");
+  const auto& dh = h.dictionary_page_header;
+  if (dh.num_values < 0) {
+    throw DataError(context + ": negative num_values in dictionary page header (" + std::to_string(dh.num_values) + ")");
+  }
+  if (raw_enum(dh.encoding) != format::Encoding::PLAIN && raw_enum(dh.encoding) != format::Encoding::PLAIN_DICTIONARY) {
+    throw DataError(context + ": dictionary page encoding " + to_string(static_cast<Encoding>(raw_enum(dh.encoding))) +
+                    " is not supported");
+  }
+  DictionaryPage dict;
+  dict.page_idx = page.page_idx;
+  dict.num_values = dh.num_values;
+  dict.values = inflate(where.chunk->codec, page.body, h.uncompressed_page_size, pages, context);
+  return dict;
+}
+
+// Data page v1: the whole body is compressed; when the column has nulls it starts with the
+// definition levels behind a 4-byte length.
+DataPage prepare_data_v1(const ChunkLocation& where, const RawPage& page, int64_t rows_done, PageBuffer& pages,
+                         const std::string& context) {
+  const auto& h = page.header;
+  if (!h.__isset.data_page_header) throw DataError(context + ": data page without its header");
+  const auto& dh = h.data_page_header;
+  DataPage data = begin_data_page(where, page.page_idx, rows_done, dh.num_values, raw_enum(dh.encoding), context);
+  std::span<const uint8_t> body = inflate(where.chunk->codec, page.body, h.uncompressed_page_size, pages, context);
+  if (where.column->max_definition_level > 0) {
+    if (raw_enum(dh.definition_level_encoding) != format::Encoding::RLE) {
+      throw DataError(context + ": definition level encoding " +
+                      to_string(static_cast<Encoding>(raw_enum(dh.definition_level_encoding))) + " is not supported");
+    }
+    if (body.size() < 4) throw DataError(context + ": page too short for its definition levels");
+    uint32_t levels_bytes = 0;
+    std::memcpy(&levels_bytes, body.data(), 4);
+    if (levels_bytes > body.size() - 4) {
+      throw DataError(context + ": definition levels declare " + std::to_string(levels_bytes) +
+                      " bytes but the page has " + std::to_string(body.size() - 4));
+    }
+    data.def_levels = body.subspan(4, levels_bytes);
+    body = body.subspan(4 + levels_bytes);
+  }
+  data.values = body;
+  return data;
+}
+
+// Data page v2: levels are stored uncompressed ahead of the values, repetition levels (ignored: a
+// flat column has none, though some writers still emit an empty run) then definition levels; only
+// the values are compressed, and only when is_compressed (default true) says so.
+DataPage prepare_data_v2(const ChunkLocation& where, const RawPage& page, int64_t rows_done, PageBuffer& pages,
+                         const std::string& context) {
+  const auto& h = page.header;
+  if (!h.__isset.data_page_header_v2) throw DataError(context + ": data page v2 without its header");
+  const auto& dh = h.data_page_header_v2;
+  DataPage data = begin_data_page(where, page.page_idx, rows_done, dh.num_values, raw_enum(dh.encoding), context);
+  const int64_t rep_bytes = dh.repetition_levels_byte_length;
+  const int64_t def_bytes = dh.definition_levels_byte_length;
+  if (rep_bytes < 0 || def_bytes < 0 || rep_bytes + def_bytes > static_cast<int64_t>(page.body.size()) ||
+      rep_bytes + def_bytes > h.uncompressed_page_size) {
+    throw DataError(context + ": level lengths (repetition " + std::to_string(rep_bytes) + ", definition " +
+                    std::to_string(def_bytes) + ") do not fit in the page");
+  }
+  const size_t levels_bytes = static_cast<size_t>(rep_bytes + def_bytes);
+  if (where.column->max_definition_level > 0)
+    data.def_levels = page.body.subspan(static_cast<size_t>(rep_bytes), static_cast<size_t>(def_bytes));
+  const std::span<const uint8_t> stored_values = page.body.subspan(levels_bytes);
+  const int64_t values_bytes = h.uncompressed_page_size - static_cast<int64_t>(levels_bytes);
+  const bool compressed = !dh.__isset.is_compressed || dh.is_compressed;
+  data.values = inflate(compressed ? where.chunk->codec : Codec::kUncompressed, stored_values, values_bytes, pages, context);
+  return data;
+}
+
 }  // namespace
 
 std::string chunk_context(const ChunkLocation& where) {
@@ -118,124 +222,46 @@ std::string page_context(const ChunkLocation& where, int64_t page_idx) {
 
 void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
                    const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer) {
-  const ColumnChunkInfo& chunk = *where.chunk;
-  const ColumnSchema& column = *where.column;
-  if (chunk.encrypted) throw DataError(chunk_context(where) + ": column is encrypted (encrypted Parquet is not supported)");
-  if (!codec_supported(chunk.codec)) {
-    throw DataError(chunk_context(where) + ": codec " + to_string(chunk.codec) + " is not supported");
-  }
-  if (chunk.num_values != where.num_rows) {
-    throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) +
-                    " values but the row group has " + std::to_string(where.num_rows) + " rows");
-  }
-  const bool has_nulls = column.max_definition_level > 0;
+  check_chunk(where);
+  const int64_t num_values = where.chunk->num_values;
   PageWalker walker(where);
   PageBuffer own_buffer;
   PageBuffer& pages = buffer ? *buffer : own_buffer;
   int64_t rows_done = 0;
   int64_t num_data_pages = 0;
-  // A data page's common fields, after checking its value count against what the chunk has left.
-  const auto begin_data_page = [&](int64_t page_idx, int64_t num_values, int32_t encoding,
-                                   const std::string& context) {
-    if (num_values < 0 || num_values > chunk.num_values - rows_done) {
-      throw DataError(context + ": page declares " + std::to_string(num_values) + " values but " +
-                      std::to_string(chunk.num_values - rows_done) + " remain in the column chunk");
-    }
-    DataPage data;
-    data.page_idx = page_idx;
-    data.first_row = rows_done;
-    data.num_values = num_values;
-    data.encoding = static_cast<Encoding>(encoding);
-    return data;
-  };
-  while (!walker.done() && rows_done < chunk.num_values) {
-    RawPage page = walker.next();
+  while (!walker.done() && rows_done < num_values) {
+    const RawPage page = walker.next();
     const std::string context = page_context(where, page.page_idx);
     try {
       if (where.verify_checksums) check_crc(page, context);
-      const auto& h = page.header;
-      switch (static_cast<PageType>(raw_enum(h.type))) {
-        case PageType::kDictionaryPage: {
-          if (!h.__isset.dictionary_page_header) throw DataError(context + ": dictionary page without its header");
-          if (num_data_pages > 0) throw DataError(context + ": dictionary page after data pages");
-          const auto& dh = h.dictionary_page_header;
-          if (dh.num_values < 0) {
-            throw DataError(context + ": negative num_values in dictionary page header (" + std::to_string(dh.num_values) + ")");
-          }
-          if (raw_enum(dh.encoding) != format::Encoding::PLAIN && raw_enum(dh.encoding) != format::Encoding::PLAIN_DICTIONARY) {
-            throw DataError(context + ": dictionary page encoding " + to_string(static_cast<Encoding>(raw_enum(dh.encoding))) +
-                            " is not supported");
-          }
-          DictionaryPage dict;
-          dict.page_idx = page.page_idx;
-          dict.num_values = dh.num_values;
-          dict.values = inflate(chunk.codec, page.body, h.uncompressed_page_size, pages, context);
-          on_dictionary(dict);
+      std::optional<DataPage> data;
+      switch (static_cast<PageType>(raw_enum(page.header.type))) {
+        case PageType::kDictionaryPage:
+          on_dictionary(prepare_dictionary(where, page, num_data_pages > 0, pages, context));
           break;
-        }
-        case PageType::kDataPage: {
-          if (!h.__isset.data_page_header) throw DataError(context + ": data page without its header");
-          const auto& dh = h.data_page_header;
-          DataPage data = begin_data_page(page.page_idx, dh.num_values, raw_enum(dh.encoding), context);
-          std::span<const uint8_t> body = inflate(chunk.codec, page.body, h.uncompressed_page_size, pages, context);
-          if (has_nulls) {
-            if (raw_enum(dh.definition_level_encoding) != format::Encoding::RLE) {
-              throw DataError(context + ": definition level encoding " +
-                              to_string(static_cast<Encoding>(raw_enum(dh.definition_level_encoding))) + " is not supported");
-            }
-            if (body.size() < 4) throw DataError(context + ": page too short for its definition levels");
-            uint32_t levels_bytes = 0;
-            std::memcpy(&levels_bytes, body.data(), 4);
-            if (levels_bytes > body.size() - 4) {
-              throw DataError(context + ": definition levels declare " + std::to_string(levels_bytes) +
-                              " bytes but the page has " + std::to_string(body.size() - 4));
-            }
-            data.def_levels = body.subspan(4, levels_bytes);
-            body = body.subspan(4 + levels_bytes);
-          }
-          data.values = body;
-          on_data(data);
-          rows_done += data.num_values;
-          ++num_data_pages;
+        case PageType::kDataPage:
+          data = prepare_data_v1(where, page, rows_done, pages, context);
           break;
-        }
-        case PageType::kDataPageV2: {
-          if (!h.__isset.data_page_header_v2) throw DataError(context + ": data page v2 without its header");
-          const auto& dh = h.data_page_header_v2;
-          DataPage data = begin_data_page(page.page_idx, dh.num_values, raw_enum(dh.encoding), context);
-          // Levels are stored uncompressed ahead of the values: repetition levels (ignored: a flat
-          // column has none, though some writers still emit an empty run) then definition levels.
-          const int64_t rep_bytes = dh.repetition_levels_byte_length;
-          const int64_t def_bytes = dh.definition_levels_byte_length;
-          if (rep_bytes < 0 || def_bytes < 0 || rep_bytes + def_bytes > static_cast<int64_t>(page.body.size()) ||
-              rep_bytes + def_bytes > h.uncompressed_page_size) {
-            throw DataError(context + ": level lengths (repetition " + std::to_string(rep_bytes) + ", definition " +
-                            std::to_string(def_bytes) + ") do not fit in the page");
-          }
-          const size_t levels_bytes = static_cast<size_t>(rep_bytes + def_bytes);
-          if (has_nulls) data.def_levels = page.body.subspan(static_cast<size_t>(rep_bytes), static_cast<size_t>(def_bytes));
-          const std::span<const uint8_t> stored_values = page.body.subspan(levels_bytes);
-          const int64_t values_bytes = h.uncompressed_page_size - static_cast<int64_t>(levels_bytes);
-          // In v2 only the values are compressed, and only when is_compressed (default true) says so.
-          const bool compressed = !dh.__isset.is_compressed || dh.is_compressed;
-          data.values = inflate(compressed ? chunk.codec : Codec::kUncompressed, stored_values, values_bytes, pages, context);
-          on_data(data);
-          rows_done += data.num_values;
-          ++num_data_pages;
+        case PageType::kDataPageV2:
+          data = prepare_data_v2(where, page, rows_done, pages, context);
           break;
-        }
         case PageType::kIndexPage:
           break;  // not used by readers of values
         default:
-          throw DataError(context + ": unknown page type " + std::to_string(raw_enum(h.type)));
+          throw DataError(context + ": unknown page type " + std::to_string(raw_enum(page.header.type)));
+      }
+      if (data) {
+        on_data(*data);
+        rows_done += data->num_values;
+        ++num_data_pages;
       }
     } catch (const decoder::DecodeError& e) {
       throw DataError(context + ": " + e.what());
     }
   }
-  if (rows_done != chunk.num_values) {
+  if (rows_done != num_values) {
     throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(rows_done) + " of its " +
-                    std::to_string(chunk.num_values) + " values");
+                    std::to_string(num_values) + " values");
   }
 }
 

@@ -1,0 +1,15 @@
+#include "feeder/data/random.h"
+
+namespace feeder {
+
+SplitMix64 batch_generator(uint64_t seed, int64_t epoch, int64_t batch_idx) {
+  // Each input goes through a full splitmix64 step before the next is mixed in, so nearby
+  // (seed, epoch, batch) triples give unrelated streams; the constant keeps this stream apart from
+  // the shuffle's, which starts from the same seed.
+  SplitMix64 mix(seed ^ 0x6a09e667f3bcc909ull);
+  SplitMix64 with_epoch(mix.next() ^ static_cast<uint64_t>(epoch));
+  SplitMix64 with_batch(with_epoch.next() ^ static_cast<uint64_t>(batch_idx));
+  return SplitMix64(with_batch.next());
+}
+
+}  // namespace feeder
