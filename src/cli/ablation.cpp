@@ -35,7 +35,7 @@
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
 #include "feeder/train/report.h"
-#include "feeder/train/runtime.h"
+#include "feeder/system/runtime.h"
 
 extern char** environ;
 

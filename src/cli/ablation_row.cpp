@@ -24,12 +24,13 @@
 #include "cli/ablation_naive.h"
 #include "cli/bench_data.h"
 #include "cli/data_dir.h"
+#include "cli/process_setup.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
 #include "feeder/torch/adapter.h"
 #include "feeder/train/report.h"
-#include "feeder/train/runtime.h"
+#include "feeder/system/runtime.h"
 #include "feeder/train/simple_cnn.h"
 #include "feeder/train/trainer.h"
 
@@ -403,7 +404,9 @@ std::string make_temp_dir() {
 
 int run_row(const RowArgs& args) {
   const RowConfig config = row_config(args.row);
-  seed_torch(args.seed);
+  // This executable owns its process: LibTorch's own loader (the torch::data rows) shuffles with the
+  // global generator, so it is seeded here.
+  torch::manual_seed(args.seed);
 
   const Clock::time_point load_start = Clock::now();
   const std::filesystem::path dir = args.data_dir.value_or(kDefaultDataDir);
@@ -512,7 +515,7 @@ int run_row(const RowArgs& args) {
     LimitedSource train(*train_source, args.max_batches, args.batch_size);
     LimitedSource test(*test_source, args.max_batches, args.batch_size);
     std::optional<Trainer> trainer;
-    if (!args.loader_only) trainer.emplace(SimpleCNN(), trainer_config);
+    if (!args.loader_only) trainer.emplace(make_simple_cnn(args.seed), trainer_config);
     for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
       EpochReport report = args.loader_only ? loader_only_epoch(train, test, epoch)
                                             : trainer->run_epoch(train, test, epoch);
@@ -567,9 +570,8 @@ int ablation_row_main(const std::vector<std::string>& args) {
     return 0;
   }
   const RowArgs parsed = parse_args(args);
-  RuntimeOptions runtime;
-  runtime.num_threads = parsed.num_threads;
-  prepare_process_runtime(runtime);  // may restart the process with OMP_NUM_THREADS set
+  // May restart the process with OMP_NUM_THREADS set.
+  apply_process_settings(recommended_process_settings(parsed.num_threads));
   return run_row(parsed);
 }
 

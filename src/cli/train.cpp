@@ -1,6 +1,7 @@
 #include "cli/train.h"
 #include "cli/args.h"
 #include "cli/data_dir.h"
+#include "cli/process_setup.h"
 
 #include <unistd.h>
 
@@ -18,10 +19,10 @@
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
+#include "feeder/system/runtime.h"
 #include "feeder/torch/adapter.h"
 #include "feeder/train/diagnosis.h"
 #include "feeder/train/report.h"
-#include "feeder/train/runtime.h"
 #include "feeder/train/simple_cnn.h"
 #include "feeder/train/trainer.h"
 
@@ -148,7 +149,6 @@ std::string format_seconds(double seconds) {
 }
 
 int run(const TrainArgs& args) {
-  seed_torch(args.seed);
   const auto [train_path, test_path] = find_data_files(args);
   auto train_store = std::make_shared<const ImageStore>(load_images(train_path));
   auto test_store = std::make_shared<const ImageStore>(load_images(test_path));
@@ -176,7 +176,7 @@ int run(const TrainArgs& args) {
   TensorLoader train_loader(train_store, train_options);
   TensorLoader test_loader(test_store, test_options);
 
-  Trainer trainer(SimpleCNN(), config);
+  Trainer trainer(make_simple_cnn(args.seed), config);
   const CpuInfo cpu = read_cpuinfo();
   RunReport report;
   report.train_file = train_path.string();
@@ -279,9 +279,8 @@ int train_main(const std::vector<std::string>& args) {
     std::cerr << "feeder train: " << error.what() << "\n" << kUsage;
     return 2;
   }
-  RuntimeOptions runtime;
-  runtime.num_threads = parsed.num_threads;
-  prepare_process_runtime(runtime);  // may not return: restarts with OMP_NUM_THREADS set
+  // May not return: restarts with OMP_NUM_THREADS set.
+  apply_process_settings(recommended_process_settings(parsed.num_threads));
 
   try {
     return run(parsed);

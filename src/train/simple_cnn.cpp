@@ -1,5 +1,9 @@
 #include "feeder/train/simple_cnn.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
 namespace feeder {
 
 SimpleCNNImpl::SimpleCNNImpl()
@@ -19,6 +23,51 @@ torch::Tensor SimpleCNNImpl::forward(torch::Tensor x) {
   x = x.reshape({x.size(0), 32 * 7 * 7});
   x = torch::relu(fc1->forward(x));
   return fc2->forward(x);
+}
+
+namespace {
+
+// Restores LibTorch's global CPU generator when it goes out of scope: module constructors draw their
+// default initialisation from it, and the library must not change it behind the caller's back.
+class GlobalGeneratorRestorer {
+ public:
+  GlobalGeneratorRestorer() : generator_(at::detail::getDefaultCPUGenerator()), state_(generator_.get_state()) {}
+  ~GlobalGeneratorRestorer() { generator_.set_state(state_); }
+  GlobalGeneratorRestorer(const GlobalGeneratorRestorer&) = delete;
+  GlobalGeneratorRestorer& operator=(const GlobalGeneratorRestorer&) = delete;
+
+ private:
+  at::Generator generator_;
+  at::Tensor state_;
+};
+
+// torch::nn's reset_parameters() for a Conv2d or Linear weight and bias, drawing from `generator`:
+// Kaiming-uniform with a = sqrt(5) gives a bound of sqrt(6 / ((1 + 5) * fan_in)) = 1/sqrt(fan_in)
+// for the weight, and the bias uses the same bound.
+void init_like_pytorch(torch::Tensor& weight, torch::Tensor& bias, at::Generator& generator) {
+  const int64_t fan_in = weight.numel() / weight.size(0);
+  const double gain = std::sqrt(2.0 / (1.0 + 5.0));
+  const double weight_bound = std::sqrt(3.0) * gain / std::sqrt(static_cast<double>(fan_in));
+  weight.uniform_(-weight_bound, weight_bound, generator);
+  const double bias_bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  bias.uniform_(-bias_bound, bias_bound, generator);
+}
+
+}  // namespace
+
+SimpleCNN make_simple_cnn(uint64_t seed) {
+  SimpleCNN model{nullptr};
+  {
+    GlobalGeneratorRestorer restorer;  // the constructors' own draws are overwritten below
+    model = SimpleCNN();
+  }
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  torch::NoGradGuard no_grad;
+  init_like_pytorch(model->conv1->weight, model->conv1->bias, generator);
+  init_like_pytorch(model->conv2->weight, model->conv2->bias, generator);
+  init_like_pytorch(model->fc1->weight, model->fc1->bias, generator);
+  init_like_pytorch(model->fc2->weight, model->fc2->bias, generator);
+  return model;
 }
 
 int64_t count_parameters(const torch::nn::Module& module) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "feeder/error.h"
-#include "feeder/train/runtime.h"
+#include "feeder/system/runtime.h"
 
 namespace feeder {
 namespace {

@@ -10,7 +10,6 @@
 #include "feeder/error.h"
 #include "feeder/store/image_store.h"
 #include "feeder/torch/adapter.h"
-#include "feeder/train/runtime.h"
 #include "feeder/train/simple_cnn.h"
 #include "feeder/train/trainer.h"
 
@@ -46,9 +45,36 @@ FixedBatch banded_batch(int64_t batch_size, uint64_t seed) {
   return batch;
 }
 
-SimpleCNN seeded_model(uint64_t seed) {
-  seed_torch(seed);
-  return SimpleCNN();
+SimpleCNN seeded_model(uint64_t seed) { return make_simple_cnn(seed); }
+
+void expect_same_parameters(const SimpleCNN& a, const SimpleCNN& b) {
+  const auto a_params = a->named_parameters();
+  const auto b_params = b->named_parameters();
+  ASSERT_EQ(a_params.size(), b_params.size());
+  for (const auto& item : a_params) {
+    EXPECT_TRUE(torch::equal(item.value(), b_params[item.key()])) << item.key();
+  }
+}
+
+TEST(MakeSimpleCnn, EqualsPyTorchsDefaultInitialisationAfterManualSeed) {
+  torch::manual_seed(42);
+  const SimpleCNN from_global = SimpleCNN();
+  expect_same_parameters(make_simple_cnn(42), from_global);
+}
+
+TEST(MakeSimpleCnn, DependsOnlyOnTheSeed) {
+  const SimpleCNN first = make_simple_cnn(7);
+  torch::rand({100});  // the global generator moves on; the model must not follow it
+  expect_same_parameters(make_simple_cnn(7), first);
+  EXPECT_FALSE(torch::equal(make_simple_cnn(8)->fc1->weight, first->fc1->weight));
+}
+
+TEST(MakeSimpleCnn, LeavesTheGlobalGeneratorAsItWas) {
+  torch::manual_seed(5);
+  const torch::Tensor expected = torch::rand({8});
+  torch::manual_seed(5);
+  make_simple_cnn(42);
+  EXPECT_TRUE(torch::equal(torch::rand({8}), expected));
 }
 
 TEST(SimpleCNN, HasThe206922ParametersOfTheArticle) {

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+
 namespace feeder {
 
 // The article's SimpleCNN for 1x28x28 images and 10 classes (206,922 parameters):
@@ -20,6 +22,13 @@ struct SimpleCNNImpl : torch::nn::Module {
   torch::nn::Linear fc2{nullptr};
 };
 TORCH_MODULE(SimpleCNN);
+
+// A SimpleCNN whose parameters are a pure function of `seed`: PyTorch's default initialisation
+// (Kaiming-uniform weights with a = sqrt(5), biases uniform in +-1/sqrt(fan_in)), drawn in the order
+// conv1, conv2, fc1, fc2 from a generator of its own, so it equals what at::manual_seed(seed)
+// followed by SimpleCNN() gives. LibTorch's global generator is left as it was; do not draw from it
+// on another thread while this runs.
+SimpleCNN make_simple_cnn(uint64_t seed);
 
 // Number of trainable parameter elements (206,922 for SimpleCNN).
 int64_t count_parameters(const torch::nn::Module& module);

@@ -67,8 +67,8 @@ struct BatchProgress {
 using ProgressCallback = std::function<void(const BatchProgress&)>;
 
 // Trains a SimpleCNN with cross-entropy and Adam, the article's recipe. Owns the model and the
-// optimizer; not thread safe (one thread drives it). Uses LibTorch's global generators, which the
-// caller seeds (seed_torch) before constructing the model.
+// optimizer; not thread safe (one thread drives it). Draws no random numbers: the model comes
+// initialised (make_simple_cnn(seed)) and the batch order comes from the loader's seed.
 class Trainer {
  public:
   Trainer(SimpleCNN model, const TrainerConfig& config);

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "feeder/train/runtime.h"
+#include "feeder/system/runtime.h"
 
 namespace feeder {
 namespace {

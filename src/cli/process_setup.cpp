@@ -1,0 +1,66 @@
+#include "cli/process_setup.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace feeder::cli {
+namespace {
+
+// Set in the environment of the re-executed process so that a failure to take effect can never
+// turn into an exec loop.
+constexpr const char* kReexecMarker = "FEEDER_RUNTIME_REEXEC";
+
+// Re-executes /proc/self/exe with this process's arguments; returns only on failure.
+void reexec_self() {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  if (raw.empty()) return;
+  std::vector<char*> argv;
+  for (size_t begin = 0; begin < raw.size();) {
+    argv.push_back(raw.data() + begin);
+    begin = raw.find('\0', begin);
+    if (begin == std::string::npos) break;  // the last argument is NUL-terminated by std::string
+    ++begin;
+  }
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+}
+
+// Sets OMP_NUM_THREADS and re-executes when it is not what was asked for.
+void ensure_omp_num_threads(std::optional<int> wanted) {
+  const bool reexecuted = std::getenv(kReexecMarker) != nullptr;
+  ::unsetenv(kReexecMarker);
+  if (reexecuted || !wanted || omp_num_threads_from_env() == wanted) return;
+  ::setenv("OMP_NUM_THREADS", std::to_string(*wanted).c_str(), 1);
+  ::setenv(kReexecMarker, "1", 1);
+  reexec_self();
+  // Re-executing failed: go on with the thread count OpenMP already has.
+  std::fprintf(stderr, "feeder: warning: could not restart with OMP_NUM_THREADS=%d: %s\n", *wanted,
+               std::strerror(errno));
+  ::unsetenv(kReexecMarker);
+}
+
+}  // namespace
+
+void apply_process_settings(const ProcessSettings& settings) {
+  ensure_omp_num_threads(settings.omp_num_threads);
+  // mallopt returns 0 when glibc rejects a value; training still works, only slower, so warn.
+  const auto clamp = [](size_t bytes) { return static_cast<int>(std::min<size_t>(bytes, 1u << 30)); };
+  if (::mallopt(M_MMAP_THRESHOLD, clamp(settings.malloc_mmap_threshold_bytes)) == 0 ||
+      ::mallopt(M_TRIM_THRESHOLD, clamp(settings.malloc_trim_threshold_bytes)) == 0) {
+    std::fprintf(stderr, "feeder: warning: mallopt rejected the malloc thresholds\n");
+  }
+}
+
+}  // namespace feeder::cli
