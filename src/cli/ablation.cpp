@@ -4,7 +4,6 @@
 // reference script), so each row's timings and peak RSS are its own.
 
 #include "cli/ablation.h"
-#include "cli/args.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -13,7 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
+#include <memory>
 #include <cmath>
 #include <chrono>
 #include <cstdio>
@@ -41,26 +40,6 @@ extern char** environ;
 namespace feeder::cli {
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: feeder bench ablation [--data DIR] [--epochs 1] [--quick] [--out ablation-out]\n"
-    "                             [--threads N] [--python /usr/bin/python3] [--reference FILE]\n"
-    "\n"
-    "Runs the article's data-pipeline ablation on this machine, each row in its own process:\n"
-    "the article's Python pipeline (bench/reference/article_pipeline.py: Dataset v1 at batch 16 and\n"
-    "512, + workers, + persistent workers, + pin_memory, Dataset v2), the same steps in C++ (a naive\n"
-    "row-wise torch::data dataset ... feeder's eager uint8 store), and what comes after the article\n"
-    "(Python v2 with glibc malloc thresholds, torch::data MNIST, channels-last, bf16, feeder's\n"
-    "defaults, a compute-only bound and a memcpy bound); Python v2 and feeder's defaults again at 5\n"
-    "more seeds; then batch-size (16..512) and worker (0, 1, 2, 4) sweeps. Every row is also run\n"
-    "without the model (loader only). Writes ablation.md, ablation.json and ablation.png into --out.\n"
-    "\n"
-    "  --data DIR        train/test files (default /usr/share/datasets/fashion-mnist)\n"
-    "  --epochs N        epochs per row (default 1)\n"
-    "  --quick           2 batches per pass, 2 seeds, 2-point sweeps: checks that everything runs\n"
-    "  --threads N       OMP_NUM_THREADS of every row (default: the usable CPUs)\n"
-    "  --python PATH     Python with torch and pandas for the reference rows\n"
-    "  --reference FILE  the reference script (default: found beside the source tree)\n";
-
 using Clock = std::chrono::steady_clock;
 
 // Training samples per sweep point (each pass stops after the batches that hold them).
@@ -82,26 +61,6 @@ struct AblationArgs {
   std::filesystem::path python = "/usr/bin/python3";
   std::optional<std::filesystem::path> reference;
 };
-
-AblationArgs parse_args(const std::vector<std::string>& args) {
-  AblationArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    const auto next_value = [&]() -> std::string_view {
-      if (i + 1 >= args.size()) throw OptionsError(std::string(flag) + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--data") parsed.data_dir = std::filesystem::path(next_value());
-    else if (flag == "--epochs") parsed.epochs = parse_int<int64_t>(flag, next_value(), 1);
-    else if (flag == "--quick") parsed.quick = true;
-    else if (flag == "--out") parsed.out_dir = std::filesystem::path(next_value());
-    else if (flag == "--threads") parsed.num_threads = static_cast<int>(parse_int<int64_t>(flag, next_value(), 1));
-    else if (flag == "--python") parsed.python = std::filesystem::path(next_value());
-    else if (flag == "--reference") parsed.reference = std::filesystem::path(next_value());
-    else throw OptionsError("unknown option '" + std::string(flag) + "'\n" + std::string(kUsage));
-  }
-  return parsed;
-}
 
 // ------------------------------------------------------------------------------ child processes
 
@@ -1254,12 +1213,34 @@ int run_ablation(const AblationArgs& args) {
 
 }  // namespace
 
-int ablation_main(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::cout << kUsage;
-    return 0;
-  }
-  return run_ablation(parse_args(args));
+Command add_ablation_command(CLI::App& bench) {
+  auto args = std::make_shared<AblationArgs>();
+  auto data_dir = std::make_shared<std::string>();
+  auto reference = std::make_shared<std::string>();
+  CLI::App* app = bench.add_subcommand("ablation", "the article's data-pipeline ablation, each row in its own process");
+  app->footer(
+      "Runs the article's data-pipeline ablation on this machine, each row in its own process:\n"
+      "the article's Python pipeline (bench/reference/article_pipeline.py: Dataset v1 at batch 16 and\n"
+      "512, + workers, + persistent workers, + pin_memory, Dataset v2), the same steps in C++ (a naive\n"
+      "row-wise torch::data dataset ... feeder's eager uint8 store), and what comes after the article\n"
+      "(Python v2 with glibc malloc thresholds, torch::data MNIST, channels-last, bf16, feeder's\n"
+      "defaults, a compute-only bound and a memcpy bound); Python v2 and feeder's defaults again at 5\n"
+      "more seeds; then batch-size (16..512) and worker (0, 1, 2, 4) sweeps. Every row is also run\n"
+      "without the model (loader only). Writes ablation.md, ablation.json and ablation.png into --out.");
+  app->add_option("--data", *data_dir, "train/test files")->default_str(kDefaultDataDir.string());
+  app->add_option("--epochs", args->epochs, "epochs per row")->check(at_least(1))->capture_default_str();
+  app->add_flag("--quick", args->quick, "2 batches per pass, 2 seeds, 2-point sweeps: checks that everything runs");
+  app->add_option("--out", args->out_dir, "output directory")->default_str(args->out_dir.string());
+  app->add_option("--threads", args->num_threads, "OMP_NUM_THREADS of every row (default: the usable CPUs)")
+      ->check(at_least(1));
+  app->add_option("--python", args->python, "Python with torch and pandas for the reference rows")
+      ->default_str(args->python.string());
+  app->add_option("--reference", *reference, "the reference script (default: found beside the source tree)");
+  return {app, [=] {
+            if (!data_dir->empty()) args->data_dir = *data_dir;
+            if (!reference->empty()) args->reference = *reference;
+            return run_ablation(*args);
+          }};
 }
 
 }  // namespace feeder::cli

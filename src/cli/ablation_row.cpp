@@ -6,7 +6,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -19,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "cli/args.h"
 #include "cli/ablation.h"
 #include "cli/ablation_naive.h"
 #include "cli/bench_data.h"
@@ -34,15 +32,6 @@
 
 namespace feeder::cli {
 namespace {
-
-constexpr std::string_view kUsage =
-    "usage: feeder bench ablation-row --row ID [--data DIR] [--batch-size 512] [--workers 0]\n"
-    "                                 [--epochs 1] [--max-batches 0] [--loader-only] [--threads N]\n"
-    "                                 [--seed 42] [--json FILE]\n"
-    "\n"
-    "Runs one row of `feeder bench ablation` in this process. IDs: cpp-naive-b16, cpp-naive-b512,\n"
-    "cpp-workers, cpp-persistent, cpp-pinned, cpp-eager, torch-data-mnist, feeder-channels-last,\n"
-    "feeder-bf16, feeder-defaults, compute-only, memcpy.\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -103,7 +92,7 @@ RowConfig row_config(std::string_view id) {
   } else if (id == "memcpy") {
     config.pipeline = Pipeline::memcpy_bound;
   } else {
-    throw OptionsError("unknown row '" + std::string(id) + "'\n" + std::string(kUsage));
+    throw OptionsError("unknown row '" + std::string(id) + "'");
   }
   return config;
 }
@@ -120,30 +109,6 @@ struct RowArgs {
   uint64_t seed = 42;
   std::optional<std::filesystem::path> json_path;
 };
-
-RowArgs parse_args(const std::vector<std::string>& args) {
-  RowArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    const auto next_value = [&]() -> std::string_view {
-      if (i + 1 >= args.size()) throw OptionsError(std::string(flag) + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--row") parsed.row = next_value();
-    else if (flag == "--data") parsed.data_dir = std::filesystem::path(next_value());
-    else if (flag == "--batch-size") parsed.batch_size = parse_int<int64_t>(flag, next_value(), 1);
-    else if (flag == "--workers") parsed.num_workers = parse_int<int>(flag, next_value(), 0);
-    else if (flag == "--epochs") parsed.epochs = parse_int<int64_t>(flag, next_value(), 1);
-    else if (flag == "--max-batches") parsed.max_batches = parse_int<int64_t>(flag, next_value(), 0);
-    else if (flag == "--loader-only") parsed.loader_only = true;
-    else if (flag == "--threads") parsed.num_threads = parse_int<int>(flag, next_value(), 1);
-    else if (flag == "--seed") parsed.seed = parse_int<uint64_t>(flag, next_value(), 0);
-    else if (flag == "--json") parsed.json_path = std::filesystem::path(next_value());
-    else throw OptionsError("unknown option '" + std::string(flag) + "'\n" + std::string(kUsage));
-  }
-  if (parsed.row.empty()) throw OptionsError("--row is required\n" + std::string(kUsage));
-  return parsed;
-}
 
 // Ends every pass after `max_batches` batches (quick runs); 0 passes everything through.
 class LimitedSource : public BatchSource {
@@ -560,16 +525,30 @@ int run_row(const RowArgs& args) {
 
 }  // namespace
 
-int ablation_row_main(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::cout << kUsage;
-    return 0;
-  }
-  const RowArgs parsed = parse_args(args);
-  RuntimeOptions runtime;
-  runtime.num_threads = parsed.num_threads;
-  prepare_process_runtime(runtime);  // may restart the process with OMP_NUM_THREADS set
-  return run_row(parsed);
+Command add_ablation_row_command(CLI::App& bench) {
+  auto args = std::make_shared<RowArgs>();
+  auto data_dir = std::make_shared<std::string>();
+  auto json_path = std::make_shared<std::string>();
+  CLI::App* app = bench.add_subcommand("ablation-row", "runs one C++ row of `feeder bench ablation` in this process");
+  app->group("");  // started by the ablation, not by people
+  app->add_option("--row", args->row, "the row's id")->required();
+  app->add_option("--data", *data_dir, "train/test files");
+  app->add_option("--batch-size", args->batch_size)->check(at_least(1));
+  app->add_option("--workers", args->num_workers)->check(at_least(0));
+  app->add_option("--epochs", args->epochs)->check(at_least(1));
+  app->add_option("--max-batches", args->max_batches, "batches per pass, 0: all")->check(at_least(0));
+  app->add_flag("--loader-only", args->loader_only);
+  app->add_option("--threads", args->num_threads)->check(at_least(1));
+  app->add_option("--seed", args->seed);
+  app->add_option("--json", *json_path, "write the result here (default: stdout)");
+  return {app, [=] {
+            if (!data_dir->empty()) args->data_dir = *data_dir;
+            if (!json_path->empty()) args->json_path = *json_path;
+            RuntimeOptions runtime;
+            runtime.num_threads = args->num_threads;
+            prepare_process_runtime(runtime);  // may restart the process with OMP_NUM_THREADS set
+            return run_row(*args);
+          }};
 }
 
 }  // namespace feeder::cli

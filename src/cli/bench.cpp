@@ -1,5 +1,5 @@
 #include "cli/bench.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
 
 #include <stdlib.h>
 
@@ -25,21 +25,6 @@
 namespace feeder::cli {
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: feeder bench loader [--data DIR | --train FILE] [--batch-size 512] [--workers N]\n"
-    "                           [--epochs 3]\n"
-    "\n"
-    "Iterates the training set without a model and prints samples/s and GB/s of the batches produced\n"
-    "(float32 images + int64 labels) for: feeder's loader; LibTorch's torch::data loader (MNIST dataset\n"
-    "+ Stack collate, what C++ users write today); and a plain memcpy of the same output bytes. All are\n"
-    "measured in the same run; each figure is the median over the epochs. Default data:\n"
-    "/usr/share/datasets/fashion-mnist; --workers defaults to the number of cores.\n"
-    "\n"
-    "       feeder bench ablation [--data DIR] [--epochs 1] [--quick] [--out ablation-out]\n"
-    "\n"
-    "The article's ablation (Python reference and C++, naive to feeder's defaults) with sweeps, each row\n"
-    "in its own process; writes a table, JSON and a chart. `feeder bench ablation --help` for more.\n";
-
 using Clock = std::chrono::steady_clock;
 
 struct BenchArgs {
@@ -49,25 +34,6 @@ struct BenchArgs {
   int num_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int epochs = 3;
 };
-
-BenchArgs parse_args(const std::vector<std::string>& args) {
-  BenchArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> std::string_view {
-      if (i + 1 >= args.size()) throw OptionsError(flag + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--data") parsed.data_dir = std::filesystem::path(value());
-    else if (flag == "--train") parsed.train_file = std::filesystem::path(value());
-    else if (flag == "--batch-size") parsed.batch_size = parse_int<int64_t>(flag, value(), 1);
-    else if (flag == "--workers") parsed.num_workers = parse_int<int>(flag, value(), 0);
-    else if (flag == "--epochs") parsed.epochs = static_cast<int>(parse_int<int64_t>(flag, value(), 1));
-    else throw OptionsError("unknown option '" + flag + "'\n" + std::string(kUsage));
-  }
-  if (parsed.data_dir && parsed.train_file) throw OptionsError("give --data DIR or --train FILE, not both");
-  return parsed;
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -180,25 +146,34 @@ int bench_loader(const BenchArgs& args) {
 
 }  // namespace
 
-int bench_main(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << kUsage;
-    return args.empty() ? 2 : 0;
-  }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (args[0] == "loader") {
-    for (const std::string& arg : rest) {
-      if (arg == "--help" || arg == "-h") {
-        std::cout << kUsage;
-        return 0;
-      }
-    }
-    return bench_loader(parse_args(rest));
-  }
-  if (args[0] == "ablation") return ablation_main(rest);
+void add_bench_commands(CLI::App& parent, std::vector<Command>& commands) {
+  CLI::App* bench = parent.add_subcommand("bench", "measure the loader, and run the article's ablation");
+  bench->require_subcommand(1);
+
+  auto args = std::make_shared<BenchArgs>();
+  auto data_dir = std::make_shared<std::string>();
+  auto train_file = std::make_shared<std::string>();
+  CLI::App* loader = bench->add_subcommand(
+      "loader", "measure feeder's loader against LibTorch's torch::data loader and memcpy");
+  loader->footer(
+      "Iterates the training set without a model and prints samples/s and GB/s of the batches produced\n"
+      "(float32 images + int64 labels) for: feeder's loader; LibTorch's torch::data loader (MNIST dataset\n"
+      "+ Stack collate, what C++ users write today); and a plain memcpy of the same output bytes. All are\n"
+      "measured in the same run; each figure is the median over the epochs.");
+  CLI::Option* data = loader->add_option("--data", *data_dir, "directory with the train file")
+                          ->default_str(kDefaultDataDir.string());
+  loader->add_option("--train", *train_file, "the training file")->excludes(data);
+  loader->add_option("--batch-size", args->batch_size, "samples per batch")->check(at_least(1))->capture_default_str();
+  loader->add_option("--workers", args->num_workers, "loader worker threads (default: the cores)")->check(at_least(0));
+  loader->add_option("--epochs", args->epochs, "epochs per loader")->check(at_least(1))->capture_default_str();
+  commands.push_back({loader, [=] {
+                        if (!data_dir->empty()) args->data_dir = *data_dir;
+                        if (!train_file->empty()) args->train_file = *train_file;
+                        return bench_loader(*args);
+                      }});
+  commands.push_back(add_ablation_command(*bench));
   // One row of the ablation in its own process, so its peak RSS and timings are its own.
-  if (args[0] == "ablation-row") return ablation_row_main(rest);
-  throw OptionsError("unknown benchmark '" + args[0] + "' (available: loader, ablation)");
+  commands.push_back(add_ablation_row_command(*bench));
 }
 
 }  // namespace feeder::cli

@@ -5,8 +5,8 @@
 
 namespace feeder::cli {
 
-// Each command takes its arguments (without the program and command names), prints to stdout/stderr
-// and returns the process exit code. Errors in input files are reported, not thrown.
+// `feeder convert ...` and `feeder inspect ...` on their own: `args` are the arguments after the
+// command name; the return value is the exit code (see run_command_line).
 int convert_main(const std::vector<std::string>& args);
 int inspect_main(const std::vector<std::string>& args);
 

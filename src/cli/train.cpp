@@ -1,10 +1,8 @@
 #include "cli/train.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -27,18 +25,6 @@
 namespace feeder::cli {
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: feeder train [--data DIR | --train FILE --test FILE] [--epochs 5] [--batch-size 512]\n"
-    "                    [--workers 1] [--precision auto|fp32|bf16] [--device auto|cpu|cuda]\n"
-    "                    [--channels-last on|off] [--threads N] [--seed 42]\n"
-    "                    [--save model.pt] [--report-json FILE] [--diagnose]\n"
-    "\n"
-    "Trains the article's SimpleCNN (Adam, lr 1e-3) and prints per-epoch timings and test accuracy.\n"
-    "DIR holds train/test files as IDX (train-images-idx3-ubyte[.gz], t10k-...), CSV or Parquet;\n"
-    "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).\n"
-    "--diagnose measures how long training waits for data each epoch and says what to change.\n"
-    "--threads sets OMP_NUM_THREADS (default: the CPUs available) and restarts the process with it.\n";
-
 struct TrainArgs {
   std::optional<std::filesystem::path> data_dir;
   std::optional<std::filesystem::path> train_file;
@@ -54,59 +40,6 @@ struct TrainArgs {
   std::optional<std::filesystem::path> report_path;
   bool diagnose = false;
 };
-
-TrainArgs parse_args(const std::vector<std::string>& args) {
-  TrainArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    const auto next_value = [&]() -> std::string_view {
-      if (i + 1 >= args.size()) throw OptionsError(std::string(flag) + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--data") {
-      parsed.data_dir = next_value();
-    } else if (flag == "--train") {
-      parsed.train_file = next_value();
-    } else if (flag == "--test") {
-      parsed.test_file = next_value();
-    } else if (flag == "--epochs") {
-      parsed.epochs = parse_int<int64_t>(flag, next_value(), 1);
-    } else if (flag == "--batch-size") {
-      parsed.batch_size = parse_int<int64_t>(flag, next_value(), 1);
-    } else if (flag == "--workers") {
-      parsed.num_workers = parse_int<int>(flag, next_value(), 0);
-    } else if (flag == "--threads") {
-      parsed.num_threads = parse_int<int>(flag, next_value(), 1);
-    } else if (flag == "--seed") {
-      parsed.seed = parse_int<uint64_t>(flag, next_value(), 0);
-    } else if (flag == "--precision") {
-      parsed.trainer.precision = parse_precision(next_value());
-    } else if (flag == "--device") {
-      parsed.trainer.device = parse_device(next_value());
-    } else if (flag == "--channels-last") {
-      const std::string_view value = next_value();
-      if (value != "on" && value != "off") {
-        throw OptionsError("--channels-last takes on or off, got '" + std::string(value) + "'");
-      }
-      parsed.trainer.channels_last = value == "on";
-    } else if (flag == "--save") {
-      parsed.save_path = next_value();
-    } else if (flag == "--report-json") {
-      parsed.report_path = next_value();
-    } else if (flag == "--diagnose") {
-      parsed.diagnose = true;
-    } else {
-      throw OptionsError("unknown option '" + std::string(flag) + "'");
-    }
-  }
-  if (parsed.data_dir && (parsed.train_file || parsed.test_file)) {
-    throw OptionsError("give either --data DIR or --train FILE --test FILE, not both");
-  }
-  if (parsed.train_file.has_value() != parsed.test_file.has_value()) {
-    throw OptionsError("--train and --test go together");
-  }
-  return parsed;
-}
 
 // Resolves the two files to read; throws DataError saying what to install or pass when the
 // default dataset is missing.
@@ -266,34 +199,65 @@ int run(const TrainArgs& args) {
 
 }  // namespace
 
-int train_main(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::cout << kUsage;
-    return 0;
-  }
-  TrainArgs parsed;
-  try {
-    parsed = parse_args(args);
-  } catch (const OptionsError& error) {
-    std::cerr << "feeder train: " << error.what() << "\n" << kUsage;
-    return 2;
-  }
-  RuntimeOptions runtime;
-  runtime.num_threads = parsed.num_threads;
-  prepare_process_runtime(runtime);  // may not return: restarts with OMP_NUM_THREADS set
+Command add_train_command(CLI::App& parent) {
+  auto args = std::make_shared<TrainArgs>();
+  // CLI11 fills plain values; the optional ones are set from them after the parse.
+  auto data_dir = std::make_shared<std::string>();
+  auto train_file = std::make_shared<std::string>();
+  auto test_file = std::make_shared<std::string>();
+  auto save_path = std::make_shared<std::string>();
+  auto report_path = std::make_shared<std::string>();
+  auto precision = std::make_shared<std::string>("auto");
+  auto device = std::make_shared<std::string>("auto");
+  auto channels_last = std::make_shared<std::string>("on");
 
-  try {
-    return run(parsed);
-  } catch (const OptionsError& error) {
-    std::cerr << "feeder train: " << error.what() << "\n";
-    return 2;
-  } catch (const DataError& error) {
-    std::cerr << "feeder train: " << error.what() << "\n";
-    return 1;
-  } catch (const std::exception& error) {
-    std::cerr << "feeder train: " << error.what() << "\n";
-    return 1;
-  }
+  CLI::App* app = parent.add_subcommand(
+      "train", "train the article's SimpleCNN on FashionMNIST (or your IDX/CSV/Parquet files)");
+  app->footer(
+      "Trains the article's SimpleCNN (Adam, lr 1e-3) and prints per-epoch timings and test accuracy.\n"
+      "DIR holds train/test files as IDX (train-images-idx3-ubyte[.gz], t10k-...), CSV or Parquet;\n"
+      "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).");
+  CLI::Option* data = app->add_option("--data", *data_dir, "directory with the train and test files");
+  CLI::Option* train = app->add_option("--train", *train_file, "training file (with --test)");
+  CLI::Option* test = app->add_option("--test", *test_file, "test file (with --train)");
+  data->excludes(train)->excludes(test);
+  train->needs(test);
+  test->needs(train);
+  app->add_option("--epochs", args->epochs, "epochs to train")->check(at_least(1))->capture_default_str();
+  app->add_option("--batch-size", args->batch_size, "samples per batch")->check(at_least(1))->capture_default_str();
+  app->add_option("--workers", args->num_workers, "loader worker threads")->check(at_least(0))->capture_default_str();
+  app->add_option("--precision", *precision, "auto, fp32 or bf16")
+      ->check(parsed_by(parse_precision, "auto|fp32|bf16"))
+      ->capture_default_str();
+  app->add_option("--device", *device, "auto, cpu or cuda")
+      ->check(parsed_by(parse_device, "auto|cpu|cuda"))
+      ->capture_default_str();
+  app->add_option("--channels-last", *channels_last, "channels-last model and batches")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app->add_option("--threads", args->num_threads,
+                  "OMP_NUM_THREADS (default: the CPUs available); restarts the process with it")
+      ->check(at_least(1));
+  app->add_option("--seed", args->seed, "seed of the model and the shuffle")->capture_default_str();
+  app->add_option("--save", *save_path, "save the trained model (torch::save) to this file");
+  app->add_option("--report-json", *report_path, "write the run's results as JSON to this file");
+  app->add_flag("--diagnose", args->diagnose,
+                "measure how long training waits for data each epoch and say what to change");
+
+  return {app, [=] {
+            if (!data_dir->empty()) args->data_dir = *data_dir;
+            if (!train_file->empty()) args->train_file = *train_file;
+            if (!test_file->empty()) args->test_file = *test_file;
+            if (!save_path->empty()) args->save_path = *save_path;
+            if (!report_path->empty()) args->report_path = *report_path;
+            args->trainer.precision = parse_precision(*precision);
+            args->trainer.device = parse_device(*device);
+            args->trainer.channels_last = *channels_last == "on";
+            RuntimeOptions runtime;
+            runtime.num_threads = args->num_threads;
+            prepare_process_runtime(runtime);  // may not return: restarts with OMP_NUM_THREADS set
+            return run(*args);
+          }};
 }
 
 }  // namespace feeder::cli
