@@ -1,13 +1,11 @@
 #pragma once
 
-#include <vector>
-
 #include "cli/command_line.h"
 
 namespace feeder::cli {
 
-// `feeder bench <what>`: `loader` measures feeder's loader against LibTorch's torch::data loader
-// and a plain memcpy of the same output bytes, in one run; `ablation` runs the article's ablation.
-void add_bench_commands(CLI::App& parent, std::vector<Command>& commands);
+// `feeder bench <what> ...`: the benchmarks live in their own executable (bench/, built as
+// feeder-bench beside feeder); this command hands its arguments to it, replacing this process.
+Command add_bench_command(CLI::App& parent);
 
 }  // namespace feeder::cli

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands;
   commands.push_back(add_train_command(app));
-  add_bench_commands(app, commands);
+  commands.push_back(add_bench_command(app));
   commands.push_back(add_convert_command(app));
   commands.push_back(add_inspect_command(app));
   CLI::App* version = app.add_subcommand("version", "print the version");

@@ -20,6 +20,7 @@
 #include "feeder/train/report.h"
 #include "feeder/train/runtime.h"
 #include "feeder/train/simple_cnn.h"
+#include "feeder/train/train_data.h"
 #include "feeder/train/trainer.h"
 
 namespace feeder::cli {
@@ -82,18 +83,9 @@ std::string format_seconds(double seconds) {
 int run(const TrainArgs& args) {
   seed_torch(args.seed);
   const auto [train_path, test_path] = find_data_files(args);
-  auto train_store = std::make_shared<const ImageStore>(load_images(train_path));
-  auto test_store = std::make_shared<const ImageStore>(load_images(test_path));
-  if (!train_store->labeled()) throw DataError(train_path.string() + ": no labels; training needs a labeled set");
-  if (train_store->shape() != test_store->shape()) {
-    throw DataError(test_path.string() + ": images are " + to_string(test_store->shape()) + ", but " +
-                    train_path.string() + " has " + to_string(train_store->shape()));
-  }
-  const ImageShape model_shape;  // SimpleCNN's input, 1x28x28
-  if (train_store->shape() != model_shape) {
-    throw DataError(train_path.string() + ": images are " + to_string(train_store->shape()) +
-                    "; the model takes " + to_string(model_shape));
-  }
+  const TrainTestStores stores = load_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */);
+  const std::shared_ptr<const ImageStore>& train_store = stores.train;
+  const std::shared_ptr<const ImageStore>& test_store = stores.test;
 
   const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
   LoaderOptions train_options;
@@ -124,6 +116,7 @@ int run(const TrainArgs& args) {
   report.requested_device = to_string(args.trainer.device);
   report.device = config.device.str();
   report.channels_last = config.channels_last;
+  report.pin_memory = train_options.pin_memory;
   report.cpu_model = cpu.model;
   report.num_cpus = num_usable_cpus();
   report.torch_version = TORCH_VERSION;
@@ -193,7 +186,7 @@ int run(const TrainArgs& args) {
     torch::save(trainer.model(), bytes);
     write_file_atomically(*args.save_path, bytes.str());
   }
-  if (args.report_path) write_file_atomically(*args.report_path, to_json(report));
+  if (args.report_path) write_file_atomically(*args.report_path, to_json_text(report));
   return 0;
 }
 
