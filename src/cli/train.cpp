@@ -80,31 +80,12 @@ std::string format_seconds(double seconds) {
   return text;
 }
 
-int run(const TrainArgs& args) {
-  seed_torch(args.seed);
-  const auto [train_path, test_path] = find_data_files(args);
-  const TrainTestStores stores = load_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */);
-  const std::shared_ptr<const ImageStore>& train_store = stores.train;
-  const std::shared_ptr<const ImageStore>& test_store = stores.test;
-
-  const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
-  LoaderOptions train_options;
-  train_options.batch_size = args.batch_size;
-  train_options.shuffle = true;
-  train_options.seed = args.seed;
-  train_options.num_workers = args.num_workers;
-  train_options.pin_memory = config.device.is_cuda();
-  train_options.layout = config.image_layout();
-  LoaderOptions test_options = train_options;
-  test_options.shuffle = false;
-  TensorLoader train_loader(train_store, train_options);
-  TensorLoader test_loader(test_store, test_options);
-
-  Trainer trainer(SimpleCNN(), config);
-  const CpuInfo cpu = read_cpuinfo();
+// The run's options and machine, as the report records them; the epochs are added as they finish.
+RunReport describe_run(const TrainArgs& args, const TrainTestStores& stores, const TrainerConfig& config,
+                       const LoaderOptions& train_options) {
   RunReport report;
-  report.train_file = train_path.string();
-  report.test_file = test_path.string();
+  report.train_file = stores.train_path.string();
+  report.test_file = stores.test_path.string();
   report.num_epochs = args.epochs;
   report.batch_size = args.batch_size;
   report.num_workers = args.num_workers;
@@ -117,12 +98,82 @@ int run(const TrainArgs& args) {
   report.device = config.device.str();
   report.channels_last = config.channels_last;
   report.pin_memory = train_options.pin_memory;
-  report.cpu_model = cpu.model;
+  report.cpu_model = read_cpuinfo().model;
   report.num_cpus = num_usable_cpus();
   report.torch_version = TORCH_VERSION;
+  return report;
+}
 
+void print_epoch(const EpochReport& result, int64_t num_epochs, bool diagnose) {
+  char accuracy[32] = "n/a";
+  if (result.accuracy) std::snprintf(accuracy, sizeof(accuracy), "%.4f", *result.accuracy);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "Epoch %lld/%lld: train %.2fs (data wait %.3fs), test %.2fs, loss %.4f, accuracy %s, "
+                "%.0f samples/s\n",
+                static_cast<long long>(result.epoch), static_cast<long long>(num_epochs), result.train_seconds,
+                result.data_wait_seconds, result.test_seconds, result.train_loss, accuracy,
+                result.samples_per_second);
+  std::cout << line;
+  if (diagnose) {
+    std::snprintf(line, sizeof(line), "  data wait: %.2f%% of the training pass\n", 100.0 * data_wait_share({result}));
+    std::cout << line;
+  }
+  std::cout << std::flush;
+}
+
+// The article's closing lines: average and total times, and the final test accuracy.
+void print_totals(const std::vector<EpochReport>& epochs) {
+  const RunTotals totals = summarize(epochs);
+  std::cout << "Average Train Time per Epoch: " << format_seconds(totals.average_train_seconds) << "\n"
+            << "Average Test Time per Epoch: " << format_seconds(totals.average_test_seconds) << "\n"
+            << "Total Train Time: " << format_seconds(totals.train_seconds) << "\n"
+            << "Total Test Time: " << format_seconds(totals.test_seconds) << "\n";
+  if (totals.final_accuracy) {
+    char accuracy[32];
+    std::snprintf(accuracy, sizeof(accuracy), "%.4f", *totals.final_accuracy);
+    std::cout << "Test Accuracy: " << accuracy << "\n";
+  } else {
+    std::cout << "Test Accuracy: n/a (the test set has no labels)\n";
+  }
+}
+
+void print_diagnosis(const RunReport& report, const TrainerConfig& config) {
+  const Hardware hardware = detect_hardware();
+  RunSetup setup;
+  setup.precision_bf16 = config.precision == Precision::bf16;
+  setup.cpu_native_bf16 = hardware.cpu_native_bf16;
+  setup.channels_last = config.channels_last;
+  setup.device_cuda = config.device.is_cuda();
+  setup.cuda_available = hardware.cuda_available;
+  setup.num_threads = report.num_threads;
+  setup.num_cpus = report.num_cpus;
+  setup.num_workers = report.num_workers;
+  std::cout << "Diagnosis: " << diagnose(report.epochs, setup) << "\n";
+}
+
+int run(const TrainArgs& args) {
+  seed_torch(args.seed);
+  const auto [train_path, test_path] = find_data_files(args);
+  const TrainTestStores stores = load_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */);
+
+  const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
+  LoaderOptions train_options;
+  train_options.batch_size = args.batch_size;
+  train_options.shuffle = true;
+  train_options.seed = args.seed;
+  train_options.num_workers = args.num_workers;
+  train_options.pin_memory = config.device.is_cuda();
+  train_options.layout = config.image_layout();
+  LoaderOptions test_options = train_options;
+  test_options.shuffle = false;
+  TensorLoader train_loader(stores.train, train_options);
+  TensorLoader test_loader(stores.test, test_options);
+
+  Trainer trainer(SimpleCNN(), config);
+  RunReport report = describe_run(args, stores, config, train_options);
   std::cout << "Training SimpleCNN (" << count_parameters(*trainer.model()) << " parameters) on "
-            << train_store->size() << " images, testing on " << test_store->size() << "; device "
+            << stores.train->size() << " images, testing on " << stores.test->size() << "; device "
             << report.device << ", precision " << report.precision << ", channels-last "
             << (config.channels_last ? "on" : "off") << ", " << report.num_threads << " threads\n"
             << std::flush;
@@ -135,50 +186,11 @@ int run(const TrainArgs& args) {
   for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
     const EpochReport result = trainer.run_epoch(train_loader, test_loader, epoch, progress);
     if (show_progress) clear_progress();
-    char accuracy[32] = "n/a";
-    if (result.accuracy) std::snprintf(accuracy, sizeof(accuracy), "%.4f", *result.accuracy);
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "Epoch %lld/%lld: train %.2fs (data wait %.3fs), test %.2fs, loss %.4f, accuracy %s, "
-                  "%.0f samples/s\n",
-                  static_cast<long long>(epoch), static_cast<long long>(args.epochs), result.train_seconds,
-                  result.data_wait_seconds, result.test_seconds, result.train_loss, accuracy,
-                  result.samples_per_second);
-    std::cout << line;
-    if (args.diagnose) {
-      std::snprintf(line, sizeof(line), "  data wait: %.2f%% of the training pass\n",
-                    100.0 * data_wait_share({result}));
-      std::cout << line;
-    }
-    std::cout << std::flush;
+    print_epoch(result, args.epochs, args.diagnose);
     report.epochs.push_back(result);
   }
-
-  const RunTotals totals = summarize(report.epochs);
-  std::cout << "Average Train Time per Epoch: " << format_seconds(totals.average_train_seconds) << "\n"
-            << "Average Test Time per Epoch: " << format_seconds(totals.average_test_seconds) << "\n"
-            << "Total Train Time: " << format_seconds(totals.train_seconds) << "\n"
-            << "Total Test Time: " << format_seconds(totals.test_seconds) << "\n";
-  if (totals.final_accuracy) {
-    char accuracy[32];
-    std::snprintf(accuracy, sizeof(accuracy), "%.4f", *totals.final_accuracy);
-    std::cout << "Test Accuracy: " << accuracy << "\n";
-  } else {
-    std::cout << "Test Accuracy: n/a (the test set has no labels)\n";
-  }
-  if (args.diagnose) {
-    const Hardware hardware = detect_hardware();
-    RunSetup setup;
-    setup.precision_bf16 = config.precision == Precision::bf16;
-    setup.cpu_native_bf16 = hardware.cpu_native_bf16;
-    setup.channels_last = config.channels_last;
-    setup.device_cuda = config.device.is_cuda();
-    setup.cuda_available = hardware.cuda_available;
-    setup.num_threads = report.num_threads;
-    setup.num_cpus = report.num_cpus;
-    setup.num_workers = args.num_workers;
-    std::cout << "Diagnosis: " << diagnose(report.epochs, setup) << "\n";
-  }
+  print_totals(report.epochs);
+  if (args.diagnose) print_diagnosis(report, config);
   std::cout << std::flush;
 
   if (args.save_path) {
