@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "ablation/reports.h"
@@ -11,12 +10,6 @@
 
 namespace feeder::bench {
 namespace {
-
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), pattern, value);
-  return text;
-}
 
 std::string gnuplot_quote(const std::string& text) {
   std::string out = "\"";
@@ -95,8 +88,8 @@ std::string sweep_yrange(const std::vector<SweepPoint>& points, double epoch_sam
     }
   }
   if (largest == 0) return "set autoscale y\n";
-  return "set yrange [" + format("%g", std::pow(10.0, std::floor(std::log10(smallest)))) + ":" +
-         format("%g", std::pow(10.0, std::ceil(std::log10(largest)) + 1)) + "]\n";
+  return "set yrange [" + format_number("%g", std::pow(10.0, std::floor(std::log10(smallest)))) + ":" +
+         format_number("%g", std::pow(10.0, std::ceil(std::log10(largest)) + 1)) + "]\n";
 }
 
 // Training pass (solid) and loader only (dashed) per pipeline of a sweep.

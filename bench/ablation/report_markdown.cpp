@@ -4,16 +4,17 @@
 #include "ablation/reports.h"
 
 namespace feeder::bench {
-namespace {
 
-std::string format(const char* pattern, double value) {
+std::string format_number(const char* pattern, double value) {
   char text[64];
   std::snprintf(text, sizeof(text), pattern, value);
   return text;
 }
 
+namespace {
+
 std::string cell(const std::optional<double>& value, const char* pattern) {
-  return value ? format(pattern, *value) : "–";
+  return value ? format_number(pattern, *value) : "–";
 }
 
 std::optional<double> percent(const std::optional<double>& share) {
@@ -32,7 +33,7 @@ void write_header(std::ostringstream& out, const AblationResults& results) {
   const Machine& machine = results.machine;
   out << "Machine: " << (machine.cpu_model.empty() ? "unknown CPU" : machine.cpu_model) << ", " << machine.num_cpus
       << " cores, no GPU" << ", LibTorch " << machine.torch_version << ", " << machine.date << "; load average "
-      << format("%.2f", machine.load_average_start) << " at the start, " << format("%.2f", machine.load_average_end)
+      << format_number("%.2f", machine.load_average_start) << " at the start, " << format_number("%.2f", machine.load_average_end)
       << " at the end.\n";
   out << "FashionMNIST (60,000 train / 10,000 test), SimpleCNN, Adam lr 1e-3, seed 42, " << results.epochs
       << (results.epochs == 1 ? " epoch" : " epochs") << " per row, " << results.num_workers
@@ -92,14 +93,14 @@ void write_repeats(std::ostringstream& out, const std::vector<RowResult>& rows,
       << "|---:|---:|---:|---:|---:|\n";
   const auto side = [](const std::optional<RunNumbers>& run, const RunStatus& status) {
     if (!run) return "– | " + status.text();
-    return format("%.2f s", *total_seconds(run)) + " | " + cell(run->accuracy, "%.4f");
+    return format_number("%.2f s", *total_seconds(run)) + " | " + cell(run->accuracy, "%.4f");
   };
   for (const SeedRepeat& repeat : repeats) {
     out << "| " << repeat.seed << " | " << side(repeat.python, repeat.python_status) << " | "
         << side(repeat.feeder, repeat.feeder_status) << " |\n";
   }
   const auto mean_sd = [](const std::optional<double>& average, const std::optional<double>& sd) {
-    return cell(average, "%.4f") + (sd ? format(" ± %.4f", *sd) : "");
+    return cell(average, "%.4f") + (sd ? format_number(" ± %.4f", *sd) : "");
   };
   out << "| median time, mean ± sd accuracy | " << cell(summary.python_median_seconds, "%.2f s") << " | "
       << mean_sd(summary.python_mean_accuracy, summary.python_accuracy_sd) << " | "
@@ -110,16 +111,16 @@ void write_repeats(std::ostringstream& out, const std::vector<RowResult>& rows,
   const RowResult* defaults = find_row(rows, RowId::feeder_defaults);
   if (naive && defaults && naive->train && defaults->train) {
     out << "- epoch time, naive Python row (v1, batch 16, seed 42) / feeder's defaults row: "
-        << format("%.1fx", *total_seconds(naive->train) / *total_seconds(defaults->train)) << "\n";
+        << format_number("%.1fx", *total_seconds(naive->train) / *total_seconds(defaults->train)) << "\n";
   }
   if (summary.speedup) {
     out << "- epoch time, Python Dataset v2 / feeder's defaults, medians over the seeds: "
-        << format("%.1fx", *summary.speedup) << "\n";
+        << format_number("%.1fx", *summary.speedup) << "\n";
   }
   if (summary.accuracy_gap_points) {
-    out << "- test accuracy, mean over the seeds: feeder " << format("%.4f", *summary.feeder_mean_accuracy)
-        << ", Python v2 " << format("%.4f", *summary.python_mean_accuracy) << ": "
-        << format("%.2f", *summary.accuracy_gap_points) << " points apart.\n";
+    out << "- test accuracy, mean over the seeds: feeder " << format_number("%.4f", *summary.feeder_mean_accuracy)
+        << ", Python v2 " << format_number("%.4f", *summary.python_mean_accuracy) << ": "
+        << format_number("%.2f", *summary.accuracy_gap_points) << " points apart.\n";
   }
 }
 
@@ -149,7 +150,7 @@ void write_sweeps(std::ostringstream& out, const AblationResults& results) {
                                   : "about " + std::to_string(results.sweep_samples) + " samples")
       << " (a pass stops after the batches that hold them), after a warm-up pass of the same length that is "
          "not counted; s/epoch is the training pass over "
-      << format("%.0f", epoch_samples) << " samples at the measured samples/s (no test pass).\n";
+      << format_number("%.0f", epoch_samples) << " samples at the measured samples/s (no test pass).\n";
   write_sweep_table(out, results.batch_sweep, "Batch-size sweep", true, epoch_samples);
   write_sweep_table(out, results.worker_sweep, "Worker sweep (batch 512)", false, epoch_samples);
 }

@@ -10,6 +10,9 @@
 
 namespace feeder::bench {
 
+// `value` printed with a printf pattern for one double ("%.2f s").
+std::string format_number(const char* pattern, double value);
+
 std::string markdown_report(const AblationResults& results);
 std::string json_report(const AblationResults& results);
 
