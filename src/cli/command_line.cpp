@@ -57,6 +57,14 @@ int run_command_line(CLI::App& app, std::vector<std::string> args, const std::ve
   return 2;
 }
 
+int run_single_command(Command (*add)(CLI::App&), const std::vector<std::string>& args) {
+  CLI::App app("", "feeder");
+  const Command command = add(app);
+  std::vector<std::string> command_line = {command.app->get_name()};
+  command_line.insert(command_line.end(), args.begin(), args.end());
+  return run_command_line(app, command_line, {command});
+}
+
 CLI::Validator at_least(long long min) {
   return CLI::Validator(
       [min](std::string& text) -> std::string {

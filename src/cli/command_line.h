@@ -19,15 +19,14 @@ struct Command {
   std::function<int()> run;  // called once, after a successful parse, when this command was chosen
 };
 
-// Registers `feeder convert IN OUT ...` and `feeder inspect FILE` on `parent`.
-Command add_convert_command(CLI::App& parent);
-Command add_inspect_command(CLI::App& parent);
-
 // Parses `args` (without the program name) with `app`, then runs the chosen command. Parse errors
 // print "<program> <command>: <message>" and the command's usage to stderr and return 2; --help
 // prints the help and returns 0; an exception from run() prints its message and returns 2 for an
 // OptionsError, else 1.
 int run_command_line(CLI::App& app, std::vector<std::string> args, const std::vector<Command>& commands);
+
+// Runs the one command that `add` registers, as `feeder <command> args...`.
+int run_single_command(Command (*add)(CLI::App&), const std::vector<std::string>& args);
 
 // A validator for integer options that must be at least `min`; the message names the bound.
 CLI::Validator at_least(long long min);

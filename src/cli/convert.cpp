@@ -151,12 +151,6 @@ Command add_convert_command(CLI::App& parent) {
           }};
 }
 
-int convert_main(const std::vector<std::string>& args) {
-  CLI::App app("", "feeder");
-  const Command convert = add_convert_command(app);
-  std::vector<std::string> command_line = {"convert"};
-  command_line.insert(command_line.end(), args.begin(), args.end());
-  return run_command_line(app, command_line, {convert});
-}
+int convert_main(const std::vector<std::string>& args) { return run_single_command(add_convert_command, args); }
 
 }  // namespace feeder::cli

@@ -93,12 +93,6 @@ Command add_inspect_command(CLI::App& parent) {
           }};
 }
 
-int inspect_main(const std::vector<std::string>& args) {
-  CLI::App app("", "feeder");
-  const Command inspect = add_inspect_command(app);
-  std::vector<std::string> command_line = {"inspect"};
-  command_line.insert(command_line.end(), args.begin(), args.end());
-  return run_command_line(app, command_line, {inspect});
-}
+int inspect_main(const std::vector<std::string>& args) { return run_single_command(add_inspect_command, args); }
 
 }  // namespace feeder::cli

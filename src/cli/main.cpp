@@ -7,6 +7,7 @@
 
 #include "cli/bench.h"
 #include "cli/command_line.h"
+#include "cli/commands.h"
 #include "cli/train.h"
 #include "feeder/version.h"
 
