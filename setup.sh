@@ -31,6 +31,7 @@ packages=(
   zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev  # Parquet codecs
   libthrift-dev thrift-compiler libboost-dev  # Parquet metadata; Thrift's headers include Boost's
   python3-torch python3-pandas gnuplot-nox  # the Python reference and charts of `feeder bench`
+  libcli11-dev nlohmann-json3-dev      # command lines (CLI11) and JSON files (nlohmann/json)
 )
 # Only the tests use these (the first command stays quick without them).
 test_packages=(

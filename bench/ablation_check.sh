@@ -4,11 +4,16 @@
 # row, and a valid PNG chart. Usage: bench/ablation_check.sh [FEEDER] [OUT_DIR]
 set -u
 cd "$(dirname "$0")/.."
-FEEDER=${1:-build/feeder}
+FEEDER=${1:-build/feeder}  # runs build/feeder-bench beside it
 OUT=${2:-$(mktemp -d /tmp/feeder-ablation-check-XXXXXX)}
 
 if [[ ! -x $FEEDER ]]; then
   echo "ablation: $FEEDER not found or not executable (build it first)" >&2
+  exit 1
+fi
+# `feeder bench` runs the benchmark executable built beside feeder.
+if [[ ! -x $(dirname "$FEEDER")/feeder-bench ]]; then
+  echo "ablation: $(dirname "$FEEDER")/feeder-bench not found (build it: cmake --build build)" >&2
   exit 1
 fi
 

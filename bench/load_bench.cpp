@@ -2,29 +2,33 @@
 // prints every run and the median. No LibTorch here, so process start-up is not part of any figure.
 //   feeder_load_bench FILE [REPEATS]
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "feeder/formats/dataset_files.h"
+#include "feeder/stopwatch.h"
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3) {
-    std::fprintf(stderr, "usage: feeder_load_bench FILE [REPEATS]\n");
-    return 2;
-  }
-  const int repeats = argc == 3 ? std::max(1, std::atoi(argv[2])) : 5;
+  CLI::App app("Times loading an image file into the ImageStore, repeated; prints every run and the median",
+               "feeder_load_bench");
+  std::string file;
+  int repeats = 5;
+  app.add_option("FILE", file, "IDX, CSV or Parquet file")->required();
+  app.add_option("REPEATS", repeats, "number of loads")->check(CLI::Range(1, 1000000))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   std::vector<double> seconds;
   try {
     for (int run = 0; run < repeats; ++run) {
-      const auto start = std::chrono::steady_clock::now();
-      feeder::ImageStore store = feeder::load_images(argv[1]);
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      const feeder::Stopwatch load_time;
+      feeder::ImageStore store = feeder::load_images(file);
+      seconds.push_back(load_time.seconds());
       if (run == 0)
-        std::printf("%s: %lld images of %s\n", argv[1], static_cast<long long>(store.size()),
+        std::printf("%s: %lld images of %s\n", file.c_str(), static_cast<long long>(store.size()),
                     feeder::to_string(store.shape()).c_str());
     }
   } catch (const std::exception& error) {

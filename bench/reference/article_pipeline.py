@@ -220,6 +220,64 @@ def timed_batches(loader, max_batches, stats):
     del it  # shuts non-persistent workers down when a pass stops early
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def run_report(args, device, epochs, load_seconds, rss_kib):
+    """The run in feeder's results schema (include/feeder/train/report.h)."""
+    if args.train_csv:
+        train_file, test_file = args.train_csv, args.test_csv
+    else:
+        train_file = os.path.join(args.data_dir, "train-images-idx3-ubyte.gz")
+        test_file = os.path.join(args.data_dir, "t10k-images-idx3-ubyte.gz")
+    total_train = sum(e["train_seconds"] for e in epochs)
+    total_test = sum(e["test_seconds"] for e in epochs)
+    return {
+        "options": {
+            "pipeline": "python-" + args.dataset,
+            "train_file": train_file,
+            "test_file": test_file,
+            "epochs": args.epochs,
+            "batch_size": args.batch_size,
+            "num_workers": args.num_workers,
+            "num_threads": torch.get_num_threads(),
+            "seed": args.seed,
+            "learning_rate": 1e-3,
+            "precision_requested": args.precision,
+            "precision": args.precision,
+            "device_requested": "auto",
+            "device": device.type,
+            "channels_last": args.channels_last,
+            "pin_memory": args.pin_memory,
+            "loader_only": args.loader_only,
+            "max_batches": args.max_batches,
+        },
+        "machine": {
+            "cpu_model": cpu_model(),
+            "num_cpus": len(os.sched_getaffinity(0)),
+            "torch_version": torch.__version__,
+        },
+        "epochs": epochs,
+        "summary": {
+            "average_train_seconds": total_train / len(epochs),
+            "average_test_seconds": total_test / len(epochs),
+            "total_train_seconds": total_train,
+            "total_test_seconds": total_test,
+            "final_accuracy": epochs[-1]["accuracy"],
+            "load_seconds": load_seconds,
+            "peak_rss_kib": rss_kib,
+        },
+    }
+
+
 def sync(device):
     # CUDA work is asynchronous; without this the timer stops before the GPU does.
     if device.type == "cuda":
@@ -278,6 +336,7 @@ def run(args):
         # ---- train pass (the article skips model.train()/eval(): no dropout/BN)
         stats = {"wait": 0.0}
         n_train = 0
+        loss_sum = 0.0
         t0 = time.perf_counter()
         for batch in timed_batches(train_dataloader, args.max_batches, stats):
             x, y = to_device(batch)
@@ -290,6 +349,7 @@ def run(args):
                 loss = criterion(predictions, y)
             loss.backward()
             optimizer.step()
+            loss_sum += loss.item() * y.shape[0]
         sync(device)
         train_seconds = time.perf_counter() - t0
         train_wait = stats["wait"]
@@ -312,20 +372,19 @@ def run(args):
 
         has_labels = getattr(test_dataset, "label_col", None) is not None
         accuracy = correct / n_test if (model is not None and has_labels and n_test) else None
-        own, kids = peak_rss_kib()
+        # The keys of feeder's results schema (include/feeder/train/report.h), so the ablation
+        # reads this file as it reads its C++ rows and `feeder train --report-json`.
         rec = {
             "epoch": epoch + 1,
             "train_seconds": train_seconds,
             "test_seconds": test_seconds,
-            "train_samples": n_train,
-            "test_samples": n_test,
-            "accuracy": accuracy,
-            "samples_per_second": n_train / train_seconds if train_seconds > 0 else None,
             "data_wait_seconds": train_wait,
             "test_data_wait_seconds": stats["wait"],
-            "peak_rss_kib_self": own,
-            "peak_rss_kib_children": kids,
-            "peak_rss_kib": own + kids,
+            "samples_per_second": n_train / train_seconds if train_seconds > 0 else None,
+            "loss": loss_sum / n_train if (model is not None and n_train) else None,
+            "accuracy": accuracy,
+            "train_samples": n_train,
+            "test_samples": n_test,
         }
         epochs.append(rec)
         acc_txt = f", accuracy {accuracy:.4f}" if accuracy is not None else ""
@@ -346,23 +405,7 @@ def run(args):
 
     if args.json:
         own, kids = peak_rss_kib()
-        result = {
-            "options": vars(args),
-            "device": device.type,
-            "torch_version": torch.__version__,
-            "torch_threads": torch.get_num_threads(),
-            "parameters": n_params,
-            "load_seconds": load_seconds,
-            "epochs": epochs,
-            "average_train_seconds": total_train / len(epochs),
-            "average_test_seconds": total_test / len(epochs),
-            "total_train_seconds": total_train,
-            "total_test_seconds": total_test,
-            "final_accuracy": final_acc,
-            "peak_rss_kib_self": own,
-            "peak_rss_kib_children": kids,
-            "peak_rss_kib": own + kids,
-        }
+        result = run_report(args, device, epochs, load_seconds, own + kids)
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
     return epochs

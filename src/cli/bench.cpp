@@ -1,205 +1,49 @@
 #include "cli/bench.h"
-#include "cli/args.h"
 
-#include <stdlib.h>
+#include <unistd.h>
 
-#include <algorithm>
-#include <charconv>
-#include <chrono>
-#include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <memory>
-#include <optional>
-#include <string_view>
-#include <thread>
+#include <string>
+#include <vector>
 
-#include "cli/ablation.h"
-#include "cli/bench_data.h"
-#include "cli/data_dir.h"
 #include "feeder/error.h"
-#include "feeder/formats/dataset_files.h"
-#include "feeder/io/file.h"
-#include "feeder/torch/adapter.h"
 
 namespace feeder::cli {
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: feeder bench loader [--data DIR | --train FILE] [--batch-size 512] [--workers N]\n"
-    "                           [--epochs 3]\n"
-    "\n"
-    "Iterates the training set without a model and prints samples/s and GB/s of the batches produced\n"
-    "(float32 images + int64 labels) for: feeder's loader; LibTorch's torch::data loader (MNIST dataset\n"
-    "+ Stack collate, what C++ users write today); and a plain memcpy of the same output bytes. All are\n"
-    "measured in the same run; each figure is the median over the epochs. Default data:\n"
-    "/usr/share/datasets/fashion-mnist; --workers defaults to the number of cores.\n"
-    "\n"
-    "       feeder bench ablation [--data DIR] [--epochs 1] [--quick] [--out ablation-out]\n"
-    "\n"
-    "The article's ablation (Python reference and C++, naive to feeder's defaults) with sweeps, each row\n"
-    "in its own process; writes a table, JSON and a chart. `feeder bench ablation --help` for more.\n";
-
-using Clock = std::chrono::steady_clock;
-
-struct BenchArgs {
-  std::optional<std::filesystem::path> data_dir;
-  std::optional<std::filesystem::path> train_file;
-  int64_t batch_size = 512;
-  int num_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int epochs = 3;
-};
-
-BenchArgs parse_args(const std::vector<std::string>& args) {
-  BenchArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> std::string_view {
-      if (i + 1 >= args.size()) throw OptionsError(flag + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--data") parsed.data_dir = std::filesystem::path(value());
-    else if (flag == "--train") parsed.train_file = std::filesystem::path(value());
-    else if (flag == "--batch-size") parsed.batch_size = parse_int<int64_t>(flag, value(), 1);
-    else if (flag == "--workers") parsed.num_workers = parse_int<int>(flag, value(), 0);
-    else if (flag == "--epochs") parsed.epochs = static_cast<int>(parse_int<int64_t>(flag, value(), 1));
-    else throw OptionsError("unknown option '" + flag + "'\n" + std::string(kUsage));
-  }
-  if (parsed.data_dir && parsed.train_file) throw OptionsError("give --data DIR or --train FILE, not both");
-  return parsed;
+// The benchmark executable, built beside this one.
+std::filesystem::path bench_executable() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) throw DataError("cannot find this executable through /proc/self/exe: " + error.message());
+  return self.parent_path() / "feeder-bench";
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Times `epochs` calls of run_epoch and returns the median seconds per epoch.
-template <typename RunEpoch>
-double median_epoch_seconds(int epochs, RunEpoch run_epoch) {
-  std::vector<double> seconds;
-  for (int epoch = 0; epoch < epochs; ++epoch) {
-    const auto start = Clock::now();
-    run_epoch(epoch);
-    seconds.push_back(seconds_since(start));
-  }
-  return median(seconds);
-}
-
-struct Row {
-  std::string name;
-  double epoch_seconds = 0;
-};
-
-int bench_loader(const BenchArgs& args) {
-  const std::filesystem::path train_path =
-      args.train_file ? *args.train_file : find_data_split(args.data_dir.value_or(kDefaultDataDir), Split::kTrain);
-  std::cerr << "loading " << train_path.string() << " ...\n";
-  auto store = std::make_shared<const ImageStore>(load_images(train_path));
-  const int64_t n = store->size();
-  const int64_t pixels = store->shape().num_pixels();
-  const int64_t batch = args.batch_size;
-  const int64_t num_batches = (n + batch - 1) / batch;
-  // Bytes of every epoch's output: float32 images + int64 labels.
-  const double epoch_bytes = static_cast<double>(n) * (pixels * sizeof(float) + sizeof(int64_t));
-  std::cerr << n << " images of " << to_string(store->shape()) << ", batch " << batch << ", "
-            << args.num_workers << " workers, " << args.epochs << " epochs each\n";
-
-  std::vector<Row> rows;
-
-  // feeder: persistent workers, zero-copy tensors.
-  {
-    LoaderOptions options;
-    options.batch_size = batch;
-    options.num_workers = args.num_workers;
-    TensorLoader loader(store, options);
-    double checksum = 0;
-    const double seconds = median_epoch_seconds(args.epochs, [&](int epoch) {
-      loader.start_epoch(epoch);
-      while (auto tensors = loader.next()) checksum += tensors->images.data_ptr<float>()[0];
-    });
-    rows.push_back({"feeder (" + std::to_string(args.num_workers) + " workers)", seconds});
-    if (checksum < 0) std::cerr << "impossible checksum\n";
-  }
-
-  // LibTorch's own loader, the way its examples write it.
-  if (store->shape() == ImageShape{1, 28, 28}) {
-    char dir_template[] = "/tmp/feeder-bench-XXXXXX";
-    if (!mkdtemp(dir_template)) throw DataError("cannot create a temporary directory in /tmp");
-    const std::filesystem::path dir = dir_template;
-    write_mnist_dir(*store, dir);
-    auto dataset = torch::data::datasets::MNIST(dir.string()).map(torch::data::transforms::Stack<>());
-    auto loader = torch::data::make_data_loader<torch::data::samplers::RandomSampler>(
-        std::move(dataset), torch::data::DataLoaderOptions().batch_size(batch).workers(args.num_workers));
-    double checksum = 0;
-    const double seconds = median_epoch_seconds(args.epochs, [&](int) {
-      for (auto& example : *loader) checksum += example.data.data_ptr<float>()[0];
-    });
-    rows.push_back({"torch::data MNIST+Stack (" + std::to_string(args.num_workers) + " workers)", seconds});
-    std::filesystem::remove_all(dir);
-    if (checksum < 0) std::cerr << "impossible checksum\n";
-  } else {
-    std::cerr << "torch::data's MNIST dataset needs 28x28 images; skipping that row\n";
-  }
-
-  // memcpy of the same output bytes, batch by batch, one thread: a bound for any loader.
-  {
-    std::vector<float> source(static_cast<size_t>(n * pixels), 0.5f);
-    std::vector<int64_t> source_labels(static_cast<size_t>(n), 1);
-    std::vector<float> images(static_cast<size_t>(batch * pixels));
-    std::vector<int64_t> labels(static_cast<size_t>(batch));
-    double checksum = 0;
-    const double seconds = median_epoch_seconds(args.epochs, [&](int) {
-      for (int64_t b = 0; b < num_batches; ++b) {
-        const int64_t first = b * batch;
-        const int64_t count = std::min(batch, n - first);
-        std::memcpy(images.data(), source.data() + first * pixels, count * pixels * sizeof(float));
-        std::memcpy(labels.data(), source_labels.data() + first, count * sizeof(int64_t));
-        checksum += images[0];
-      }
-    });
-    rows.push_back({"memcpy of the output bytes (1 thread)", seconds});
-    if (checksum < 0) std::cerr << "impossible checksum\n";
-  }
-
-  const double feeder_seconds = rows.front().epoch_seconds;
-  std::printf("%-44s %12s %9s %10s\n", "loader", "samples/s", "GB/s", "feeder is");
-  for (const Row& row : rows) {
-    std::printf("%-44s %12.0f %9.2f %9.2fx\n", row.name.c_str(), static_cast<double>(n) / row.epoch_seconds,
-                epoch_bytes / row.epoch_seconds / 1e9, row.epoch_seconds / feeder_seconds);
-  }
-  std::printf("(median of %d epochs of %lld samples; \"feeder is\" = that row's epoch time / feeder's)\n",
-              args.epochs, static_cast<long long>(n));
-  return 0;
+// Replaces this process with feeder-bench and `args`; returns only when that fails.
+int exec_bench(const std::vector<std::string>& args) {
+  const std::filesystem::path bench = bench_executable();
+  std::vector<std::string> argv = {bench.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> pointers;
+  for (std::string& arg : argv) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  ::execv(bench.c_str(), pointers.data());
+  throw DataError(bench.string() + ": cannot run it (" + std::strerror(errno) +
+                  "); build it with `cmake --build build --target feeder-bench`");
 }
 
 }  // namespace
 
-int bench_main(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << kUsage;
-    return args.empty() ? 2 : 0;
-  }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (args[0] == "loader") {
-    for (const std::string& arg : rest) {
-      if (arg == "--help" || arg == "-h") {
-        std::cout << kUsage;
-        return 0;
-      }
-    }
-    return bench_loader(parse_args(rest));
-  }
-  if (args[0] == "ablation") return ablation_main(rest);
-  // One row of the ablation in its own process, so its peak RSS and timings are its own.
-  if (args[0] == "ablation-row") return ablation_row_main(rest);
-  throw OptionsError("unknown benchmark '" + args[0] + "' (available: loader, ablation)");
+Command add_bench_command(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand(
+      "bench", "measure the loader (bench loader) and run the article's ablation (bench ablation)");
+  // Everything after `bench`, --help included, belongs to the benchmark executable.
+  app->prefix_command();
+  app->set_help_flag();
+  return {app, [app] { return exec_bench(app->remaining()); }};
 }
 
 }  // namespace feeder::cli

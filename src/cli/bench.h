@@ -1,12 +1,11 @@
 #pragma once
 
-#include <string>
-#include <vector>
+#include "cli/command_line.h"
 
 namespace feeder::cli {
 
-// `feeder bench <what>`: `loader` measures feeder's loader against LibTorch's torch::data loader
-// and a plain memcpy of the same output bytes, in one run. Returns the exit code.
-int bench_main(const std::vector<std::string>& args);
+// `feeder bench <what> ...`: the benchmarks live in their own executable (bench/, built as
+// feeder-bench beside feeder); this command hands its arguments to it, replacing this process.
+Command add_bench_command(CLI::App& parent);
 
 }  // namespace feeder::cli

@@ -1,12 +1,20 @@
 #pragma once
 
+// The commands that need no LibTorch; the feeder executable and the core tests link them.
+
 #include <string>
 #include <vector>
 
+#include "cli/command_line.h"
+
 namespace feeder::cli {
 
-// Each command takes its arguments (without the program and command names), prints to stdout/stderr
-// and returns the process exit code. Errors in input files are reported, not thrown.
+// Register `feeder convert IN OUT ...` and `feeder inspect FILE` on `parent`.
+Command add_convert_command(CLI::App& parent);
+Command add_inspect_command(CLI::App& parent);
+
+// The same commands on their own: `args` are the arguments after the command name; the return
+// value is the exit code (see run_command_line).
 int convert_main(const std::vector<std::string>& args);
 int inspect_main(const std::vector<std::string>& args);
 

@@ -3,38 +3,29 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "feeder/error.h"
 #include "feeder/formats/csv.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
+#include "feeder/stopwatch.h"
 
 namespace feeder::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kUsage =
-    "usage: feeder convert IN OUT [--layout columns|image] [--codec zstd|snappy|gzip|lz4|brotli|none]\n"
-    "                             [--level N] [--row-group-size N] [--shape CxHxW]\n"
-    "  IN:  .csv, .parquet or IDX (*-images-idx3-ubyte[.gz], labels read from the file beside it)\n"
-    "  OUT: .parquet or .csv (the article's layout label,pixel1..pixelK)\n";
-
-// A bad command line: main's caller prints the usage and exits 2.
-struct UsageError {
-  std::string message;
-};
 
 enum class FileKind { kCsv, kParquet, kIdx };
 
@@ -59,67 +50,11 @@ FileKind input_kind(const fs::path& path) {
   return FileKind::kIdx;  // load_images says what it accepts when this is not IDX either
 }
 
-int64_t parse_positive(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || value <= 0) throw UsageError{flag + " needs a positive integer, got '" + text + "'"};
-  return value;
-}
-
-ImageShape parse_shape(const std::string& text) {
-  ImageShape shape;
-  int64_t* dims[] = {&shape.channels, &shape.height, &shape.width};
-  size_t start = 0;
-  for (int dim_idx = 0; dim_idx < 3; ++dim_idx) {
-    const size_t end = dim_idx < 2 ? text.find('x', start) : text.size();
-    if (end == std::string::npos) throw UsageError{"--shape needs CxHxW (e.g. 1x28x28), got '" + text + "'"};
-    try {
-      *dims[dim_idx] = parse_positive("--shape", text.substr(start, end - start));
-    } catch (const UsageError&) {
-      throw UsageError{"--shape needs CxHxW (e.g. 1x28x28), got '" + text + "'"};
-    }
-    start = end + 1;
-  }
-  return shape;
-}
-
-ConvertArgs parse_args(const std::vector<std::string>& args) {
-  ConvertArgs parsed;
-  std::vector<std::string> positional;
-  for (size_t idx = 0; idx < args.size(); ++idx) {
-    const std::string& arg = args[idx];
-    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
-      positional.push_back(arg);
-      continue;
-    }
-    if (idx + 1 >= args.size()) throw UsageError{arg + " needs a value"};
-    const std::string& value = args[++idx];
-    try {
-      if (arg == "--layout") parsed.parquet.layout = parquet::parse_parquet_layout(value);
-      else if (arg == "--codec") parsed.parquet.codec = parquet::parse_parquet_codec(value);
-      else if (arg == "--level") parsed.parquet.compression_level = static_cast<int>(std::stoi(value));
-      else if (arg == "--row-group-size") parsed.parquet.row_group_size = parse_positive(arg, value);
-      else if (arg == "--shape") parsed.shape = parse_shape(value);
-      else throw UsageError{"unknown option " + arg};
-    } catch (const OptionsError& error) {
-      throw UsageError{error.what()};
-    } catch (const std::logic_error&) {  // std::stoi
-      throw UsageError{arg + " needs an integer, got '" + value + "'"};
-    }
-  }
-  if (positional.size() != 2) throw UsageError{"expected IN and OUT, got " + std::to_string(positional.size()) + " file names"};
-  parsed.input = positional[0];
-  parsed.output = positional[1];
-  const std::string extension = lowercase_extension(parsed.output);
-  if (extension == ".parquet") parsed.output_kind = FileKind::kParquet;
-  else if (extension == ".csv") parsed.output_kind = FileKind::kCsv;
-  else throw UsageError{"cannot tell the output format of '" + parsed.output.string() + "' (use .parquet or .csv)"};
-  return parsed;
+FileKind output_kind(const fs::path& output) {
+  const std::string extension = lowercase_extension(output);
+  if (extension == ".parquet") return FileKind::kParquet;
+  if (extension == ".csv") return FileKind::kCsv;
+  throw OptionsError("cannot tell the output format of '" + output.string() + "' (use .parquet or .csv)");
 }
 
 // Rebuilds `store` with another shape of the same number of pixels (IDX files carry (N,H,W) only).
@@ -172,32 +107,50 @@ void print_report(const ConvertArgs& args, const ImageStore& store, double read_
               megabytes(output_bytes), ratio, read_seconds, write_seconds, read_seconds + write_seconds);
 }
 
+int run_convert(ConvertArgs& args) {
+  args.output_kind = output_kind(args.output);
+  const Stopwatch load_time;
+  const ImageStore store = load(args);
+  const double read_seconds = load_time.seconds();
+  const Stopwatch write_time;
+  if (args.output_kind == FileKind::kCsv) write_csv(store, args.output);
+  else parquet::write_parquet(store, args.output, args.parquet);
+  print_report(args, store, read_seconds, write_time.seconds());
+  return 0;
+}
+
 }  // namespace
 
-int convert_main(const std::vector<std::string>& args) {
-  ConvertArgs parsed;
-  try {
-    parsed = parse_args(args);
-  } catch (const UsageError& error) {
-    std::cerr << "feeder convert: " << error.message << "\n" << kUsage;
-    return 2;
-  }
-  try {
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    const ImageStore store = load(parsed);
-    const Clock::time_point loaded = Clock::now();
-    if (parsed.output_kind == FileKind::kCsv) write_csv(store, parsed.output);
-    else parquet::write_parquet(store, parsed.output, parsed.parquet);
-    const Clock::time_point written = Clock::now();
-    print_report(parsed, store, std::chrono::duration<double>(loaded - start).count(),
-                 std::chrono::duration<double>(written - loaded).count());
-    return 0;
-  } catch (const std::exception& error) {
-    // Library messages already name the file and the place in it.
-    std::cerr << "feeder convert: " << error.what() << "\n";
-    return 1;
-  }
+Command add_convert_command(CLI::App& parent) {
+  auto args = std::make_shared<ConvertArgs>();
+  auto shape = std::make_shared<std::vector<int64_t>>();
+  auto codec = std::make_shared<std::string>();
+  auto layout = std::make_shared<std::string>();
+  CLI::App* app = parent.add_subcommand("convert", "convert between CSV, IDX and Parquet, with a size report");
+  app->footer(
+      "IN:  .csv, .parquet or IDX (*-images-idx3-ubyte[.gz], labels read from the file beside it)\n"
+      "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK)");
+  app->add_option("IN", args->input, "the input file")->required();
+  app->add_option("OUT", args->output, "the output file")->required();
+  app->add_option("--layout", *layout, "Parquet layout: columns or image")
+      ->check(parsed_by(parquet::parse_parquet_layout, "columns|image"));
+  app->add_option("--codec", *codec, "Parquet codec: zstd, snappy, gzip, lz4, brotli or none")
+      ->check(parsed_by(parquet::parse_parquet_codec, "CODEC"));
+  app->add_option("--level", args->parquet.compression_level, "the codec's compression level");
+  app->add_option("--row-group-size", args->parquet.row_group_size, "rows per Parquet row group")
+      ->check(at_least(1));
+  app->add_option("--shape", *shape, "image shape CxHxW, e.g. 1x28x28")
+      ->delimiter('x')
+      ->expected(3)
+      ->check(at_least(1));
+  return {app, [args, shape, codec, layout] {
+            if (!layout->empty()) args->parquet.layout = parquet::parse_parquet_layout(*layout);
+            if (!codec->empty()) args->parquet.codec = parquet::parse_parquet_codec(*codec);
+            if (!shape->empty()) args->shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};
+            return run_convert(*args);
+          }};
 }
+
+int convert_main(const std::vector<std::string>& args) { return run_single_command(add_convert_command, args); }
 
 }  // namespace feeder::cli

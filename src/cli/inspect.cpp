@@ -3,8 +3,10 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "feeder/error.h"
 #include "feeder/formats/parquet/reader.h"
@@ -12,8 +14,6 @@
 namespace feeder::cli {
 
 namespace {
-
-constexpr const char* kUsage = "usage: feeder inspect FILE.parquet\n";
 
 std::string shorten(const std::string& text, size_t max_chars) {
   return text.size() <= max_chars ? text : text.substr(0, max_chars) + "... (" + std::to_string(text.size()) + " bytes)";
@@ -79,26 +79,20 @@ void print_file(const parquet::ParquetFile& file, std::ostream& out) {
 
 }  // namespace
 
-int inspect_main(const std::vector<std::string>& args) {
-  if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
-    std::cout << kUsage;
-    return 0;
-  }
-  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
-    std::cerr << kUsage;
-    return 2;
-  }
-  try {
-    const parquet::ParquetFile file = parquet::ParquetFile::open(args[0]);
-    // Build the whole report first so a bad page header does not leave half a listing.
-    std::ostringstream out;
-    print_file(file, out);
-    std::cout << out.str();
-    return 0;
-  } catch (const DataError& e) {
-    std::cerr << "feeder inspect: " << e.what() << "\n";
-    return 1;
-  }
+Command add_inspect_command(CLI::App& parent) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* app = parent.add_subcommand("inspect", "show a Parquet file's schema, row groups, codecs and encodings");
+  app->add_option("FILE", *path, "a .parquet file")->required();
+  return {app, [path] {
+            const parquet::ParquetFile file = parquet::ParquetFile::open(*path);
+            // Build the whole report first so a bad page header does not leave half a listing.
+            std::ostringstream out;
+            print_file(file, out);
+            std::cout << out.str();
+            return 0;
+          }};
 }
+
+int inspect_main(const std::vector<std::string>& args) { return run_single_command(add_inspect_command, args); }
 
 }  // namespace feeder::cli

@@ -1,12 +1,10 @@
 #include "cli/train.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/data_dir.h"
 #include "cli/process_setup.h"
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -19,27 +17,16 @@
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
-#include "feeder/system/runtime.h"
 #include "feeder/torch/adapter.h"
 #include "feeder/train/diagnosis.h"
 #include "feeder/train/report.h"
+#include "feeder/system/runtime.h"
 #include "feeder/train/simple_cnn.h"
+#include "feeder/train/train_data.h"
 #include "feeder/train/trainer.h"
 
 namespace feeder::cli {
 namespace {
-
-constexpr std::string_view kUsage =
-    "usage: feeder train [--data DIR | --train FILE --test FILE] [--epochs 5] [--batch-size 512]\n"
-    "                    [--workers 1] [--precision auto|fp32|bf16] [--device auto|cpu|cuda]\n"
-    "                    [--channels-last on|off] [--threads N] [--seed 42]\n"
-    "                    [--save model.pt] [--report-json FILE] [--diagnose]\n"
-    "\n"
-    "Trains the article's SimpleCNN (Adam, lr 1e-3) and prints per-epoch timings and test accuracy.\n"
-    "DIR holds train/test files as IDX (train-images-idx3-ubyte[.gz], t10k-...), CSV or Parquet;\n"
-    "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).\n"
-    "--diagnose measures how long training waits for data each epoch and says what to change.\n"
-    "--threads sets OMP_NUM_THREADS (default: the CPUs available) and restarts the process with it.\n";
 
 struct TrainArgs {
   std::optional<std::filesystem::path> data_dir;
@@ -57,70 +44,11 @@ struct TrainArgs {
   bool diagnose = false;
 };
 
-TrainArgs parse_args(const std::vector<std::string>& args) {
-  TrainArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    const auto next_value = [&]() -> std::string_view {
-      if (i + 1 >= args.size()) throw OptionsError(std::string(flag) + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--data") {
-      parsed.data_dir = next_value();
-    } else if (flag == "--train") {
-      parsed.train_file = next_value();
-    } else if (flag == "--test") {
-      parsed.test_file = next_value();
-    } else if (flag == "--epochs") {
-      parsed.epochs = parse_int<int64_t>(flag, next_value(), 1);
-    } else if (flag == "--batch-size") {
-      parsed.batch_size = parse_int<int64_t>(flag, next_value(), 1);
-    } else if (flag == "--workers") {
-      parsed.num_workers = parse_int<int>(flag, next_value(), 0);
-    } else if (flag == "--threads") {
-      parsed.num_threads = parse_int<int>(flag, next_value(), 1);
-    } else if (flag == "--seed") {
-      parsed.seed = parse_int<uint64_t>(flag, next_value(), 0);
-    } else if (flag == "--precision") {
-      parsed.trainer.precision = parse_precision(next_value());
-    } else if (flag == "--device") {
-      parsed.trainer.device = parse_device(next_value());
-    } else if (flag == "--channels-last") {
-      const std::string_view value = next_value();
-      if (value != "on" && value != "off") {
-        throw OptionsError("--channels-last takes on or off, got '" + std::string(value) + "'");
-      }
-      parsed.trainer.channels_last = value == "on";
-    } else if (flag == "--save") {
-      parsed.save_path = next_value();
-    } else if (flag == "--report-json") {
-      parsed.report_path = next_value();
-    } else if (flag == "--diagnose") {
-      parsed.diagnose = true;
-    } else {
-      throw OptionsError("unknown option '" + std::string(flag) + "'");
-    }
-  }
-  if (parsed.data_dir && (parsed.train_file || parsed.test_file)) {
-    throw OptionsError("give either --data DIR or --train FILE --test FILE, not both");
-  }
-  if (parsed.train_file.has_value() != parsed.test_file.has_value()) {
-    throw OptionsError("--train and --test go together");
-  }
-  return parsed;
-}
-
 // Resolves the two files to read; throws DataError saying what to install or pass when the
 // default dataset is missing.
 std::pair<std::filesystem::path, std::filesystem::path> find_data_files(const TrainArgs& args) {
   if (args.train_file) return {*args.train_file, *args.test_file};
   const std::filesystem::path dir = args.data_dir.value_or(kDefaultDataDir);
-  if (!std::filesystem::is_directory(dir)) {
-    if (args.data_dir) throw DataError(dir.string() + ": no such directory");
-    throw DataError(dir.string() +
-                    ": FashionMNIST not found; install it with `apt install dataset-fashion-mnist`, "
-                    "or pass --data DIR or --train FILE --test FILE");
-  }
   return {find_data_split(dir, Split::kTrain), find_data_split(dir, Split::kTest)};
 }
 
@@ -148,39 +76,12 @@ std::string format_seconds(double seconds) {
   return text;
 }
 
-int run(const TrainArgs& args) {
-  const auto [train_path, test_path] = find_data_files(args);
-  auto train_store = std::make_shared<const ImageStore>(load_images(train_path));
-  auto test_store = std::make_shared<const ImageStore>(load_images(test_path));
-  if (!train_store->labeled()) throw DataError(train_path.string() + ": no labels; training needs a labeled set");
-  if (train_store->shape() != test_store->shape()) {
-    throw DataError(test_path.string() + ": images are " + to_string(test_store->shape()) + ", but " +
-                    train_path.string() + " has " + to_string(train_store->shape()));
-  }
-  const ImageShape model_shape;  // SimpleCNN's input, 1x28x28
-  if (train_store->shape() != model_shape) {
-    throw DataError(train_path.string() + ": images are " + to_string(train_store->shape()) +
-                    "; the model takes " + to_string(model_shape));
-  }
-
-  const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
-  LoaderOptions train_options;
-  train_options.batch_size = args.batch_size;
-  train_options.shuffle = true;
-  train_options.seed = args.seed;
-  train_options.num_workers = args.num_workers;
-  train_options.pin_memory = config.device.is_cuda();
-  train_options.layout = config.image_layout();
-  LoaderOptions test_options = train_options;
-  test_options.shuffle = false;
-  TensorLoader train_loader(train_store, train_options);
-  TensorLoader test_loader(test_store, test_options);
-
-  Trainer trainer(make_simple_cnn(args.seed), config);
-  const CpuInfo cpu = read_cpuinfo();
+// The run's options and machine, as the report records them; the epochs are added as they finish.
+RunReport describe_run(const TrainArgs& args, const TrainTestStores& stores, const TrainerConfig& config,
+                       const LoaderOptions& train_options) {
   RunReport report;
-  report.train_file = train_path.string();
-  report.test_file = test_path.string();
+  report.train_file = stores.train_path.string();
+  report.test_file = stores.test_path.string();
   report.num_epochs = args.epochs;
   report.batch_size = args.batch_size;
   report.num_workers = args.num_workers;
@@ -192,12 +93,82 @@ int run(const TrainArgs& args) {
   report.requested_device = to_string(args.trainer.device);
   report.device = config.device.str();
   report.channels_last = config.channels_last;
-  report.cpu_model = cpu.model;
+  report.pin_memory = train_options.pin_memory;
+  report.cpu_model = read_cpuinfo().model;
   report.num_cpus = num_usable_cpus();
   report.torch_version = TORCH_VERSION;
+  return report;
+}
 
+void print_epoch(const EpochReport& result, int64_t num_epochs, bool diagnose) {
+  char accuracy[32] = "n/a";
+  if (result.accuracy) std::snprintf(accuracy, sizeof(accuracy), "%.4f", *result.accuracy);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "Epoch %lld/%lld: train %.2fs (data wait %.3fs), test %.2fs, loss %.4f, accuracy %s, "
+                "%.0f samples/s\n",
+                static_cast<long long>(result.epoch), static_cast<long long>(num_epochs), result.train_seconds,
+                result.data_wait_seconds, result.test_seconds, result.train_loss, accuracy,
+                result.samples_per_second);
+  std::cout << line;
+  if (diagnose) {
+    std::snprintf(line, sizeof(line), "  data wait: %.2f%% of the training pass\n", 100.0 * data_wait_share({result}));
+    std::cout << line;
+  }
+  std::cout << std::flush;
+}
+
+// The article's closing lines: average and total times, and the final test accuracy.
+void print_totals(const std::vector<EpochReport>& epochs) {
+  const RunTotals totals = summarize(epochs);
+  std::cout << "Average Train Time per Epoch: " << format_seconds(totals.average_train_seconds) << "\n"
+            << "Average Test Time per Epoch: " << format_seconds(totals.average_test_seconds) << "\n"
+            << "Total Train Time: " << format_seconds(totals.train_seconds) << "\n"
+            << "Total Test Time: " << format_seconds(totals.test_seconds) << "\n";
+  if (totals.final_accuracy) {
+    char accuracy[32];
+    std::snprintf(accuracy, sizeof(accuracy), "%.4f", *totals.final_accuracy);
+    std::cout << "Test Accuracy: " << accuracy << "\n";
+  } else {
+    std::cout << "Test Accuracy: n/a (the test set has no labels)\n";
+  }
+}
+
+void print_diagnosis(const RunReport& report, const TrainerConfig& config) {
+  const Hardware hardware = detect_hardware();
+  RunSetup setup;
+  setup.precision_bf16 = config.precision == Precision::kBf16;
+  setup.cpu_native_bf16 = hardware.cpu_native_bf16;
+  setup.channels_last = config.channels_last;
+  setup.device_cuda = config.device.is_cuda();
+  setup.cuda_available = hardware.cuda_available;
+  setup.num_threads = report.num_threads;
+  setup.num_cpus = report.num_cpus;
+  setup.num_workers = report.num_workers;
+  std::cout << "Diagnosis: " << diagnose(report.epochs, setup) << "\n";
+}
+
+int run(const TrainArgs& args) {
+  const auto [train_path, test_path] = find_data_files(args);
+  const TrainTestStores stores = load_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */);
+
+  const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
+  LoaderOptions train_options;
+  train_options.batch_size = args.batch_size;
+  train_options.shuffle = true;
+  train_options.seed = args.seed;
+  train_options.num_workers = args.num_workers;
+  train_options.pin_memory = config.device.is_cuda();
+  train_options.layout = config.image_layout();
+  LoaderOptions test_options = train_options;
+  test_options.shuffle = false;
+  TensorLoader train_loader(stores.train, train_options);
+  TensorLoader test_loader(stores.test, test_options);
+
+  Trainer trainer(make_simple_cnn(args.seed), config);
+  RunReport report = describe_run(args, stores, config, train_options);
   std::cout << "Training SimpleCNN (" << count_parameters(*trainer.model()) << " parameters) on "
-            << train_store->size() << " images, testing on " << test_store->size() << "; device "
+            << stores.train->size() << " images, testing on " << stores.test->size() << "; device "
             << report.device << ", precision " << report.precision << ", channels-last "
             << (config.channels_last ? "on" : "off") << ", " << report.num_threads << " threads\n"
             << std::flush;
@@ -210,50 +181,11 @@ int run(const TrainArgs& args) {
   for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
     const EpochReport result = trainer.run_epoch(train_loader, test_loader, epoch, progress);
     if (show_progress) clear_progress();
-    char accuracy[32] = "n/a";
-    if (result.accuracy) std::snprintf(accuracy, sizeof(accuracy), "%.4f", *result.accuracy);
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "Epoch %lld/%lld: train %.2fs (data wait %.3fs), test %.2fs, loss %.4f, accuracy %s, "
-                  "%.0f samples/s\n",
-                  static_cast<long long>(epoch), static_cast<long long>(args.epochs), result.train_seconds,
-                  result.data_wait_seconds, result.test_seconds, result.train_loss, accuracy,
-                  result.samples_per_second);
-    std::cout << line;
-    if (args.diagnose) {
-      std::snprintf(line, sizeof(line), "  data wait: %.2f%% of the training pass\n",
-                    100.0 * data_wait_share({result}));
-      std::cout << line;
-    }
-    std::cout << std::flush;
+    print_epoch(result, args.epochs, args.diagnose);
     report.epochs.push_back(result);
   }
-
-  const RunTotals totals = summarize(report.epochs);
-  std::cout << "Average Train Time per Epoch: " << format_seconds(totals.average_train_seconds) << "\n"
-            << "Average Test Time per Epoch: " << format_seconds(totals.average_test_seconds) << "\n"
-            << "Total Train Time: " << format_seconds(totals.train_seconds) << "\n"
-            << "Total Test Time: " << format_seconds(totals.test_seconds) << "\n";
-  if (totals.final_accuracy) {
-    char accuracy[32];
-    std::snprintf(accuracy, sizeof(accuracy), "%.4f", *totals.final_accuracy);
-    std::cout << "Test Accuracy: " << accuracy << "\n";
-  } else {
-    std::cout << "Test Accuracy: n/a (the test set has no labels)\n";
-  }
-  if (args.diagnose) {
-    const Hardware hardware = detect_hardware();
-    RunSetup setup;
-    setup.precision_bf16 = config.precision == Precision::kBf16;
-    setup.cpu_native_bf16 = hardware.cpu_native_bf16;
-    setup.channels_last = config.channels_last;
-    setup.device_cuda = config.device.is_cuda();
-    setup.cuda_available = hardware.cuda_available;
-    setup.num_threads = report.num_threads;
-    setup.num_cpus = report.num_cpus;
-    setup.num_workers = args.num_workers;
-    std::cout << "Diagnosis: " << diagnose(report.epochs, setup) << "\n";
-  }
+  print_totals(report.epochs);
+  if (args.diagnose) print_diagnosis(report, config);
   std::cout << std::flush;
 
   if (args.save_path) {
@@ -261,39 +193,70 @@ int run(const TrainArgs& args) {
     torch::save(trainer.model(), bytes);
     write_file_atomically(*args.save_path, bytes.str());
   }
-  if (args.report_path) write_file_atomically(*args.report_path, to_json(report));
+  if (args.report_path) write_file_atomically(*args.report_path, to_json_text(report));
   return 0;
 }
 
 }  // namespace
 
-int train_main(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::cout << kUsage;
-    return 0;
-  }
-  TrainArgs parsed;
-  try {
-    parsed = parse_args(args);
-  } catch (const OptionsError& error) {
-    std::cerr << "feeder train: " << error.what() << "\n" << kUsage;
-    return 2;
-  }
-  // May not return: restarts with OMP_NUM_THREADS set.
-  apply_process_settings(recommended_process_settings(parsed.num_threads));
+Command add_train_command(CLI::App& parent) {
+  auto args = std::make_shared<TrainArgs>();
+  // CLI11 fills plain values; the optional ones are set from them after the parse.
+  auto data_dir = std::make_shared<std::string>();
+  auto train_file = std::make_shared<std::string>();
+  auto test_file = std::make_shared<std::string>();
+  auto save_path = std::make_shared<std::string>();
+  auto report_path = std::make_shared<std::string>();
+  auto precision = std::make_shared<std::string>("auto");
+  auto device = std::make_shared<std::string>("auto");
+  auto channels_last = std::make_shared<std::string>("on");
 
-  try {
-    return run(parsed);
-  } catch (const OptionsError& error) {
-    std::cerr << "feeder train: " << error.what() << "\n";
-    return 2;
-  } catch (const DataError& error) {
-    std::cerr << "feeder train: " << error.what() << "\n";
-    return 1;
-  } catch (const std::exception& error) {
-    std::cerr << "feeder train: " << error.what() << "\n";
-    return 1;
-  }
+  CLI::App* app = parent.add_subcommand(
+      "train", "train the article's SimpleCNN on FashionMNIST (or your IDX/CSV/Parquet files)");
+  app->footer(
+      "Trains the article's SimpleCNN (Adam, lr 1e-3) and prints per-epoch timings and test accuracy.\n"
+      "DIR holds train/test files as IDX (train-images-idx3-ubyte[.gz], t10k-...), CSV or Parquet;\n"
+      "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).");
+  CLI::Option* data = app->add_option("--data", *data_dir, "directory with the train and test files");
+  CLI::Option* train = app->add_option("--train", *train_file, "training file (with --test)");
+  CLI::Option* test = app->add_option("--test", *test_file, "test file (with --train)");
+  data->excludes(train)->excludes(test);
+  train->needs(test);
+  test->needs(train);
+  app->add_option("--epochs", args->epochs, "epochs to train")->check(at_least(1))->capture_default_str();
+  app->add_option("--batch-size", args->batch_size, "samples per batch")->check(at_least(1))->capture_default_str();
+  app->add_option("--workers", args->num_workers, "loader worker threads")->check(at_least(0))->capture_default_str();
+  app->add_option("--precision", *precision, "auto, fp32 or bf16")
+      ->check(parsed_by(parse_precision, "auto|fp32|bf16"))
+      ->capture_default_str();
+  app->add_option("--device", *device, "auto, cpu or cuda")
+      ->check(parsed_by(parse_device, "auto|cpu|cuda"))
+      ->capture_default_str();
+  app->add_option("--channels-last", *channels_last, "channels-last model and batches")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app->add_option("--threads", args->num_threads,
+                  "OMP_NUM_THREADS (default: the CPUs available); restarts the process with it")
+      ->check(at_least(1));
+  app->add_option("--seed", args->seed, "seed of the model and the shuffle")->capture_default_str();
+  app->add_option("--save", *save_path, "save the trained model (torch::save) to this file");
+  app->add_option("--report-json", *report_path, "write the run's results as JSON to this file");
+  app->add_flag("--diagnose", args->diagnose,
+                "measure how long training waits for data each epoch and say what to change");
+
+  return {app, [=] {
+            if (!data_dir->empty()) args->data_dir = *data_dir;
+            if (!train_file->empty()) args->train_file = *train_file;
+            if (!test_file->empty()) args->test_file = *test_file;
+            if (!save_path->empty()) args->save_path = *save_path;
+            if (!report_path->empty()) args->report_path = *report_path;
+            args->trainer.precision = parse_precision(*precision);
+            args->trainer.device = parse_device(*device);
+            args->trainer.channels_last = *channels_last == "on";
+            // May not return: restarts with OMP_NUM_THREADS set.
+            apply_process_settings(recommended_process_settings(args->num_threads));
+            return run(*args);
+          }};
 }
 
 }  // namespace feeder::cli

@@ -1,13 +1,12 @@
 #pragma once
 
-#include <string>
-#include <vector>
+#include "cli/command_line.h"
 
 namespace feeder::cli {
 
 // `feeder train`: trains the article's SimpleCNN on an image set and reports per-epoch timings.
-// Takes the arguments after the command name; returns the exit code (2: bad flags, 1: bad data).
-// Call it before LibTorch has run anything: it may re-execute the process to fix the thread count.
-int train_main(const std::vector<std::string>& args);
+// Its run() may re-execute the process to fix the thread count, so it must come before LibTorch
+// has run anything.
+Command add_train_command(CLI::App& parent);
 
 }  // namespace feeder::cli

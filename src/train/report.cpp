@@ -1,121 +1,38 @@
 #include "feeder/train/report.h"
 
 #include <cmath>
-#include <cstdio>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "feeder/error.h"
 
 namespace feeder {
+namespace {
 
-void JsonWriter::newline() {
-  out_ += '\n';
-  out_.append(2 * has_elements_.size(), ' ');
+using nlohmann::json;
+
+// JSON has no NaN: non-finite numbers are written as null and read back as NaN.
+json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+double number_or_nan(const json& value) {
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
 }
 
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (has_elements_.empty()) return;
-  if (has_elements_.back()) out_ += ',';
-  has_elements_.back() = true;
-  newline();
+template <typename T>
+json optional_or_null(const std::optional<T>& value) {
+  if (!value) return nullptr;
+  if constexpr (std::is_floating_point_v<T>) return finite_or_null(*value);
+  return *value;
 }
 
-void JsonWriter::begin_object() {
-  before_value();
-  out_ += '{';
-  has_elements_.push_back(false);
+template <typename T>
+std::optional<T> optional_from(const json& value) {
+  if (value.is_null()) return std::nullopt;
+  return value.get<T>();
 }
 
-void JsonWriter::close(char bracket) {
-  const bool had_elements = has_elements_.back();
-  has_elements_.pop_back();
-  if (had_elements) newline();
-  out_ += bracket;
-}
-
-void JsonWriter::end_object() { close('}'); }
-
-void JsonWriter::begin_array() {
-  before_value();
-  out_ += '[';
-  has_elements_.push_back(false);
-}
-
-void JsonWriter::end_array() { close(']'); }
-
-void JsonWriter::key(std::string_view name) {
-  before_value();
-  append_string(name);
-  out_ += ": ";
-  after_key_ = true;
-}
-
-void JsonWriter::value(std::string_view text) {
-  before_value();
-  append_string(text);
-}
-
-void JsonWriter::append_string(std::string_view text) {
-  out_ += '"';
-  for (const char c : text) {
-    switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\r': out_ += "\\r"; break;
-      case '\t': out_ += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
-          out_ += escaped;
-        } else {
-          out_ += c;  // UTF-8 bytes pass through
-        }
-    }
-  }
-  out_ += '"';
-}
-
-void JsonWriter::value(double number) {
-  if (!std::isfinite(number)) {
-    null();
-    return;
-  }
-  before_value();
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.10g", number);
-  out_ += text;
-}
-
-void JsonWriter::value(int64_t number) {
-  before_value();
-  out_ += std::to_string(number);
-}
-
-void JsonWriter::value(uint64_t number) {
-  before_value();
-  out_ += std::to_string(number);
-}
-
-void JsonWriter::value(bool flag) {
-  before_value();
-  out_ += flag ? "true" : "false";
-}
-
-void JsonWriter::null() {
-  before_value();
-  out_ += "null";
-}
-
-void JsonWriter::value(const std::optional<double>& number) {
-  if (number) {
-    value(*number);
-  } else {
-    null();
-  }
-}
+}  // namespace
 
 RunTotals summarize(const std::vector<EpochReport>& epochs) {
   RunTotals totals;
@@ -131,67 +48,114 @@ RunTotals summarize(const std::vector<EpochReport>& epochs) {
   return totals;
 }
 
-void write_epoch_json(JsonWriter& json, const EpochReport& epoch) {
-  json.begin_object();
-  json.field("epoch", epoch.epoch);
-  json.field("train_seconds", epoch.train_seconds);
-  json.field("test_seconds", epoch.test_seconds);
-  json.field("data_wait_seconds", epoch.data_wait_seconds);
-  json.field("test_data_wait_seconds", epoch.test_data_wait_seconds);
-  json.field("samples_per_second", epoch.samples_per_second);
-  json.field("loss", epoch.train_loss);
-  json.field("accuracy", epoch.accuracy);
-  json.field("train_samples", epoch.num_train_samples);
-  json.field("test_samples", epoch.num_test_samples);
-  json.end_object();
+void to_json(json& out, const EpochReport& epoch) {
+  out = {
+      {"epoch", epoch.epoch},
+      {"train_seconds", finite_or_null(epoch.train_seconds)},
+      {"test_seconds", finite_or_null(epoch.test_seconds)},
+      {"data_wait_seconds", finite_or_null(epoch.data_wait_seconds)},
+      {"test_data_wait_seconds", finite_or_null(epoch.test_data_wait_seconds)},
+      {"samples_per_second", finite_or_null(epoch.samples_per_second)},
+      {"loss", finite_or_null(epoch.train_loss)},
+      {"accuracy", optional_or_null(epoch.accuracy)},
+      {"train_samples", epoch.num_train_samples},
+      {"test_samples", epoch.num_test_samples},
+  };
 }
 
-std::string to_json(const RunReport& report) {
-  JsonWriter json;
-  json.begin_object();
+void from_json(const json& in, EpochReport& epoch) {
+  epoch.epoch = in.at("epoch").get<int64_t>();
+  epoch.train_seconds = in.at("train_seconds").get<double>();
+  epoch.test_seconds = in.at("test_seconds").get<double>();
+  epoch.data_wait_seconds = in.at("data_wait_seconds").get<double>();
+  epoch.test_data_wait_seconds = in.at("test_data_wait_seconds").get<double>();
+  epoch.samples_per_second = number_or_nan(in.at("samples_per_second"));
+  epoch.train_loss = number_or_nan(in.at("loss"));
+  epoch.accuracy = optional_from<double>(in.at("accuracy"));
+  epoch.num_train_samples = in.at("train_samples").get<int64_t>();
+  epoch.num_test_samples = in.at("test_samples").get<int64_t>();
+}
 
-  json.key("options");
-  json.begin_object();
-  json.field("train_file", report.train_file);
-  json.field("test_file", report.test_file);
-  json.field("epochs", report.num_epochs);
-  json.field("batch_size", report.batch_size);
-  json.field("workers", report.num_workers);
-  json.field("threads", report.num_threads);
-  json.field("seed", report.seed);
-  json.field("learning_rate", report.learning_rate);
-  json.field("precision_requested", report.requested_precision);
-  json.field("precision", report.precision);
-  json.field("device_requested", report.requested_device);
-  json.field("channels_last", report.channels_last);
-  json.end_object();
-
-  json.key("machine");
-  json.begin_object();
-  json.field("cpu_model", report.cpu_model);
-  json.field("cpus", report.num_cpus);
-  json.field("device", report.device);
-  json.field("precision", report.precision);
-  json.field("torch_version", report.torch_version);
-  json.end_object();
-
-  json.key("epochs");
-  json.begin_array();
-  for (const EpochReport& epoch : report.epochs) write_epoch_json(json, epoch);
-  json.end_array();
-
+void to_json(json& out, const RunReport& report) {
   const RunTotals totals = summarize(report.epochs);
-  json.key("summary");
-  json.begin_object();
-  json.field("average_train_seconds", totals.average_train_seconds);
-  json.field("average_test_seconds", totals.average_test_seconds);
-  json.field("total_train_seconds", totals.train_seconds);
-  json.field("total_test_seconds", totals.test_seconds);
-  json.field("test_accuracy", totals.final_accuracy);
-  json.end_object();
+  out = {
+      {"options",
+       {
+           {"pipeline", report.pipeline},
+           {"train_file", report.train_file},
+           {"test_file", report.test_file},
+           {"epochs", report.num_epochs},
+           {"batch_size", report.batch_size},
+           {"num_workers", report.num_workers},
+           {"num_threads", report.num_threads},
+           {"seed", report.seed},
+           {"learning_rate", report.learning_rate},
+           {"precision_requested", report.requested_precision},
+           {"precision", report.precision},
+           {"device_requested", report.requested_device},
+           {"device", report.device},
+           {"channels_last", report.channels_last},
+           {"pin_memory", report.pin_memory},
+           {"loader_only", report.loader_only},
+           {"max_batches", report.max_batches},
+       }},
+      {"machine",
+       {
+           {"cpu_model", report.cpu_model},
+           {"num_cpus", report.num_cpus},
+           {"torch_version", report.torch_version},
+       }},
+      {"epochs", report.epochs},
+      {"summary",
+       {
+           {"average_train_seconds", finite_or_null(totals.average_train_seconds)},
+           {"average_test_seconds", finite_or_null(totals.average_test_seconds)},
+           {"total_train_seconds", finite_or_null(totals.train_seconds)},
+           {"total_test_seconds", finite_or_null(totals.test_seconds)},
+           {"final_accuracy", optional_or_null(totals.final_accuracy)},
+           {"load_seconds", optional_or_null(report.load_seconds)},
+           {"peak_rss_kib", optional_or_null(report.peak_rss_kib)},
+       }},
+  };
+}
 
-  json.end_object();
-  return json.str() + "\n";
+void from_json(const json& in, RunReport& report) {
+  const json& options = in.at("options");
+  report.pipeline = options.at("pipeline").get<std::string>();
+  report.train_file = options.at("train_file").get<std::string>();
+  report.test_file = options.at("test_file").get<std::string>();
+  report.num_epochs = options.at("epochs").get<int64_t>();
+  report.batch_size = options.at("batch_size").get<int64_t>();
+  report.num_workers = options.at("num_workers").get<int>();
+  report.num_threads = options.at("num_threads").get<int>();
+  report.seed = options.at("seed").get<uint64_t>();
+  report.learning_rate = options.at("learning_rate").get<double>();
+  report.requested_precision = options.at("precision_requested").get<std::string>();
+  report.precision = options.at("precision").get<std::string>();
+  report.requested_device = options.at("device_requested").get<std::string>();
+  report.device = options.at("device").get<std::string>();
+  report.channels_last = options.at("channels_last").get<bool>();
+  report.pin_memory = options.at("pin_memory").get<bool>();
+  report.loader_only = options.at("loader_only").get<bool>();
+  report.max_batches = options.at("max_batches").get<int64_t>();
+  const json& machine = in.at("machine");
+  report.cpu_model = machine.at("cpu_model").get<std::string>();
+  report.num_cpus = machine.at("num_cpus").get<int>();
+  report.torch_version = machine.at("torch_version").get<std::string>();
+  report.epochs = in.at("epochs").get<std::vector<EpochReport>>();
+  const json& summary = in.at("summary");
+  report.load_seconds = optional_from<double>(summary.at("load_seconds"));
+  report.peak_rss_kib = optional_from<int64_t>(summary.at("peak_rss_kib"));
+}
+
+std::string to_json_text(const RunReport& report) { return json(report).dump(2) + "\n"; }
+
+RunReport parse_run_report(std::string_view text, std::string_view source) {
+  try {
+    return json::parse(text).get<RunReport>();
+  } catch (const json::exception& error) {
+    throw DataError(std::string(source) + ": not a run report: " + error.what());
+  }
 }
 
 }  // namespace feeder

@@ -3,20 +3,15 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
-#include <chrono>
 #include <string>
 
 #include "feeder/error.h"
+#include "feeder/stopwatch.h"
 #include "feeder/system/runtime.h"
 
 namespace feeder {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Autocast to bf16 for the scope's lifetime, as Python's `with torch.autocast(...)`: enter saves the
 // previous state and bumps the nesting level; exit restores it and, when leaving the outermost
@@ -191,13 +186,13 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
 
   // Training pass. Loss sums stay on the device and are read once at the end, so a GPU never
   // waits for the host in the middle of an epoch.
-  const Clock::time_point train_start = Clock::now();
+  const Stopwatch train_time;
   train.start_epoch(epoch);
   torch::Tensor loss_sum = torch::zeros({}, counter.dtype(torch::kDouble));
   for (int64_t batch_idx = 1;; ++batch_idx) {
-    const Clock::time_point wait_start = Clock::now();
+    const Stopwatch wait_time;
     std::optional<TensorBatch> batch = train.next();
-    report.data_wait_seconds += seconds_since(wait_start);
+    report.data_wait_seconds += wait_time.seconds();
     if (!batch) break;
     const int64_t batch_size = batch->labels.size(0);
     const torch::Tensor loss = train_step(batch->images, batch->labels);
@@ -206,19 +201,19 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     if (progress) progress({Phase::kTrain, epoch, batch_idx, train.num_batches()});
   }
   const double loss_total = loss_sum.item<double>();  // also waits for the device to finish
-  report.train_seconds = seconds_since(train_start);
+  report.train_seconds = train_time.seconds();
   report.train_loss = report.num_train_samples > 0 ? loss_total / report.num_train_samples : 0.0;
   report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
 
   // Test pass.
   const bool labeled = test.labeled();
-  const Clock::time_point test_start = Clock::now();
+  const Stopwatch test_time;
   test.start_epoch(epoch);
   torch::Tensor num_correct = torch::zeros({}, counter.dtype(torch::kLong));
   for (int64_t batch_idx = 1;; ++batch_idx) {
-    const Clock::time_point wait_start = Clock::now();
+    const Stopwatch wait_time;
     std::optional<TensorBatch> batch = test.next();
-    report.test_data_wait_seconds += seconds_since(wait_start);
+    report.test_data_wait_seconds += wait_time.seconds();
     if (!batch) break;
     const torch::Tensor logits = predict(batch->images);  // (B,10)
     if (labeled) {
@@ -229,7 +224,7 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     if (progress) progress({Phase::kTest, epoch, batch_idx, test.num_batches()});
   }
   const int64_t correct = num_correct.item<int64_t>();
-  report.test_seconds = seconds_since(test_start);
+  report.test_seconds = test_time.seconds();
   if (labeled && report.num_test_samples > 0) {
     report.accuracy = static_cast<double>(correct) / static_cast<double>(report.num_test_samples);
   }

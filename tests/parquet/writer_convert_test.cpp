@@ -92,23 +92,33 @@ TEST(ParquetConvert, UsageErrorsExitTwoWithTheUsageLine) {
   const std::string in = (dir / "in.csv").string();
   const std::string out = (dir / "out.parquet").string();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{}, "expected IN and OUT, got 0 file names"},
-      {{in}, "expected IN and OUT, got 1 file names"},
-      {{in, out, "--codec", "zip"}, "unknown Parquet codec 'zip'"},
-      {{in, out, "--layout", "rows"}, "unknown Parquet layout 'rows'"},
-      {{in, out, "--row-group-size", "0"}, "--row-group-size needs a positive integer, got '0'"},
-      {{in, out, "--row-group-size"}, "--row-group-size needs a value"},
-      {{in, out, "--shape", "1x28"}, "--shape needs CxHxW (e.g. 1x28x28), got '1x28'"},
-      {{in, out, "--frobnicate", "1"}, "unknown option --frobnicate"},
-      {{in, (dir / "out.txt").string()}, "cannot tell the output format of"},
+      {{}, "IN is required"},
+      {{in}, "OUT is required"},
+      {{in, out, "--codec", "zip"}, "--codec: unknown Parquet codec 'zip'"},
+      {{in, out, "--layout", "rows"}, "--layout: unknown Parquet layout 'rows'"},
+      {{in, out, "--row-group-size", "0"}, "--row-group-size: needs an integer >= 1, got '0'"},
+      {{in, out, "--row-group-size"}, "--row-group-size"},
+      {{in, out, "--shape", "1x28"}, "--shape"},
+      {{in, out, "--shape", "1x0x28"}, "--shape: needs an integer >= 1, got '0'"},
+      {{in, out, "--frobnicate", "1"}, "--frobnicate"},
   };
   for (const auto& [args, message] : cases) {
     const RunResult result = run_convert(args);
     EXPECT_EQ(result.exit_code, 2) << message;
-    EXPECT_NE(result.err.find("feeder convert: " + message), std::string::npos) << result.err;
-    EXPECT_NE(result.err.find("usage: feeder convert IN OUT"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.rfind("feeder convert: ", 0), 0u) << result.err;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("Usage: feeder convert"), std::string::npos) << result.err;
   }
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(ParquetConvert, UnknownOutputFormatExitsTwo) {
+  TempDir dir;
+  write_csv(testing::make_store(ImageShape{1, 2, 2}, 3, true), dir / "in.csv");
+  const RunResult result = run_convert({(dir / "in.csv").string(), (dir / "out.txt").string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "feeder convert: cannot tell the output format of '" + (dir / "out.txt").string() +
+                            "' (use .parquet or .csv)\n");
 }
 
 TEST(ParquetConvert, MissingInputExitsOneNamingTheFile) {

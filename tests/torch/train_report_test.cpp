@@ -1,134 +1,18 @@
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <string>
-#include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "feeder/error.h"
 #include "feeder/train/report.h"
 
 namespace feeder {
 namespace {
 
-// A strict recursive-descent JSON checker (RFC 8259 grammar); true when `text` is one JSON value
-// with nothing but whitespace after it.
-class JsonChecker {
- public:
-  explicit JsonChecker(std::string_view text) : text_(text) {}
-
-  bool valid() {
-    skip_space();
-    if (!parse_value()) return false;
-    skip_space();
-    return pos_ == text_.size();
-  }
-
- private:
-  bool parse_value() {
-    if (pos_ >= text_.size()) return false;
-    switch (text_[pos_]) {
-      case '{': return parse_container('}', true);
-      case '[': return parse_container(']', false);
-      case '"': return parse_string();
-      case 't': return literal("true");
-      case 'f': return literal("false");
-      case 'n': return literal("null");
-      default: return parse_number();
-    }
-  }
-  bool parse_container(char close, bool is_object) {
-    ++pos_;
-    skip_space();
-    if (peek() == close) return ++pos_, true;
-    for (;;) {
-      skip_space();
-      if (is_object) {
-        if (!parse_string()) return false;
-        skip_space();
-        if (peek() != ':') return false;
-        ++pos_;
-        skip_space();
-      }
-      if (!parse_value()) return false;
-      skip_space();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() == close) return ++pos_, true;
-      return false;
-    }
-  }
-  bool parse_string() {
-    if (peek() != '"') return false;
-    for (++pos_; pos_ < text_.size(); ++pos_) {
-      const unsigned char c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') return ++pos_, true;
-      if (c < 0x20) return false;
-      if (c == '\\') {
-        ++pos_;
-        if (pos_ >= text_.size()) return false;
-        const char e = text_[pos_];
-        if (e == 'u') {
-          for (int i = 0; i < 4; ++i) {
-            if (++pos_ >= text_.size() || !std::isxdigit(static_cast<unsigned char>(text_[pos_]))) return false;
-          }
-        } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
-          return false;
-        }
-      }
-    }
-    return false;
-  }
-  bool parse_number() {
-    const size_t start = pos_;
-    if (peek() == '-') ++pos_;
-    if (peek() == '0') {
-      ++pos_;
-    } else if (!digits()) {
-      return false;
-    }
-    if (peek() == '.') {
-      ++pos_;
-      if (!digits()) return false;
-    }
-    if (peek() == 'e' || peek() == 'E') {
-      ++pos_;
-      if (peek() == '+' || peek() == '-') ++pos_;
-      if (!digits()) return false;
-    }
-    return pos_ > start;
-  }
-  bool digits() {
-    const size_t start = pos_;
-    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-    return pos_ > start;
-  }
-  bool literal(std::string_view word) {
-    if (text_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
-    return true;
-  }
-  void skip_space() {
-    while (pos_ < text_.size() && std::string_view(" \t\r\n").find(text_[pos_]) != std::string_view::npos) ++pos_;
-  }
-  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
-
-  std::string_view text_;
-  size_t pos_ = 0;
-};
-
-bool is_json(std::string_view text) { return JsonChecker(text).valid(); }
-
-TEST(JsonChecker, RejectsMalformedText) {
-  // The checker itself must catch what a broken writer would produce.
-  EXPECT_TRUE(is_json(R"({"a": [1, 2.5e-3, "x\n"], "b": null})"));
-  for (const char* bad : {R"({"a": 1,})", R"({"a" 1})", R"([1 2])", R"({"a": nan})", R"("abc)", R"({} {})",
-                          "{\"a\": \"line\nbreak\"}", R"([01])"}) {
-    EXPECT_FALSE(is_json(bad)) << bad;
-  }
-}
+using nlohmann::json;
 
 RunReport sample_report() {
   RunReport report;
@@ -166,40 +50,110 @@ RunReport sample_report() {
   return report;
 }
 
-TEST(RunReportJson, IsWellFormedJson) {
-  const std::string json = to_json(sample_report());
-  EXPECT_TRUE(is_json(json)) << json;
-  EXPECT_EQ(json.back(), '\n');
+TEST(RunReportJson, IsJsonEndingInANewline) {
+  const std::string text = to_json_text(sample_report());
+  EXPECT_TRUE(json::accept(text)) << text;
+  EXPECT_EQ(text.back(), '\n');
 }
 
-TEST(RunReportJson, HasThePerEpochFieldsOptionsAndMachine) {
-  const std::string json = to_json(sample_report());
-  for (const char* field : {"\"train_seconds\": 2.5", "\"test_seconds\": 0.25", "\"data_wait_seconds\": 0.01",
-                            "\"samples_per_second\": 24000", "\"accuracy\": 0.8081", "\"loss\": 0.61",
-                            "\"batch_size\": 512", "\"seed\": 42", "\"precision\": \"bf16\"",
-                            "\"channels_last\": true", "\"cpu_model\": \"AMD EPYC\"", "\"cpus\": 2",
-                            "\"device\": \"cpu\"", "\"torch_version\": \"1.13.0\"", "\"total_train_seconds\": 4"}) {
-    EXPECT_NE(json.find(field), std::string::npos) << field << " missing in\n" << json;
-  }
+TEST(RunReportJson, HasThePerEpochFieldsOptionsMachineAndSummary) {
+  const json report = json::parse(to_json_text(sample_report()));
+  const json& first = report.at("epochs").at(0);
+  EXPECT_EQ(first.at("train_seconds"), 2.5);
+  EXPECT_EQ(first.at("test_seconds"), 0.25);
+  EXPECT_EQ(first.at("data_wait_seconds"), 0.01);
+  EXPECT_EQ(first.at("samples_per_second"), 24000);
+  EXPECT_EQ(first.at("accuracy"), 0.8081);
+  EXPECT_EQ(first.at("loss"), 0.61);
+  EXPECT_EQ(report.at("options").at("batch_size"), 512);
+  EXPECT_EQ(report.at("options").at("num_workers"), 1);
+  EXPECT_EQ(report.at("options").at("seed"), 42);
+  EXPECT_EQ(report.at("options").at("precision"), "bf16");
+  EXPECT_EQ(report.at("options").at("device"), "cpu");
+  EXPECT_EQ(report.at("options").at("channels_last"), true);
+  EXPECT_EQ(report.at("machine").at("cpu_model"), "AMD EPYC");
+  EXPECT_EQ(report.at("machine").at("num_cpus"), 2);
+  EXPECT_EQ(report.at("machine").at("torch_version"), "1.13.0");
+  EXPECT_EQ(report.at("summary").at("total_train_seconds"), 4.0);
+  EXPECT_EQ(report.at("summary").at("average_test_seconds"), 0.5);
 }
 
 TEST(RunReportJson, MissingAccuracyAndNonFiniteNumbersAreNull) {
-  const std::string json = to_json(sample_report());
-  EXPECT_NE(json.find("\"accuracy\": null"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"loss\": null"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"test_accuracy\": null"), std::string::npos) << json;  // the last epoch's
+  const json report = json::parse(to_json_text(sample_report()));
+  const json& second = report.at("epochs").at(1);
+  EXPECT_TRUE(second.at("accuracy").is_null());
+  EXPECT_TRUE(second.at("loss").is_null());
+  EXPECT_TRUE(report.at("summary").at("final_accuracy").is_null());  // the last epoch's
+  EXPECT_TRUE(report.at("summary").at("peak_rss_kib").is_null());
 }
 
-TEST(RunReportJson, EscapesStrings) {
-  const std::string json = to_json(sample_report());
-  EXPECT_NE(json.find(R"("/data/train \"quoted\"\\dir\tx.csv")"), std::string::npos) << json;
-  JsonWriter writer;
-  writer.value(std::string_view("\x01\x1f", 2));
-  EXPECT_EQ(writer.str(), "\"\\u0001\\u001f\"");
+TEST(RunReportJson, KeepsStringsIntact) {
+  const json report = json::parse(to_json_text(sample_report()));
+  EXPECT_EQ(report.at("options").at("train_file"), "/data/train \"quoted\"\\dir\tx.csv");
+}
+
+TEST(RunReportJson, ReadsBackWhatItWrites) {
+  RunReport written = sample_report();
+  written.peak_rss_kib = 123456;
+  written.load_seconds = 1.25;
+  const RunReport read = parse_run_report(to_json_text(written), "run.json");
+  EXPECT_EQ(read.train_file, written.train_file);
+  EXPECT_EQ(read.num_workers, 1);
+  EXPECT_EQ(read.precision, "bf16");
+  EXPECT_EQ(read.torch_version, "1.13.0");
+  EXPECT_EQ(read.peak_rss_kib, std::optional<int64_t>(123456));
+  EXPECT_EQ(read.load_seconds, std::optional<double>(1.25));
+  ASSERT_EQ(read.epochs.size(), 2u);
+  EXPECT_EQ(read.epochs[0].train_seconds, 2.5);
+  EXPECT_EQ(read.epochs[0].accuracy, std::optional<double>(0.8081));
+  EXPECT_FALSE(read.epochs[1].accuracy.has_value());
+  EXPECT_TRUE(std::isnan(read.epochs[1].train_loss));
+}
+
+// The Python reference script writes these keys (bench/reference/article_pipeline.py, run_report);
+// a loader-only epoch has no loss and no accuracy.
+TEST(RunReportJson, ReadsTheReferenceScriptsReport) {
+  const std::string text = R"({
+    "options": {"pipeline": "python-v2", "train_file": "t.gz", "test_file": "e.gz", "epochs": 1,
+                "batch_size": 512, "num_workers": 2, "num_threads": 2, "seed": 42, "learning_rate": 0.001,
+                "precision_requested": "fp32", "precision": "fp32", "device_requested": "auto",
+                "device": "cpu", "channels_last": false, "pin_memory": true, "loader_only": true,
+                "max_batches": 2},
+    "machine": {"cpu_model": "AMD EPYC", "num_cpus": 2, "torch_version": "1.13.1"},
+    "epochs": [{"epoch": 1, "train_seconds": 0.5, "test_seconds": 0.25, "data_wait_seconds": 0.5,
+                "test_data_wait_seconds": 0.25, "samples_per_second": 2048.0, "loss": null,
+                "accuracy": null, "train_samples": 1024, "test_samples": 1024}],
+    "summary": {"average_train_seconds": 0.5, "average_test_seconds": 0.25, "total_train_seconds": 0.5,
+                "total_test_seconds": 0.25, "final_accuracy": null, "load_seconds": 3.5,
+                "peak_rss_kib": 2048}
+  })";
+  const RunReport report = parse_run_report(text, "python.json");
+  EXPECT_EQ(report.pipeline, "python-v2");
+  EXPECT_TRUE(report.loader_only);
+  EXPECT_EQ(report.peak_rss_kib, std::optional<int64_t>(2048));
+  ASSERT_EQ(report.epochs.size(), 1u);
+  EXPECT_EQ(report.epochs[0].num_train_samples, 1024);
+  EXPECT_TRUE(std::isnan(report.epochs[0].train_loss));
+}
+
+TEST(RunReportJson, MissingKeyIsADataErrorNamingTheFile) {
+  json report = json(sample_report());
+  report.at("epochs").at(0).erase("train_seconds");
+  try {
+    parse_run_report(report.dump(), "run.json");
+    FAIL() << "no error for a report without train_seconds";
+  } catch (const DataError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("run.json: not a run report: ", 0), 0u) << error.what();
+    EXPECT_NE(std::string(error.what()).find("train_seconds"), std::string::npos) << error.what();
+  }
+}
+
+TEST(RunReportJson, TextThatIsNotJsonIsADataError) {
+  EXPECT_THROW(parse_run_report("{\"options\": ", "run.json"), DataError);
 }
 
 TEST(RunReportJson, EmptyRunIsStillWellFormed) {
-  EXPECT_TRUE(is_json(to_json(RunReport{})));
+  EXPECT_TRUE(json::accept(to_json_text(RunReport{})));
 }
 
 TEST(Summarize, AveragesAndTotalsOverEpochs) {

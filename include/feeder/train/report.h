@@ -1,13 +1,21 @@
 #pragma once
 
-// Per-epoch results and the JSON run report. No LibTorch here, so the report can be written and
-// tested without it.
+// The one results schema: what `feeder train --report-json` writes, what every row of the
+// ablation writes (C++ rows through this code, the Python reference script with the same keys),
+// and what the ablation reads back. No LibTorch here, so it can be written, read and tested
+// without it.
+//
+// {"options": {...}, "machine": {...}, "epochs": [{...}, ...], "summary": {...}}; the keys are
+// listed in report.cpp. Numbers that are not finite, and results that do not exist (accuracy of an
+// unlabeled test set), are null.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace feeder {
 
@@ -21,13 +29,14 @@ struct EpochReport {
   double data_wait_seconds = 0;
   double test_data_wait_seconds = 0;
   double samples_per_second = 0;   // training samples / train_seconds
-  double train_loss = 0;           // mean cross-entropy over the epoch's training samples
-  std::optional<double> accuracy;  // on the test set; empty when it is unlabeled
+  double train_loss = 0;           // mean cross-entropy over the epoch's training samples; NaN: none
+  std::optional<double> accuracy;  // on the test set; empty when it is unlabeled or not measured
 };
 
-// Everything `feeder train --report-json` records: the options as used, the machine, the epochs.
+// Everything one run records: the options as used, the machine, the epochs.
 struct RunReport {
   // Options.
+  std::string pipeline = "feeder";  // the data path: feeder, naive, torch-data-mnist, python-v2, ...
   std::string train_file;
   std::string test_file;
   int64_t num_epochs = 0;
@@ -41,12 +50,17 @@ struct RunReport {
   std::string requested_device;
   std::string device;
   bool channels_last = false;
+  bool pin_memory = false;
+  bool loader_only = false;  // the data path iterated without the model
+  int64_t max_batches = 0;   // batches per pass; 0: whole passes
   // Machine.
   std::string cpu_model;
   int num_cpus = 0;
   std::string torch_version;
   // Results.
   std::vector<EpochReport> epochs;
+  std::optional<double> load_seconds;    // reading the data and building the pipeline
+  std::optional<int64_t> peak_rss_kib;   // the process (and its exited children, for Python)
 };
 
 // Totals over the epochs of a run.
@@ -59,51 +73,16 @@ struct RunTotals {
 };
 RunTotals summarize(const std::vector<EpochReport>& epochs);
 
-// The report as a JSON object (UTF-8, newline-terminated). Non-finite numbers become null.
-class JsonWriter;
+void to_json(nlohmann::json& json, const EpochReport& epoch);
+void from_json(const nlohmann::json& json, EpochReport& epoch);
+// Writes the summary too; reading ignores it (it is derived from the epochs).
+void to_json(nlohmann::json& json, const RunReport& report);
+void from_json(const nlohmann::json& json, RunReport& report);
 
-// One epoch as a JSON object: the fields `feeder train --report-json` and the ablation rows share.
-void write_epoch_json(JsonWriter& json, const EpochReport& epoch);
-
-std::string to_json(const RunReport& report);
-
-// Minimal streaming JSON writer: the caller nests begin/end calls correctly; commas and escaping
-// are handled here. Not a general library, just enough for reports.
-class JsonWriter {
- public:
-  void begin_object();
-  void end_object();
-  void begin_array();
-  void end_array();
-  void key(std::string_view name);  // inside an object, before each value
-  void value(std::string_view text);
-  void value(const char* text) { value(std::string_view(text)); }
-  void value(double number);
-  void value(int64_t number);
-  void value(uint64_t number);
-  void value(int number) { value(static_cast<int64_t>(number)); }
-  void value(bool flag);
-  void null();
-  void value(const std::optional<double>& number);  // null when empty
-  // key(name) then value(v).
-  template <typename T>
-  void field(std::string_view name, const T& v) {
-    key(name);
-    value(v);
-  }
-
-  const std::string& str() const { return out_; }
-
- private:
-  void before_value();
-  void newline();
-  void close(char bracket);
-  void append_string(std::string_view text);
-
-  std::string out_;
-  // One entry per open container: true once it holds an element (the next needs a comma).
-  std::vector<bool> has_elements_;
-  bool after_key_ = false;
-};
+// The report as indented JSON text, newline-terminated.
+std::string to_json_text(const RunReport& report);
+// Parses a report; throws DataError "<source>: ..." when the text is not JSON or a key of the
+// schema is missing or of the wrong type.
+RunReport parse_run_report(std::string_view text, std::string_view source);
 
 }  // namespace feeder

@@ -5,7 +5,7 @@
 // get(). Nothing here is slowed on purpose; it is the obvious translation of the Python code, and
 // the ablation measures what that costs next to feeder's decode-once store.
 //
-// Included only by the ablation's row runner (it pulls in <torch/torch.h>).
+// Included only by the row runner (it pulls in <torch/torch.h>).
 
 #include <torch/torch.h>
 
@@ -17,7 +17,7 @@
 #include "feeder/error.h"
 #include "feeder/store/image_store.h"
 
-namespace feeder::cli {
+namespace feeder::bench {
 
 // A DataFrame-like table: named int64 columns, each one contiguous (column-major, like pandas).
 struct ColumnTable {
@@ -92,4 +92,4 @@ class NaiveDataset : public torch::data::datasets::Dataset<NaiveDataset> {
   std::vector<int64_t> feature_columns_;
 };
 
-}  // namespace feeder::cli
+}  // namespace feeder::bench

@@ -7,7 +7,7 @@
 #include "feeder/formats/dataset_files.h"
 #include "feeder/store/image_store.h"
 
-namespace feeder::cli {
+namespace feeder::bench {
 
 // Writes `store` as the uncompressed IDX pair torch::data's MNIST dataset reads from a directory:
 // train-{images-idx3,labels-idx1}-ubyte for Split::kTrain, t10k-... for Split::kTest. Labels of an
@@ -15,4 +15,19 @@ namespace feeder::cli {
 // large for IDX's 32-bit counts.
 void write_mnist_dir(const ImageStore& store, const std::filesystem::path& dir, Split split = Split::kTrain);
 
-}  // namespace feeder::cli
+// A fresh directory under /tmp holding `train` (and `test`, when given) for torch::data's MNIST
+// dataset; removed, with its files, when this object is destroyed.
+class TemporaryMnistDir {
+ public:
+  explicit TemporaryMnistDir(const ImageStore& train, const ImageStore* test = nullptr);
+  ~TemporaryMnistDir();
+  TemporaryMnistDir(const TemporaryMnistDir&) = delete;
+  TemporaryMnistDir& operator=(const TemporaryMnistDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace feeder::bench

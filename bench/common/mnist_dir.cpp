@@ -1,4 +1,6 @@
-#include "cli/bench_data.h"
+#include "common/mnist_dir.h"
+
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +10,7 @@
 #include "feeder/error.h"
 #include "feeder/io/file.h"
 
-namespace feeder::cli {
+namespace feeder::bench {
 namespace {
 
 void put_be32(std::string& out, uint32_t value) {
@@ -40,4 +42,23 @@ void write_mnist_dir(const ImageStore& store, const std::filesystem::path& dir, 
   write_file_atomically(dir / (prefix + "-labels-idx1-ubyte"), labels);
 }
 
-}  // namespace feeder::cli
+TemporaryMnistDir::TemporaryMnistDir(const ImageStore& train, const ImageStore* test) {
+  char dir_template[] = "/tmp/feeder-mnist-XXXXXX";
+  if (!mkdtemp(dir_template)) throw DataError("cannot create a temporary directory in /tmp");
+  path_ = dir_template;
+  try {
+    write_mnist_dir(train, path_, Split::kTrain);
+    if (test) write_mnist_dir(*test, path_, Split::kTest);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+    throw;
+  }
+}
+
+TemporaryMnistDir::~TemporaryMnistDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+}  // namespace feeder::bench

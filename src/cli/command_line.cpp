@@ -1,0 +1,80 @@
+#include "cli/command_line.h"
+
+#include <algorithm>
+#include <exception>
+#include <iostream>
+
+#include "feeder/error.h"
+
+namespace feeder::cli {
+namespace {
+
+// "feeder bench loader": the app's name and the subcommands the parse selected, for messages.
+std::string command_path(const CLI::App& app) {
+  std::string path = app.get_name();
+  for (const CLI::App* current = &app; !current->get_subcommands().empty();) {
+    current = current->get_subcommands().front();
+    path += " " + current->get_name();
+  }
+  return path;
+}
+
+}  // namespace
+
+int run_command_line(CLI::App& app, std::vector<std::string> args, const std::vector<Command>& commands) {
+  // CLI11 takes the arguments last to first.
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();  // the selected subcommand's help, with its full name
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& version) {
+    std::cout << version.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    std::cerr << command_path(app) << ": " << error.what() << "\n\n" << app.help();
+    return 2;
+  }
+  const std::string name = command_path(app);
+  for (const Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    try {
+      return command.run();
+    } catch (const OptionsError& error) {
+      std::cerr << name << ": " << error.what() << "\n";
+      return 2;
+    } catch (const std::exception& error) {
+      // Library messages already name the file and the place in it.
+      std::cerr << name << ": " << error.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << app.help();
+  return 2;
+}
+
+int run_single_command(Command (*add)(CLI::App&), const std::vector<std::string>& args) {
+  CLI::App app("", "feeder");
+  const Command command = add(app);
+  std::vector<std::string> command_line = {command.app->get_name()};
+  command_line.insert(command_line.end(), args.begin(), args.end());
+  return run_command_line(app, command_line, {command});
+}
+
+CLI::Validator at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        long long value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < min) {
+          return "needs an integer >= " + std::to_string(min) + ", got '" + text + "'";
+        }
+        return "";
+      },
+      "INT>=" + std::to_string(min));
+}
+
+}  // namespace feeder::cli
