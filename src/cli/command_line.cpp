@@ -22,6 +22,7 @@ std::string command_path(const CLI::App& app) {
 }  // namespace
 
 int run_command_line(CLI::App& app, std::vector<std::string> args, const std::vector<Command>& commands) {
+  const std::string first = args.empty() ? "" : args.front();
   // CLI11 takes the arguments last to first.
   std::reverse(args.begin(), args.end());
   try {
@@ -36,7 +37,11 @@ int run_command_line(CLI::App& app, std::vector<std::string> args, const std::ve
     std::cout << version.what() << "\n";
     return 0;
   } catch (const CLI::ParseError& error) {
-    std::cerr << command_path(app) << ": " << error.what() << "\n\n" << app.help();
+    // CLI11 would only say that a subcommand is required: name the word it did not know.
+    const bool unknown_command = app.get_subcommands().empty() && !first.empty() && first[0] != '-';
+    std::cerr << command_path(app) << ": "
+              << (unknown_command ? "unknown command '" + first + "'" : std::string(error.what())) << "\n\n"
+              << app.help();
     return 2;
   }
   const std::string name = command_path(app);

@@ -40,6 +40,12 @@ TEST(CommandLine, RunsTheChosenCommandAndReturnsItsCode) {
   EXPECT_EQ(run_demo({"demo", "--count", "3"}, [] { return 7; }).exit_code, 7);
 }
 
+TEST(CommandLine, UnknownCommandExitsTwoNamingIt) {
+  const Outcome outcome = run_demo({"frob", "--count", "3"});
+  EXPECT_EQ(outcome.exit_code, 2);
+  EXPECT_EQ(outcome.err.rfind("feeder: unknown command 'frob'\n", 0), 0u) << outcome.err;
+}
+
 TEST(CommandLine, HelpExitsZeroAndListsNoHiddenCommand) {
   const Outcome outcome = run_demo({"--help"});
   EXPECT_EQ(outcome.exit_code, 0);
