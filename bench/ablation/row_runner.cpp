@@ -178,27 +178,15 @@ std::vector<EpochReport> run_source_epochs(RowPipeline& pipeline, const RowSpec&
 
 RunReport make_report(const RowSpec& spec, const RowOptions& options, const TrainTestStores& stores,
                       const TrainerConfig& trainer_config, const TrainerOptions& requested) {
-  RunReport report;
+  RunReport report = describe_training_run(stores, requested, trainer_config);
   report.pipeline = std::string(to_string(spec.pipeline));
-  report.train_file = stores.train_path.string();
-  report.test_file = stores.test_path.string();
   report.num_epochs = options.epochs;
   report.batch_size = options.batch_size;
   report.num_workers = options.num_workers;
-  report.num_threads = at::get_num_threads();
   report.seed = options.seed;
-  report.learning_rate = trainer_config.learning_rate;
-  report.requested_precision = to_string(requested.precision);
-  report.precision = to_string(trainer_config.precision);
-  report.requested_device = to_string(requested.device);
-  report.device = trainer_config.device.str();
-  report.channels_last = trainer_config.channels_last;
   report.pin_memory = spec.pin_memory;
   report.loader_only = options.loader_only || spec.pipeline == Pipeline::kMemcpyBound;
   report.max_batches = options.max_batches;
-  report.cpu_model = read_cpuinfo().model;
-  report.num_cpus = num_usable_cpus();
-  report.torch_version = TORCH_VERSION;
   return report;
 }
 

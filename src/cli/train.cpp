@@ -79,24 +79,12 @@ std::string format_seconds(double seconds) {
 // The run's options and machine, as the report records them; the epochs are added as they finish.
 RunReport describe_run(const TrainArgs& args, const TrainTestStores& stores, const TrainerConfig& config,
                        const LoaderOptions& train_options) {
-  RunReport report;
-  report.train_file = stores.train_path.string();
-  report.test_file = stores.test_path.string();
+  RunReport report = describe_training_run(stores, args.trainer, config);
   report.num_epochs = args.epochs;
   report.batch_size = args.batch_size;
   report.num_workers = args.num_workers;
-  report.num_threads = at::get_num_threads();
   report.seed = args.seed;
-  report.learning_rate = config.learning_rate;
-  report.requested_precision = to_string(args.trainer.precision);
-  report.precision = to_string(config.precision);
-  report.requested_device = to_string(args.trainer.device);
-  report.device = config.device.str();
-  report.channels_last = config.channels_last;
   report.pin_memory = train_options.pin_memory;
-  report.cpu_model = read_cpuinfo().model;
-  report.num_cpus = num_usable_cpus();
-  report.torch_version = TORCH_VERSION;
   return report;
 }
 

@@ -231,4 +231,22 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   return report;
 }
 
+RunReport describe_training_run(const TrainTestStores& stores, const TrainerOptions& requested,
+                                const TrainerConfig& config) {
+  RunReport report;
+  report.train_file = stores.train_path.string();
+  report.test_file = stores.test_path.string();
+  report.num_threads = at::get_num_threads();
+  report.learning_rate = config.learning_rate;
+  report.requested_precision = to_string(requested.precision);
+  report.precision = to_string(config.precision);
+  report.requested_device = to_string(requested.device);
+  report.device = config.device.str();
+  report.channels_last = config.channels_last;
+  report.cpu_model = read_cpuinfo().model;
+  report.num_cpus = num_usable_cpus();
+  report.torch_version = TORCH_VERSION;
+  return report;
+}
+
 }  // namespace feeder

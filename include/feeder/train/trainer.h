@@ -11,6 +11,7 @@
 #include "feeder/torch/adapter.h"
 #include "feeder/train/report.h"
 #include "feeder/train/simple_cnn.h"
+#include "feeder/train/train_data.h"
 
 namespace feeder {
 
@@ -94,5 +95,11 @@ class Trainer {
   SimpleCNN model_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };
+
+// What every training run's report says about its data, arithmetic and machine: the files, the
+// requested and resolved precision and device, channels-last, LibTorch's thread count, the CPU and
+// LibTorch's version. The caller adds its loader's options and, as they finish, the epochs.
+RunReport describe_training_run(const TrainTestStores& stores, const TrainerOptions& requested,
+                                const TrainerConfig& config);
 
 }  // namespace feeder
