@@ -32,6 +32,7 @@ packages=(
   libthrift-dev thrift-compiler libboost-dev  # Parquet metadata; Thrift's headers include Boost's
   python3-torch python3-pandas gnuplot-nox  # the Python reference and charts of `feeder bench`
   libcli11-dev nlohmann-json3-dev      # command lines (CLI11) and JSON files (nlohmann/json)
+  libxxhash-dev                        # content hashes of shards and dataset fingerprints (XXH3)
 )
 # Only the tests use these (the first command stays quick without them).
 test_packages=(

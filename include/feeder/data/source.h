@@ -1,0 +1,92 @@
+#pragma once
+
+// Where the loader's samples come from: an in-memory ImageStore, or a streaming source that reads
+// and decodes blocks (Parquet row groups) on demand. The loader, its workers and the LibTorch
+// adapter work over either.
+//
+// Thread safety: every method is const and may be called from any number of threads at once.
+// Ownership: the loader holds its source through a shared_ptr, so a source outlives every loader
+// and batch that reads from it.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "feeder/store/image_store.h"
+
+namespace feeder {
+
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+
+  virtual int64_t size() const = 0;  // samples
+  virtual ImageShape shape() const = 0;
+  // False for an unlabeled set: every label is kNoLabel.
+  virtual bool labeled() const = 0;
+  // Identifies the data: equal for the same samples in the same order, different (with
+  // overwhelming probability) otherwise. Loader states carry it so a resume on other data is refused.
+  virtual uint64_t fingerprint() const = 0;
+  // A path or a short description, for messages.
+  virtual std::string name() const = 0;
+
+  // The store when every sample is in memory: the loader then gathers straight from it and never
+  // calls read_block(). nullptr for a streaming source.
+  virtual const ImageStore* in_memory() const { return nullptr; }
+
+  // Blocks are the unit of reading: contiguous runs of samples (a Parquet row group). Block b holds
+  // samples [block_starts()[b], block_starts()[b + 1]); there are block_starts().size() - 1 blocks
+  // and the last entry is size().
+  virtual std::span<const int64_t> block_starts() const = 0;
+  // The largest read buffer read_block() needs (a row group's compressed bytes), for the budget.
+  virtual int64_t max_read_bytes() const = 0;
+  // Reads and decodes block b: pixels (rows, C*H*W) uint8 row-major into `pixels` and the labels
+  // (rows) into `labels`, both sized by the caller for the block's rows. `scratch` is the caller's
+  // read buffer, reused between calls (no whole-file reads). Different threads may read blocks at
+  // once, each with its own scratch. Throws DataError naming the file and row group.
+  virtual void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels,
+                          int64_t* labels) const = 0;
+
+  int64_t num_blocks() const { return static_cast<int64_t>(block_starts().size()) - 1; }
+  int64_t block_rows(int64_t block_idx) const {
+    return block_starts()[static_cast<size_t>(block_idx) + 1] - block_starts()[static_cast<size_t>(block_idx)];
+  }
+  // Decoded bytes per sample as the loader holds them: pixels plus an int64 label.
+  int64_t decoded_sample_bytes() const { return shape().num_pixels() + static_cast<int64_t>(sizeof(int64_t)); }
+  int64_t decoded_bytes() const { return size() * decoded_sample_bytes(); }
+};
+
+// An ImageStore as a source: one block, every sample in memory.
+class InMemorySource : public SampleSource {
+ public:
+  explicit InMemorySource(std::shared_ptr<const ImageStore> store, std::string name = "in-memory store");
+
+  int64_t size() const override { return store_->size(); }
+  ImageShape shape() const override { return store_->shape(); }
+  bool labeled() const override { return store_->labeled(); }
+  // XXH3 of the shape, pixels and labels, computed on first use (~5 ms per 50 MB), then cached.
+  uint64_t fingerprint() const override;
+  std::string name() const override { return name_; }
+  const ImageStore* in_memory() const override { return store_.get(); }
+  std::span<const int64_t> block_starts() const override { return block_starts_; }
+  int64_t max_read_bytes() const override { return 0; }
+  void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override;
+
+  const std::shared_ptr<const ImageStore>& store() const { return store_; }
+
+ private:
+  std::shared_ptr<const ImageStore> store_;
+  std::string name_;
+  std::vector<int64_t> block_starts_;
+  mutable std::once_flag fingerprint_once_;
+  mutable uint64_t fingerprint_ = 0;
+};
+
+// Reads every block of `source` into one store, on up to `num_threads` threads (0: one per core).
+// What `feeder train` does when a sharded set fits the memory budget.
+ImageStore read_into_memory(const SampleSource& source, int num_threads = 0);
+
+}  // namespace feeder
