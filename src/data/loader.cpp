@@ -1,5 +1,6 @@
 #include "feeder/data/loader.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <map>
@@ -9,10 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "data/detail/block_stream.h"
 #include "data/detail/buffer_pool.h"
 #include "data/detail/convert.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/system/runtime.h"
+#include "feeder/util/byte_size.h"
 
 namespace feeder {
 namespace detail {
@@ -98,6 +104,9 @@ struct BatchResult {
   std::exception_ptr error;
 };
 
+// Thrown inside a worker whose batch was cancelled by a new epoch; its result is dropped.
+struct Cancelled {};
+
 void validate(const LoaderOptions& options) {
   if (options.batch_size < 1)
     throw OptionsError("batch_size must be at least 1, got " + std::to_string(options.batch_size));
@@ -110,14 +119,55 @@ void validate(const LoaderOptions& options) {
     throw OptionsError("prefetch must be at least 1 batch, got " + std::to_string(options.prefetch));
   if (!(options.normalization.std > 0.0f))
     throw OptionsError("normalization std must be positive, got " + std::to_string(options.normalization.std));
+  if (options.world_size < 1)
+    throw OptionsError("world_size must be at least 1, got " + std::to_string(options.world_size));
+  if (options.rank < 0 || options.rank >= options.world_size)
+    throw OptionsError("rank must be in 0.." + std::to_string(options.world_size - 1) + " for world_size " +
+                       std::to_string(options.world_size) + ", got " + std::to_string(options.rank));
+  if (options.memory_budget < 0)
+    throw OptionsError("memory_budget must be positive (or 0 for the default), got " +
+                       std::to_string(options.memory_budget));
+  if (options.shuffle_window < 0)
+    throw OptionsError("shuffle_window must be positive (or 0 for the default), got " +
+                       std::to_string(options.shuffle_window));
+}
+
+int64_t max_block_rows(const SampleSource& source) {
+  int64_t rows = 0;
+  for (int64_t b = 0; b < source.num_blocks(); ++b) rows = std::max(rows, source.block_rows(b));
+  return rows;
+}
+
+int num_readers(const LoaderOptions& options) { return std::max(1, options.num_workers); }
+
+// What a stream holds besides its decoded blocks: the epoch order and the readers' buffers.
+int64_t stream_overhead_bytes(const SampleSource& source, const LoaderOptions& options) {
+  const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
+  return (source.size() + padding) * static_cast<int64_t>(sizeof(int64_t)) +
+         num_readers(options) * source.max_read_bytes();
+}
+
+// Rows of decoded blocks a stream must be able to hold with shuffle window `window` (0 for the
+// fixed part only). The batches in flight (at most `prefetch`, or one without workers) span
+// prefetch * world_size * batch_size positions of the order; the windows they touch hold those
+// positions plus, at either end, at most one window that is only partly in the span, and a window
+// is at most window + (largest block - 1) rows. The padding at the end of the epoch re-reads up to
+// world_size - 1 samples, each from a block of its own at worst.
+int64_t required_rows(const SampleSource& source, const LoaderOptions& options, int64_t window) {
+  const int64_t in_flight = options.num_workers == 0 ? 1 : options.prefetch;
+  const int64_t span = in_flight * options.world_size * options.batch_size;
+  const int64_t largest = max_block_rows(source);
+  const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
+  const int64_t padding_rows = std::min(padding, source.num_blocks()) * largest;
+  return span + 2 * (window + largest - 1) + padding_rows;
 }
 
 }  // namespace
 
 // State shared between the consumer and the workers. Every field is guarded by `mutex`, except
-// `order` and `epoch`, which are written only by the consumer in start_epoch() while no claim is
-// possible and no worker is assembling (busy == 0), and read by workers only while assembling a
-// claimed batch.
+// `plan`, `window_begins` and `epoch`, which are written only by the consumer in begin_epoch()
+// while no claim is possible and no worker is assembling (busy == 0), and read by workers only
+// while assembling a claimed batch.
 struct Loader::Shared {
   std::mutex mutex;
   std::condition_variable work_available;  // workers wait for a batch to claim or for stop
@@ -125,25 +175,71 @@ struct Loader::Shared {
   bool stopping = false;
   bool epoch_started = false;
   uint64_t generation = 0;  // bumped by each start_epoch(); stale results are dropped
-  std::vector<int64_t> order;
+  EpochPlan plan;
+  std::vector<int64_t> window_begins;  // where the shuffle windows start in the order
   int64_t epoch = 0;
   int64_t epoch_batches = 0;  // batches claimable in this epoch; 0 while switching epochs
   int64_t next_to_claim = 0;
   int64_t next_to_deliver = 0;
   int busy = 0;  // workers assembling right now
   std::map<int64_t, BatchResult> ready;  // finished batches by index, waiting for delivery
+  std::unique_ptr<detail::BlockStream> stream;  // streaming sources only
   std::vector<std::thread> workers;
 };
 
 Loader::Loader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
                std::shared_ptr<BufferAllocator> allocator, BatchTransform transform)
-    : store_(std::move(store)), options_(options), transform_(std::move(transform)), shared_(new Shared) {
-  if (!store_) throw OptionsError("Loader needs an image store, got none");
+    : Loader(store ? std::make_shared<InMemorySource>(std::move(store)) : nullptr, options, std::move(allocator),
+             std::move(transform)) {}
+
+Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options,
+               std::shared_ptr<BufferAllocator> allocator, BatchTransform transform)
+    : source_(std::move(source)), options_(options), transform_(std::move(transform)), shared_(new Shared) {
+  if (!source_) throw OptionsError("Loader needs a sample source (an image store or a dataset), got none");
   validate(options_);
-  num_samples_ = options_.drop_last ? store_->size() / options_.batch_size * options_.batch_size : store_->size();
-  num_batches_ = (num_samples_ + options_.batch_size - 1) / options_.batch_size;
+  store_ = source_->in_memory();
+  const int64_t size = source_->size();
+  if (!options_.drop_last && size > 0 && size < options_.world_size)
+    throw OptionsError(source_->name() + ": " + std::to_string(size) + " samples cannot be shared among " +
+                       std::to_string(options_.world_size) + " ranks; use fewer ranks");
+  num_samples_ = EpochPlan::count_samples(size, options_.batch_size, options_.drop_last, options_.world_size);
+  num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
+
+  if (store_) {
+    shuffle_window_ = options_.shuffle_window == 0 ? size : std::min(options_.shuffle_window, size);
+  } else {
+    memory_budget_ = options_.memory_budget > 0 ? options_.memory_budget : default_memory_budget();
+    const int64_t sample_bytes = source_->decoded_sample_bytes();
+    const int64_t overhead = stream_overhead_bytes(*source_, options_);
+    const int64_t block_budget = memory_budget_ - overhead;
+    const int64_t fixed_rows = required_rows(*source_, options_, 0);
+    const auto explain = [&](int64_t window) {
+      return "the stream needs " + format_byte_size(overhead) + " for the epoch order and read buffers plus " +
+             format_byte_size(required_rows(*source_, options_, window) * sample_bytes) +
+             " of decoded row groups (the batches in flight: prefetch " + std::to_string(options_.prefetch) +
+             " x world_size " + std::to_string(options_.world_size) + " x batch_size " +
+             std::to_string(options_.batch_size) + " samples, and two shuffle windows of " + std::to_string(window) +
+             " samples plus a row group of " + std::to_string(max_block_rows(*source_)) + " rows each)";
+    };
+    if (!options_.shuffle) {
+      shuffle_window_ = 1;
+    } else if (options_.shuffle_window > 0) {
+      shuffle_window_ = std::min(options_.shuffle_window, size);
+    } else {
+      // The largest window that fits: required_rows grows by 2 rows per sample of window.
+      shuffle_window_ = std::min(size, (block_budget / sample_bytes - fixed_rows) / 2);
+      if (shuffle_window_ < 1) shuffle_window_ = 1;  // too small even so: reported below
+    }
+    if (block_budget < required_rows(*source_, options_, shuffle_window_) * sample_bytes) {
+      throw OptionsError(source_->name() + ": memory_budget " + format_byte_size(memory_budget_) +
+                         " is too small: " + explain(shuffle_window_) +
+                         "; raise the budget, or lower the shuffle window, prefetch or batch size");
+    }
+    shared_->stream = std::make_unique<detail::BlockStream>(source_, num_readers(options_), block_budget);
+  }
+
   if (!options_.pin_memory && allocator && allocator->pinned()) allocator = nullptr;
-  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), options_.batch_size, store_->image_bytes());
+  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), options_.batch_size, source_->shape().num_pixels());
   for (int i = 0; i < options_.num_workers; ++i) shared_->workers.emplace_back([this] { worker_loop(); });
 }
 
@@ -153,23 +249,47 @@ Loader::~Loader() {
     shared_->stopping = true;
     ++shared_->generation;
   }
+  if (shared_->stream) shared_->stream->cancel();
   shared_->work_available.notify_all();
   // Workers finish at most the batch they are assembling, then exit.
   for (std::thread& worker : shared_->workers) worker.join();
+  // Then the stream's readers, which nothing waits for any more.
+  shared_->stream.reset();
 }
 
 bool Loader::pinned() const { return pool_->pinned(); }
 
-void Loader::start_epoch(int64_t epoch) {
+int64_t Loader::peak_stream_bytes() const { return shared_->stream ? shared_->stream->peak_bytes() : 0; }
+
+void Loader::start_epoch(int64_t epoch) { begin_epoch(epoch, 0); }
+
+void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
   std::unique_lock lock(shared_->mutex);
   ++shared_->generation;
   shared_->epoch_batches = 0;  // nothing can be claimed while the order is replaced
   shared_->ready.clear();
+  // Workers waiting for blocks give up their batch, so busy drops to 0.
+  if (shared_->stream) shared_->stream->cancel();
   shared_->batch_done.wait(lock, [&] { return shared_->busy == 0; });
-  shared_->order = epoch_order(store_->size(), options_.shuffle, options_.seed, epoch);
+  shared_->plan = EpochPlan();  // free the last order before building the next
+  const int64_t size = source_->size();
+  if (store_ && shuffle_window_ >= size) {
+    shared_->plan = EpochPlan(epoch_order(size, options_.shuffle, options_.seed, epoch), options_.batch_size,
+                              options_.drop_last, options_.rank, options_.world_size);
+    shared_->window_begins = {0};
+  } else {
+    BlockShuffle shuffled =
+        block_shuffle_order(source_->block_starts(), shuffle_window_, options_.shuffle, options_.seed, epoch);
+    shared_->window_begins.clear();
+    for (const ShuffleWindow& window : shuffled.windows) shared_->window_begins.push_back(window.begin);
+    shared_->plan = EpochPlan(std::move(shuffled.order), options_.batch_size, options_.drop_last, options_.rank,
+                              options_.world_size);
+  }
+  if (shared_->window_begins.empty()) shared_->window_begins = {0};
+  if (shared_->stream) shared_->stream->start(shared_->plan, shared_->window_begins, first_batch);
   shared_->epoch = epoch;
-  shared_->next_to_claim = 0;
-  shared_->next_to_deliver = 0;
+  shared_->next_to_claim = first_batch;
+  shared_->next_to_deliver = first_batch;
   shared_->epoch_batches = num_batches_;
   shared_->epoch_started = true;
   lock.unlock();
@@ -197,6 +317,50 @@ std::optional<Batch> Loader::next() {
   return std::move(result.batch);
 }
 
+LoaderState Loader::state() const {
+  std::lock_guard lock(shared_->mutex);
+  if (!shared_->epoch_started) throw std::logic_error("Loader::state() called before start_epoch() or restore()");
+  LoaderState state;
+  state.seed = options_.seed;
+  state.epoch = shared_->epoch;
+  state.batches_delivered = shared_->next_to_deliver;
+  state.rank = options_.rank;
+  state.world_size = options_.world_size;
+  state.batch_size = options_.batch_size;
+  state.shuffle = options_.shuffle;
+  state.drop_last = options_.drop_last;
+  state.shuffle_window = shuffle_window_;
+  state.dataset_fingerprint = source_->fingerprint();
+  state.num_samples = source_->size();
+  return state;
+}
+
+void Loader::restore(const LoaderState& state) {
+  std::string differs;
+  const auto check = [&](const char* what, auto saved, auto here) {
+    if (saved != here) {
+      differs += std::string(differs.empty() ? "" : ", ") + what + " " + std::to_string(saved) + " in the state, " +
+                 std::to_string(here) + " here";
+    }
+  };
+  check("samples", state.num_samples, source_->size());
+  if (state.dataset_fingerprint != source_->fingerprint()) {
+    differs += std::string(differs.empty() ? "" : ", ") + "the dataset's fingerprint differs (another dataset)";
+  }
+  check("world_size", state.world_size, options_.world_size);
+  check("rank", state.rank, options_.rank);
+  check("batch_size", state.batch_size, options_.batch_size);
+  check("seed", state.seed, options_.seed);
+  check("shuffle", static_cast<int>(state.shuffle), static_cast<int>(options_.shuffle));
+  check("drop_last", static_cast<int>(state.drop_last), static_cast<int>(options_.drop_last));
+  check("shuffle_window", state.shuffle_window, shuffle_window_);
+  if (!differs.empty()) throw OptionsError("cannot restore this loader state on " + source_->name() + ": " + differs);
+  if (state.batches_delivered < 0 || state.batches_delivered > num_batches_)
+    throw OptionsError("cannot restore this loader state: batches_delivered " + std::to_string(state.batches_delivered) +
+                       " is outside 0.." + std::to_string(num_batches_));
+  begin_epoch(state.epoch, state.batches_delivered);
+}
+
 void Loader::worker_loop() {
   Shared& shared = *shared_;
   std::unique_lock lock(shared.mutex);
@@ -215,6 +379,8 @@ void Loader::worker_loop() {
     try {
       result.batch.emplace(assemble(index));
       transform(*result.batch, shared.epoch);
+    } catch (const Cancelled&) {
+      // A new epoch began: the result is dropped below.
     } catch (...) {
       result.error = std::current_exception();
     }
@@ -234,28 +400,89 @@ void Loader::transform(Batch& batch, int64_t epoch) const {
 }
 
 Batch Loader::assemble(int64_t batch_index) const {
-  const int64_t first = batch_index * options_.batch_size;
-  const int64_t count = std::min(options_.batch_size, num_samples_ - first);
-  const ImageShape& shape = store_->shape();
+  const auto [first, last] = shared_->plan.batch_span(batch_index);
+  const int64_t count = last - first;
+  const ImageShape shape = source_->shape();
   const int64_t pixels = shape.num_pixels();
   const float scale = 1.0f / (255.0f * options_.normalization.std);
   const float bias = -options_.normalization.mean / options_.normalization.std;
 
+  // The batch's samples: straight from the store, or from the stream's decoded blocks, which the
+  // batch holds until it is assembled.
+  thread_local std::vector<detail::SampleRef> refs;
+  refs.resize(static_cast<size_t>(count));
+  detail::BlockStream* stream = shared_->stream.get();
+  if (stream) {
+    try {
+      if (!stream->acquire(batch_index, refs)) throw Cancelled{};
+    } catch (const Cancelled&) {
+      throw;
+    } catch (...) {
+      stream->release(batch_index);
+      throw;
+    }
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t sample = shared_->plan.sample_at(first + i);
+      refs[static_cast<size_t>(i)] = {store_->image(sample), store_->label(sample)};
+    }
+  }
+
   std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
-  const int64_t* order = shared_->order.data() + first;
   for (int64_t i = 0; i < count; ++i) {
-    const int64_t sample = order[i];
-    buffer->sample_indices[i] = sample;
-    buffer->labels[i] = store_->label(sample);
+    const detail::SampleRef& ref = refs[static_cast<size_t>(i)];
+    buffer->sample_indices[i] = shared_->plan.sample_at(first + i);
+    buffer->labels[i] = ref.label;
     float* dst = buffer->images + i * pixels;
     if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
-      detail::convert_pixels_to_hwc(store_->image(sample), dst, shape.channels, shape.height * shape.width,
-                                    scale, bias);
+      detail::convert_pixels_to_hwc(ref.pixels, dst, shape.channels, shape.height * shape.width, scale, bias);
     else
-      detail::convert_pixels(store_->image(sample), dst, pixels, scale, bias);
+      detail::convert_pixels(ref.pixels, dst, pixels, scale, bias);
   }
   detail::finish_streaming();
+  if (stream) stream->release(batch_index);
   return Batch(std::move(buffer), batch_index, count, shape, options_.layout);
+}
+
+std::string LoaderState::to_json() const {
+  const nlohmann::json json = {
+      {"format", "feeder.loader_state.v1"},
+      {"seed", seed},
+      {"epoch", epoch},
+      {"batches_delivered", batches_delivered},
+      {"rank", rank},
+      {"world_size", world_size},
+      {"batch_size", batch_size},
+      {"shuffle", shuffle},
+      {"drop_last", drop_last},
+      {"shuffle_window", shuffle_window},
+      {"dataset_fingerprint", dataset_fingerprint},
+      {"num_samples", num_samples},
+  };
+  return json.dump();
+}
+
+LoaderState LoaderState::from_json(std::string_view text) {
+  try {
+    const nlohmann::json json = nlohmann::json::parse(text);
+    if (json.value("format", "") != "feeder.loader_state.v1")
+      throw OptionsError("not a feeder loader state (format is not feeder.loader_state.v1)");
+    LoaderState state;
+    state.seed = json.at("seed").get<uint64_t>();
+    state.epoch = json.at("epoch").get<int64_t>();
+    state.batches_delivered = json.at("batches_delivered").get<int64_t>();
+    state.rank = json.at("rank").get<int64_t>();
+    state.world_size = json.at("world_size").get<int64_t>();
+    state.batch_size = json.at("batch_size").get<int64_t>();
+    state.shuffle = json.at("shuffle").get<bool>();
+    state.drop_last = json.at("drop_last").get<bool>();
+    state.shuffle_window = json.at("shuffle_window").get<int64_t>();
+    state.dataset_fingerprint = json.at("dataset_fingerprint").get<uint64_t>();
+    state.num_samples = json.at("num_samples").get<int64_t>();
+    return state;
+  } catch (const nlohmann::json::exception& e) {
+    throw OptionsError(std::string("malformed loader state: ") + e.what());
+  }
 }
 
 }  // namespace feeder

@@ -1,11 +1,24 @@
 #include "feeder/data/sampler.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <numeric>
 
 #include "feeder/data/random.h"
+#include "feeder/error.h"
 
 namespace feeder {
+namespace {
+
+// Fisher-Yates over [first, last) drawing from `rng`.
+void shuffle_range(int64_t* first, int64_t* last, SplitMix64& rng) {
+  for (int64_t i = (last - first) - 1; i > 0; --i) {
+    auto j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i) + 1));
+    std::swap(first[i], first[j]);
+  }
+}
+
+}  // namespace
 
 std::vector<int64_t> epoch_order(int64_t num_samples, bool shuffle, uint64_t seed, int64_t epoch) {
   std::vector<int64_t> order(static_cast<std::size_t>(num_samples));
@@ -13,11 +26,98 @@ std::vector<int64_t> epoch_order(int64_t num_samples, bool shuffle, uint64_t see
   if (!shuffle) return order;
   SplitMix64 rng{seed ^ (0xd1b54a32d192ed03ull * static_cast<uint64_t>(epoch + 1))};
   rng.next();  // decorrelate nearby (seed, epoch) pairs
-  for (int64_t i = num_samples - 1; i > 0; --i) {
-    auto j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i) + 1));
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-  }
+  shuffle_range(order.data(), order.data() + num_samples, rng);
   return order;
+}
+
+BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t window_samples, bool shuffle,
+                                 uint64_t seed, int64_t epoch) {
+  if (block_starts.empty()) throw OptionsError("block_shuffle_order: block_starts needs at least one entry");
+  const int64_t num_blocks = static_cast<int64_t>(block_starts.size()) - 1;
+  const int64_t num_samples = block_starts.back();
+  BlockShuffle result;
+  if (shuffle && window_samples >= num_samples) {
+    result.order = epoch_order(num_samples, true, seed, epoch);
+    ShuffleWindow all{0, num_samples, std::vector<int64_t>(static_cast<size_t>(num_blocks))};
+    std::iota(all.blocks.begin(), all.blocks.end(), int64_t{0});
+    result.windows.push_back(std::move(all));
+    return result;
+  }
+  std::vector<int64_t> blocks(static_cast<size_t>(num_blocks));
+  std::iota(blocks.begin(), blocks.end(), int64_t{0});
+  // A stream of its own, so that no prefix of it coincides with epoch_order's.
+  SplitMix64 rng{seed ^ (0x9fb21c651e98df25ull * static_cast<uint64_t>(epoch + 1)) ^ 0x5851f42d4c957f2dull};
+  rng.next();
+  if (shuffle) shuffle_range(blocks.data(), blocks.data() + num_blocks, rng);
+  const int64_t window = shuffle ? std::max<int64_t>(window_samples, 1) : 1;
+
+  result.order.reserve(static_cast<size_t>(num_samples));
+  ShuffleWindow current;
+  for (int64_t i = 0; i < num_blocks; ++i) {
+    const int64_t b = blocks[static_cast<size_t>(i)];
+    const int64_t first = block_starts[static_cast<size_t>(b)];
+    const int64_t last = block_starts[static_cast<size_t>(b) + 1];
+    if (last < first) throw OptionsError("block_shuffle_order: block_starts must not decrease");
+    for (int64_t s = first; s < last; ++s) result.order.push_back(s);
+    current.blocks.push_back(b);
+    const int64_t end = static_cast<int64_t>(result.order.size());
+    if (end - current.begin >= window || i + 1 == num_blocks) {
+      current.end = end;
+      if (shuffle) shuffle_range(result.order.data() + current.begin, result.order.data() + current.end, rng);
+      const int64_t next_begin = current.end;
+      result.windows.push_back(std::move(current));
+      current = ShuffleWindow{next_begin, next_begin, {}};
+    }
+  }
+  return result;
+}
+
+int64_t EpochPlan::count_padding(int64_t num_samples, bool drop_last, int64_t world_size) {
+  if (drop_last || num_samples == 0) return 0;
+  return (world_size - num_samples % world_size) % world_size;
+}
+
+int64_t EpochPlan::count_batches(int64_t num_samples, int64_t batch_size, bool drop_last, int64_t world_size) {
+  const int64_t global_batch = batch_size * world_size;
+  if (drop_last) return num_samples / global_batch;
+  return (num_samples + global_batch - 1) / global_batch;
+}
+
+int64_t EpochPlan::count_samples(int64_t num_samples, int64_t batch_size, bool drop_last, int64_t world_size) {
+  if (drop_last) return count_batches(num_samples, batch_size, true, world_size) * batch_size;
+  return (num_samples + count_padding(num_samples, false, world_size)) / world_size;
+}
+
+EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t batch_size, bool drop_last, int64_t rank, int64_t world_size)
+    : order_(std::move(order)), batch_size_(batch_size), rank_(rank), world_size_(world_size) {
+  if (batch_size < 1) throw OptionsError("batch_size must be at least 1, got " + std::to_string(batch_size));
+  if (world_size < 1) throw OptionsError("world_size must be at least 1, got " + std::to_string(world_size));
+  if (rank < 0 || rank >= world_size)
+    throw OptionsError("rank must be in 0.." + std::to_string(world_size - 1) + " for world_size " +
+                       std::to_string(world_size) + ", got " + std::to_string(rank));
+  const auto num_samples = static_cast<int64_t>(order_.size());
+  if (!drop_last && num_samples > 0 && num_samples < world_size)
+    throw OptionsError(std::to_string(num_samples) + " samples cannot be shared among " + std::to_string(world_size) +
+                       " ranks; use fewer ranks");
+  padded_size_ = num_samples + count_padding(num_samples, drop_last, world_size);
+  num_batches_ = count_batches(num_samples, batch_size, drop_last, world_size);
+  num_rank_samples_ = count_samples(num_samples, batch_size, drop_last, world_size);
+}
+
+std::pair<int64_t, int64_t> EpochPlan::batch_span(int64_t batch_idx) const {
+  const int64_t global_batch = batch_size_ * world_size_;
+  const int64_t begin = batch_idx * global_batch;
+  const int64_t end = std::min(begin + global_batch, padded_size_);
+  const int64_t slice = (end - begin) / world_size_;  // B, or the last batch's share
+  return {begin + rank_ * slice, begin + (rank_ + 1) * slice};
+}
+
+std::vector<int64_t> EpochPlan::batch(int64_t batch_idx) const {
+  const auto [first, last] = batch_span(batch_idx);
+  std::vector<int64_t> samples;
+  samples.reserve(static_cast<size_t>(last - first));
+  for (int64_t p = first; p < last; ++p) samples.push_back(sample_at(p));
+  return samples;
 }
 
 }  // namespace feeder

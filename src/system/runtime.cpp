@@ -85,4 +85,20 @@ ProcessSettings recommended_process_settings(int requested_threads) {
   return settings;
 }
 
+std::optional<int64_t> available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+int64_t default_memory_budget() {
+  const std::optional<int64_t> available = available_memory_bytes();
+  return available ? *available / 2 : int64_t{1} << 30;
+}
+
 }  // namespace feeder

@@ -8,7 +8,11 @@
 #include <optional>
 #include <span>
 
+#include <string>
+#include <string_view>
+
 #include "feeder/data/random.h"
+#include "feeder/data/source.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder {
@@ -36,6 +40,40 @@ struct LoaderOptions {
   bool pin_memory = true;
   Normalization normalization;
   ImageLayout layout = ImageLayout::kNchw;
+
+  // This process's share of every epoch (feeder/data/sampler.h, EpochPlan): rank r of world_size
+  // ranks gets the r-th slice of each global batch of world_size * batch_size samples.
+  int64_t rank = 0;
+  int64_t world_size = 1;
+
+  // Streaming sources only: the most memory the loader's stream may hold, in bytes: decoded blocks,
+  // the epoch order and the read buffers. 0: default_memory_budget() (feeder/system/runtime.h).
+  int64_t memory_budget = 0;
+  // Samples shuffled together (sampler.h, block_shuffle_order). 0: as large as the memory budget
+  // allows for a streaming source, the whole set (a full shuffle) in memory. A set that fits one
+  // window is fully shuffled, so the order in memory and streaming is the same for the same window.
+  int64_t shuffle_window = 0;
+};
+
+// Where a loader stands in its epochs, small enough to save with every checkpoint. restore() with
+// it continues with exactly the batches that would have come next, for any number of workers.
+struct LoaderState {
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+  int64_t batches_delivered = 0;  // batches of `epoch` already handed out by next()
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  int64_t batch_size = 0;
+  bool shuffle = true;
+  bool drop_last = false;
+  int64_t shuffle_window = 0;    // the window in effect (whole set: its size)
+  uint64_t dataset_fingerprint = 0;
+  int64_t num_samples = 0;       // of the dataset
+
+  // One line of JSON; from_json throws OptionsError on anything malformed or missing.
+  std::string to_json() const;
+  static LoaderState from_json(std::string_view text);
+  bool operator==(const LoaderState&) const = default;
 };
 
 // Where batch buffers come from. The default allocates 64-byte aligned heap memory; the LibTorch
@@ -98,42 +136,68 @@ class Batch {
 // to the consumer and rethrown from next() for that batch.
 using BatchTransform = std::function<void(Batch& batch, SplitMix64& rng)>;
 
-// Multithreaded batch loader over an ImageStore.
+// Multithreaded batch loader over a SampleSource: an ImageStore in memory, or a stream of Parquet
+// row groups held under a memory budget.
 //
-// Sample order depends only on (seed, epoch), never on the number of workers. Batches are
-// delivered in order. Workers are persistent: started once, reused across epochs, joined by the
+// Sample order depends only on (seed, epoch, rank, world_size, shuffle window) and the data, never
+// on the number of workers. Batches are delivered in order. A streaming source is read by
+// max(1, num_workers) reader threads that decode row groups ahead of the consumer in the order the
+// batches need them and free them once every batch that needs them is assembled; the loader checks
+// at construction that the budget holds what the batches in flight need, and says what to change
+// otherwise. A block that fails to read (a vanished, truncated or changed shard) fails the batches
+// that need it: next() rethrows its DataError, naming file and row group. Workers are persistent: started once, reused across epochs, joined by the
 // destructor. Starting a new epoch or destroying the loader mid-epoch cancels outstanding work
 // without hanging. Not thread safe: one consumer thread calls start_epoch()/next().
 class Loader {
  public:
   Loader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
          std::shared_ptr<BufferAllocator> allocator = nullptr, BatchTransform transform = nullptr);
+  Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options,
+         std::shared_ptr<BufferAllocator> allocator = nullptr, BatchTransform transform = nullptr);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
   const LoaderOptions& options() const { return options_; }
-  const ImageStore& store() const { return *store_; }
-  int64_t num_batches() const { return num_batches_; }  // per epoch
-  int64_t num_samples() const { return num_samples_; }  // per epoch, after drop_last
+  const SampleSource& source() const { return *source_; }
+  int64_t num_batches() const { return num_batches_; }  // per epoch, of this rank
+  int64_t num_samples() const { return num_samples_; }  // per epoch, of this rank, after drop_last
   bool pinned() const;
+  bool streaming() const { return source_->in_memory() == nullptr; }
+  // The shuffle window in effect, in samples (the whole set when it fits one window).
+  int64_t shuffle_window() const { return shuffle_window_; }
+  // Streaming only: the memory budget in effect, and the most the stream has held so far.
+  int64_t memory_budget() const { return memory_budget_; }
+  int64_t peak_stream_bytes() const;
 
   // Begins epoch `epoch` (any value; it seeds the shuffle), cancelling whatever is left of the last.
   void start_epoch(int64_t epoch);
   // The next batch of the current epoch, or nothing at its end. Rethrows a worker's exception.
   std::optional<Batch> next();
 
+  // The position after the last batch next() returned (in the epoch start_epoch() or restore()
+  // began). Valid once an epoch has started.
+  LoaderState state() const;
+  // Continues at `state`: the next batch is batch state.batches_delivered of state.epoch. Throws
+  // OptionsError saying what differs when the state is of another dataset, world size, rank, batch
+  // size, seed, shuffle or window.
+  void restore(const LoaderState& state);
+
  private:
   struct Shared;
   Batch assemble(int64_t batch_index) const;
   void transform(Batch& batch, int64_t epoch) const;
   void worker_loop();
+  void begin_epoch(int64_t epoch, int64_t first_batch);
 
-  std::shared_ptr<const ImageStore> store_;
+  std::shared_ptr<const SampleSource> source_;
+  const ImageStore* store_ = nullptr;  // source_->in_memory(), or nullptr when streaming
   LoaderOptions options_;
   BatchTransform transform_;
   int64_t num_samples_ = 0;
   int64_t num_batches_ = 0;
+  int64_t shuffle_window_ = 0;
+  int64_t memory_budget_ = 0;
   std::shared_ptr<detail::BufferPool> pool_;
   std::unique_ptr<Shared> shared_;
 };

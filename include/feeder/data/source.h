@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,10 +60,14 @@ class SampleSource {
   int64_t decoded_bytes() const { return size() * decoded_sample_bytes(); }
 };
 
-// An ImageStore as a source: one block, every sample in memory.
+// An ImageStore as a source, every sample in memory. One block, unless it was read from a stream
+// (read_into_memory below), whose blocks and fingerprint it keeps, so that the loader's order is the
+// same in memory and streaming for the same shuffle window, and a loader state saved in one mode
+// restores in the other.
 class InMemorySource : public SampleSource {
  public:
-  explicit InMemorySource(std::shared_ptr<const ImageStore> store, std::string name = "in-memory store");
+  explicit InMemorySource(std::shared_ptr<const ImageStore> store, std::string name = "in-memory store",
+                          std::vector<int64_t> block_starts = {}, std::optional<uint64_t> fingerprint = std::nullopt);
 
   int64_t size() const override { return store_->size(); }
   ImageShape shape() const override { return store_->shape(); }
@@ -85,8 +90,9 @@ class InMemorySource : public SampleSource {
   mutable uint64_t fingerprint_ = 0;
 };
 
-// Reads every block of `source` into one store, on up to `num_threads` threads (0: one per core).
-// What `feeder train` does when a sharded set fits the memory budget.
-ImageStore read_into_memory(const SampleSource& source, int num_threads = 0);
+// Reads every block of `source` into one store, on up to `num_threads` threads (0: one per core),
+// as an InMemorySource with the source's name, blocks and fingerprint. What `feeder train` does
+// when a sharded set fits the memory budget.
+std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads = 0);
 
 }  // namespace feeder

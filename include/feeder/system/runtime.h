@@ -57,6 +57,15 @@ struct ProcessSettings {
   size_t malloc_trim_threshold_bytes = size_t{1} << 30;
 };
 
+// Bytes of memory available to new allocations without swapping: MemAvailable of /proc/meminfo,
+// or nullopt when it cannot be read.
+std::optional<int64_t> available_memory_bytes();
+// The memory budget a loader's stream gets when none is given: half of the available memory (the
+// other half stays for the model, the batches and the rest of the machine), or 1 GiB when the
+// available memory is unknown. Also what `feeder train` compares a dataset's decoded size with to
+// choose between loading it into memory and streaming it.
+int64_t default_memory_budget();
+
 // The settings for `requested_threads` intra-op threads: a positive count as is; 0 keeps a set
 // OMP_NUM_THREADS (omp_num_threads = nullopt) and otherwise asks for one thread per usable CPU.
 ProcessSettings recommended_process_settings(int requested_threads);

@@ -50,7 +50,7 @@ class TensorLoader : public BatchSource {
   Loader& loader() { return loader_; }
   int64_t num_batches() const override { return loader_.num_batches(); }
   int64_t num_samples() const override { return loader_.num_samples(); }
-  bool labeled() const override { return loader_.store().labeled(); }
+  bool labeled() const override { return loader_.source().labeled(); }
   void start_epoch(int64_t epoch) override { loader_.start_epoch(epoch); }
   std::optional<TensorBatch> next() override;
 

@@ -1,0 +1,248 @@
+#include "data/detail/block_stream.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <new>
+
+namespace feeder::detail {
+
+DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample) {
+  const auto pixel_bytes = static_cast<size_t>(rows * pixels_per_sample);
+  labels_offset_ = (pixel_bytes + 63) / 64 * 64;
+  size_bytes_ = labels_offset_ + static_cast<size_t>(rows) * sizeof(int64_t);
+  if (size_bytes_ == 0) size_bytes_ = 1;
+  memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory_ == MAP_FAILED) throw std::bad_alloc();
+}
+
+DecodedBlock::~DecodedBlock() { ::munmap(memory_, size_bytes_); }
+
+BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes)
+    : source_(std::move(source)), budget_bytes_(budget_bytes) {
+  const auto starts = source_->block_starts();
+  block_starts_.assign(starts.begin(), starts.end());
+  pixels_per_sample_ = source_->shape().num_pixels();
+  for (int i = 0; i < num_readers; ++i) readers_.emplace_back([this] { reader_loop(); });
+}
+
+BlockStream::~BlockStream() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    ++generation_;
+  }
+  work_.notify_all();
+  block_ready_.notify_all();
+  for (std::thread& reader : readers_) reader.join();
+}
+
+void BlockStream::cancel() {
+  {
+    std::lock_guard lock(mutex_);
+    ++generation_;
+  }
+  block_ready_.notify_all();
+}
+
+int64_t BlockStream::block_of(int64_t sample) const {
+  const auto it = std::upper_bound(block_starts_.begin(), block_starts_.end(), sample);
+  return (it - block_starts_.begin()) - 1;
+}
+
+int64_t BlockStream::block_bytes(int64_t block) const {
+  const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
+  return rows * (pixels_per_sample_ + static_cast<int64_t>(sizeof(int64_t)));
+}
+
+void BlockStream::free_load(Load& load) {
+  for (Slot& slot : load.slots) {
+    if (slot.state == SlotState::kReady) held_bytes_ -= block_bytes(slot.block);
+    slot.data.reset();
+    slot.error = nullptr;
+    // A slot being read keeps its bytes counted until its reader sees the new generation.
+    slot.state = SlotState::kFreed;
+  }
+}
+
+void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) {
+  std::lock_guard lock(mutex_);
+  ++generation_;
+  for (Load& load : loads_) free_load(load);
+  loads_.clear();
+  read_queue_.clear();
+  next_read_ = 0;
+  next_free_ = 0;
+
+  plan_ = &plan;
+  window_begins_ = window_begins;
+  num_samples_ = static_cast<int64_t>(plan.order().size());
+  first_batch_ = first_batch;
+  frontier_ = first_batch;
+  assembled_.assign(static_cast<size_t>(std::max<int64_t>(plan.num_batches() - first_batch, 0)), 0);
+  window_load_.assign(window_begins_.size(), -1);
+  padding_load_ = -1;
+  const size_t num_blocks = block_starts_.size() - 1;
+  block_slot_.assign(num_blocks, -1);
+  padding_slot_.assign(num_blocks, -1);
+
+  // Walk the rank's batches in order: a window's load is created by the first batch that touches
+  // it, and each block joins its load (and the read queue) when a batch first needs it.
+  size_t window = 0;
+  for (int64_t b = first_batch; b < plan.num_batches(); ++b) {
+    const auto [first, last] = plan.batch_span(b);
+    for (int64_t p = first; p < last; ++p) {
+      const int64_t block = block_of(plan.sample_at(p));
+      int32_t* load_idx = nullptr;
+      int32_t* slot_idx = nullptr;
+      if (p >= num_samples_) {
+        load_idx = &padding_load_;
+        slot_idx = &padding_slot_[static_cast<size_t>(block)];
+      } else {
+        while (window + 1 < window_begins_.size() && window_begins_[window + 1] <= p) ++window;
+        load_idx = &window_load_[window];
+        slot_idx = &block_slot_[static_cast<size_t>(block)];
+      }
+      if (*load_idx < 0) {
+        *load_idx = static_cast<int32_t>(loads_.size());
+        loads_.emplace_back();
+      }
+      Load& load = loads_[static_cast<size_t>(*load_idx)];
+      load.last_batch = b;
+      if (*slot_idx < 0) {
+        *slot_idx = static_cast<int32_t>(load.slots.size());
+        load.slots.push_back(Slot{block, SlotState::kPending, nullptr, nullptr});
+        read_queue_.push_back(SlotId{*load_idx, *slot_idx});
+      }
+    }
+  }
+  work_.notify_all();
+}
+
+BlockStream::SlotId BlockStream::slot_of(int64_t position, int64_t sample, size_t& window_hint) const {
+  const int64_t block = block_of(sample);
+  if (position >= num_samples_) return SlotId{padding_load_, padding_slot_[static_cast<size_t>(block)]};
+  if (window_hint >= window_begins_.size() || window_begins_[window_hint] > position) {
+    window_hint = static_cast<size_t>(
+        std::upper_bound(window_begins_.begin(), window_begins_.end(), position) - window_begins_.begin() - 1);
+  }
+  while (window_hint + 1 < window_begins_.size() && window_begins_[window_hint + 1] <= position) ++window_hint;
+  return SlotId{window_load_[window_hint], block_slot_[static_cast<size_t>(block)]};
+}
+
+bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
+  const auto [first, last] = plan_->batch_span(batch_idx);
+  std::vector<SlotId> slots;
+  slots.reserve(static_cast<size_t>(last - first));
+  size_t window_hint = 0;
+  for (int64_t p = first; p < last; ++p) slots.push_back(slot_of(p, plan_->sample_at(p), window_hint));
+
+  std::unique_lock lock(mutex_);
+  const uint64_t generation = generation_;
+  const auto slot = [&](SlotId id) -> Slot& {
+    return loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
+  };
+  // Waiting on the first slot not ready, then the next, checks each slot once per wake-up.
+  size_t waiting_on = 0;
+  block_ready_.wait(lock, [&] {
+    if (generation_ != generation) return true;
+    for (; waiting_on < slots.size(); ++waiting_on) {
+      const SlotState state = slot(slots[waiting_on]).state;
+      if (state == SlotState::kFailed) return true;
+      if (state != SlotState::kReady) return false;
+    }
+    return true;
+  });
+  if (generation_ != generation) return false;
+  if (waiting_on < slots.size()) std::rethrow_exception(slot(slots[waiting_on]).error);
+
+  refs.resize(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& s = slot(slots[i]);
+    const int64_t row = plan_->sample_at(first + static_cast<int64_t>(i)) - block_starts_[static_cast<size_t>(s.block)];
+    refs[i].pixels = s.data->pixels() + row * pixels_per_sample_;
+    refs[i].label = s.data->labels()[row];
+  }
+  return true;
+}
+
+void BlockStream::release(int64_t batch_idx) {
+  {
+    std::lock_guard lock(mutex_);
+    const int64_t offset = batch_idx - first_batch_;
+    if (offset < 0 || offset >= static_cast<int64_t>(assembled_.size())) return;
+    assembled_[static_cast<size_t>(offset)] = 1;
+    while (frontier_ - first_batch_ < static_cast<int64_t>(assembled_.size()) &&
+           assembled_[static_cast<size_t>(frontier_ - first_batch_)])
+      ++frontier_;
+    // Loads end in batch order (windows follow each other; the padding comes last).
+    while (next_free_ < loads_.size() && loads_[next_free_].last_batch < frontier_) free_load(loads_[next_free_++]);
+  }
+  work_.notify_all();
+}
+
+int64_t BlockStream::peak_bytes() const {
+  std::lock_guard lock(mutex_);
+  return peak_bytes_;
+}
+
+void BlockStream::reader_loop() {
+  std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every block
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_.wait(lock, [&] {
+      if (stopping_) return true;
+      // Skip slots whose load was freed before they were read (the batches needing them failed).
+      while (next_read_ < read_queue_.size() &&
+             loads_[static_cast<size_t>(read_queue_[next_read_].load)].slots[static_cast<size_t>(read_queue_[next_read_].slot)].state ==
+                 SlotState::kFreed)
+        ++next_read_;
+      if (next_read_ >= read_queue_.size()) return false;
+      const SlotId id = read_queue_[next_read_];
+      const int64_t bytes = block_bytes(loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)].block);
+      return held_bytes_ == 0 || held_bytes_ + bytes <= budget_bytes_;
+    });
+    if (stopping_) return;
+    const SlotId id = read_queue_[next_read_++];
+    Slot& claimed = loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
+    const int64_t block = claimed.block;
+    const int64_t bytes = block_bytes(block);
+    const uint64_t generation = generation_;
+    claimed.state = SlotState::kReading;
+    held_bytes_ += bytes;
+    peak_bytes_ = std::max(peak_bytes_, held_bytes_);
+    lock.unlock();
+
+    std::unique_ptr<DecodedBlock> data;
+    std::exception_ptr error;
+    try {
+      const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
+      data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_);
+      source_->read_block(block, scratch, data->pixels(), data->labels());
+    } catch (...) {
+      error = std::current_exception();
+    }
+
+    lock.lock();
+    if (generation != generation_) {
+      held_bytes_ -= bytes;  // an old epoch's read: nobody wants it now
+      lock.unlock();
+      data.reset();
+      work_.notify_all();
+      lock.lock();
+      continue;
+    }
+    Slot& slot = loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
+    if (error) {
+      held_bytes_ -= bytes;
+      slot.state = SlotState::kFailed;
+      slot.error = error;
+    } else {
+      slot.state = SlotState::kReady;
+      slot.data = std::move(data);
+    }
+    block_ready_.notify_all();
+  }
+}
+
+}  // namespace feeder::detail

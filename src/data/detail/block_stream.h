@@ -1,0 +1,129 @@
+#pragma once
+
+// Internal to the loader: the blocks (row groups) of a streaming source, read ahead of the batches
+// that need them and freed behind them, within a byte budget.
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "feeder/data/sampler.h"
+#include "feeder/data/source.h"
+
+namespace feeder::detail {
+
+// One block's decoded samples in an anonymous mapping of its own, so that freeing it returns the
+// memory to the system at once, whatever the allocator's thresholds.
+class DecodedBlock {
+ public:
+  DecodedBlock(int64_t rows, int64_t pixels_per_sample);
+  ~DecodedBlock();
+  DecodedBlock(const DecodedBlock&) = delete;
+  DecodedBlock& operator=(const DecodedBlock&) = delete;
+
+  uint8_t* pixels() { return static_cast<uint8_t*>(memory_); }
+  int64_t* labels() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + labels_offset_); }
+
+ private:
+  void* memory_ = nullptr;
+  size_t size_bytes_ = 0;
+  size_t labels_offset_ = 0;
+};
+
+// Where one sample of a batch is, while the batch holds its blocks.
+struct SampleRef {
+  const uint8_t* pixels = nullptr;
+  int64_t label = 0;
+};
+
+// Schedules, per epoch, the blocks each of a rank's batches needs, grouped into "loads": the blocks
+// of one shuffle window that this rank's batches read (or of the padding at the end of the epoch),
+// held from the first batch that touches the window to the last. Reader threads decode the loads'
+// blocks in the order the batches first need them, as long as the bytes held stay within the
+// budget; a load is freed once every batch up to its last has been assembled. The loader checks at
+// construction that the budget holds what its batches in flight need, so readers and workers can
+// never wait for each other in a circle.
+//
+// Threads: start() and cancel() are called by the loader's consumer thread while no worker is in
+// acquire() (start) or to get them out of it (cancel); acquire() and release() by workers; the
+// readers are owned here. Every field below is guarded by mutex_ except the schedule's immutable
+// parts (set by start() before any acquire()).
+class BlockStream {
+ public:
+  BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes);
+  ~BlockStream();
+  BlockStream(const BlockStream&) = delete;
+  BlockStream& operator=(const BlockStream&) = delete;
+
+  // Makes every acquire() waiting now return false and drops reads in flight when they finish.
+  void cancel();
+  // Schedules batches [first_batch, plan.num_batches()) of `plan`, whose order has the shuffle
+  // windows starting at `window_begins`. `plan` must stay alive and unchanged until the next start().
+  void start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch);
+  // Waits until every block batch `batch_idx` needs is decoded and fills `refs` (one per sample, in
+  // batch order); false when cancelled. Rethrows the error of a block that failed to read.
+  bool acquire(int64_t batch_idx, std::vector<SampleRef>& refs);
+  // Batch `batch_idx` is assembled or failed: it no longer needs its blocks.
+  void release(int64_t batch_idx);
+
+  int64_t peak_bytes() const;
+
+ private:
+  enum class SlotState { kPending, kReading, kReady, kFailed, kFreed };
+  struct Slot {
+    int64_t block = 0;
+    SlotState state = SlotState::kPending;
+    std::unique_ptr<DecodedBlock> data;
+    std::exception_ptr error;
+  };
+  struct Load {
+    int64_t last_batch = 0;
+    std::vector<Slot> slots;
+  };
+  struct SlotId {
+    int32_t load = 0;
+    int32_t slot = 0;
+  };
+
+  SlotId slot_of(int64_t position, int64_t sample, size_t& window_hint) const;
+  int64_t block_of(int64_t sample) const;
+  int64_t block_bytes(int64_t block) const;
+  void reader_loop();
+  void free_load(Load& load);
+
+  std::shared_ptr<const SampleSource> source_;
+  std::vector<int64_t> block_starts_;
+  int64_t pixels_per_sample_ = 0;
+  int64_t budget_bytes_ = 0;
+
+  // The schedule, rebuilt by start().
+  const EpochPlan* plan_ = nullptr;
+  std::vector<int64_t> window_begins_;
+  int64_t num_samples_ = 0;              // positions at and past this are the padding
+  std::vector<int32_t> window_load_;     // per window: its load, or -1 when this rank reads none of it
+  int32_t padding_load_ = -1;
+  std::vector<int32_t> block_slot_;      // per block: its slot in its window's load
+  std::vector<int32_t> padding_slot_;    // per block: its slot in the padding's load, or -1
+  std::vector<Load> loads_;
+  std::vector<SlotId> read_queue_;       // every slot, in the order batches first need them
+  int64_t first_batch_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable block_ready_;  // acquire() waits for blocks
+  std::condition_variable work_;         // readers wait for a block to read and room in the budget
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  size_t next_read_ = 0;
+  size_t next_free_ = 0;                 // loads before this one are freed
+  std::vector<uint8_t> assembled_;       // per batch from first_batch_
+  int64_t frontier_ = 0;                 // every batch before this one is assembled
+  int64_t held_bytes_ = 0;               // decoded blocks held plus reads in flight
+  int64_t peak_bytes_ = 0;
+  std::vector<std::thread> readers_;
+};
+
+}  // namespace feeder::detail

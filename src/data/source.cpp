@@ -1,0 +1,69 @@
+#include "feeder/data/source.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "feeder/error.h"
+#include "feeder/util/parallel_for.h"
+
+namespace feeder {
+
+InMemorySource::InMemorySource(std::shared_ptr<const ImageStore> store, std::string name,
+                               std::vector<int64_t> block_starts, std::optional<uint64_t> fingerprint)
+    : store_(std::move(store)), name_(std::move(name)), block_starts_(std::move(block_starts)) {
+  if (!store_) throw OptionsError("InMemorySource needs an image store, got none");
+  if (block_starts_.empty()) block_starts_ = {0, store_->size()};
+  if (block_starts_.front() != 0 || block_starts_.back() != store_->size() ||
+      !std::is_sorted(block_starts_.begin(), block_starts_.end()))
+    throw OptionsError("InMemorySource: block_starts must rise from 0 to the store's size");
+  if (fingerprint) {
+    std::call_once(fingerprint_once_, [&] { fingerprint_ = *fingerprint; });
+  }
+}
+
+uint64_t InMemorySource::fingerprint() const {
+  std::call_once(fingerprint_once_, [this] {
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) throw std::bad_alloc();
+    XXH3_64bits_reset(state);
+    const int64_t header[] = {store_->shape().channels, store_->shape().height, store_->shape().width,
+                              store_->size(), store_->labeled() ? 1 : 0};
+    XXH3_64bits_update(state, header, sizeof(header));
+    XXH3_64bits_update(state, store_->pixels().data(), store_->pixels().size());
+    XXH3_64bits_update(state, store_->labels().data(), store_->labels().size_bytes());
+    fingerprint_ = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+  });
+  return fingerprint_;
+}
+
+void InMemorySource::read_block(int64_t block_idx, std::vector<uint8_t>&, uint8_t* pixels, int64_t* labels) const {
+  if (block_idx < 0 || block_idx >= num_blocks())
+    throw OptionsError(name_ + ": no block " + std::to_string(block_idx) + " (it has " + std::to_string(num_blocks()) + ")");
+  const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
+  const int64_t rows = block_rows(block_idx);
+  std::memcpy(pixels, store_->image(first), static_cast<size_t>(rows * store_->image_bytes()));
+  std::copy_n(store_->labels().begin() + first, rows, labels);
+}
+
+std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads) {
+  const int threads = resolve_num_threads(num_threads, "read_into_memory: num_threads");
+  auto store = std::make_shared<ImageStore>(source.shape(), source.size(), source.labeled());
+  const int64_t num_blocks = source.num_blocks();
+  const auto starts = source.block_starts();
+  // Contiguous ranges of blocks, one per thread, each with its own read buffer.
+  const int64_t num_ranges = std::max<int64_t>(1, std::min<int64_t>(threads, num_blocks));
+  parallel_for(num_ranges, static_cast<int>(num_ranges), [&](int64_t range) {
+    std::vector<uint8_t> scratch;
+    for (int64_t b = num_blocks * range / num_ranges; b < num_blocks * (range + 1) / num_ranges; ++b) {
+      const int64_t first = starts[static_cast<size_t>(b)];
+      source.read_block(b, scratch, store->image(first), store->labels().data() + first);
+    }
+  });
+  return std::make_shared<InMemorySource>(std::move(store), source.name(),
+                                          std::vector<int64_t>(starts.begin(), starts.end()), source.fingerprint());
+}
+
+}  // namespace feeder
