@@ -178,7 +178,7 @@ std::vector<EpochReport> run_source_epochs(RowPipeline& pipeline, const RowSpec&
 
 RunReport make_report(const RowSpec& spec, const RowOptions& options, const TrainTestStores& stores,
                       const TrainerConfig& trainer_config, const TrainerOptions& requested) {
-  RunReport report = describe_training_run(stores, requested, trainer_config);
+  RunReport report = describe_training_run(stores.train_path.string(), stores.test_path.string(), requested, trainer_config);
   report.pipeline = std::string(to_string(spec.pipeline));
   report.num_epochs = options.epochs;
   report.batch_size = options.batch_size;

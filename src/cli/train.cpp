@@ -24,14 +24,17 @@
 #include "feeder/train/simple_cnn.h"
 #include "feeder/train/train_data.h"
 #include "feeder/train/trainer.h"
+#include "feeder/util/byte_size.h"
 
 namespace feeder::cli {
 namespace {
 
 struct TrainArgs {
   std::optional<std::filesystem::path> data_dir;
-  std::optional<std::filesystem::path> train_file;
-  std::optional<std::filesystem::path> test_file;
+  std::optional<std::string> train_file;  // a file, a directory of Parquet shards or a glob
+  std::optional<std::string> test_file;
+  int64_t memory_budget = 0;   // 0: default_memory_budget()
+  int64_t shuffle_window = 0;  // 0: the largest the budget allows
   int64_t epochs = 5;
   int64_t batch_size = 512;
   // One worker keeps a batch ahead of the model; the model's OpenMP threads need the other cores.
@@ -46,10 +49,22 @@ struct TrainArgs {
 
 // Resolves the two files to read; throws DataError saying what to install or pass when the
 // default dataset is missing.
-std::pair<std::filesystem::path, std::filesystem::path> find_data_files(const TrainArgs& args) {
+std::pair<std::string, std::string> find_data_files(const TrainArgs& args) {
   if (args.train_file) return {*args.train_file, *args.test_file};
   const std::filesystem::path dir = args.data_dir.value_or(kDefaultDataDir);
-  return {find_data_split(dir, Split::kTrain), find_data_split(dir, Split::kTest)};
+  return {find_data_split(dir, Split::kTrain).string(), find_data_split(dir, Split::kTest).string()};
+}
+
+// "train: 60000 samples from data/train/ (60 files, 60 row groups): streaming (...)".
+void print_data_choice(const char* role, const OpenedSet& set, const TensorLoader& loader) {
+  std::cout << role << ": " << set.source->size() << " samples from " << set.spec;
+  if (set.num_row_groups > 0)
+    std::cout << " (" << set.num_files << (set.num_files == 1 ? " file, " : " files, ") << set.num_row_groups
+              << " row groups)";
+  std::cout << ": " << set.choice;
+  const Loader& inner = loader.loader();
+  if (inner.streaming()) std::cout << ", shuffle window " << inner.shuffle_window() << " samples";
+  std::cout << "\n";
 }
 
 // A one-line bar redrawn in place on stderr.
@@ -77,9 +92,9 @@ std::string format_seconds(double seconds) {
 }
 
 // The run's options and machine, as the report records them; the epochs are added as they finish.
-RunReport describe_run(const TrainArgs& args, const TrainTestStores& stores, const TrainerConfig& config,
+RunReport describe_run(const TrainArgs& args, const TrainTestSets& sets, const TrainerConfig& config,
                        const LoaderOptions& train_options) {
-  RunReport report = describe_training_run(stores, args.trainer, config);
+  RunReport report = describe_training_run(sets.train.spec, sets.test.spec, args.trainer, config);
   report.num_epochs = args.epochs;
   report.batch_size = args.batch_size;
   report.num_workers = args.num_workers;
@@ -138,7 +153,9 @@ void print_diagnosis(const RunReport& report, const TrainerConfig& config) {
 
 int run(const TrainArgs& args) {
   const auto [train_path, test_path] = find_data_files(args);
-  const TrainTestStores stores = load_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */);
+  const int64_t memory_budget = args.memory_budget > 0 ? args.memory_budget : default_memory_budget();
+  const TrainTestSets sets =
+      open_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */, memory_budget);
 
   const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
   LoaderOptions train_options;
@@ -148,15 +165,20 @@ int run(const TrainArgs& args) {
   train_options.num_workers = args.num_workers;
   train_options.pin_memory = config.device.is_cuda();
   train_options.layout = config.image_layout();
+  train_options.shuffle_window = args.shuffle_window;
   LoaderOptions test_options = train_options;
   test_options.shuffle = false;
-  TensorLoader train_loader(stores.train, train_options);
-  TensorLoader test_loader(stores.test, test_options);
+  train_options.memory_budget = sets.train.memory_budget;
+  test_options.memory_budget = sets.test.memory_budget;
+  TensorLoader train_loader(sets.train.source, train_options);
+  TensorLoader test_loader(sets.test.source, test_options);
+  print_data_choice("Train data", sets.train, train_loader);
+  print_data_choice("Test data", sets.test, test_loader);
 
   Trainer trainer(make_simple_cnn(args.seed), config);
-  RunReport report = describe_run(args, stores, config, train_options);
+  RunReport report = describe_run(args, sets, config, train_options);
   std::cout << "Training SimpleCNN (" << count_parameters(*trainer.model()) << " parameters) on "
-            << stores.train->size() << " images, testing on " << stores.test->size() << "; device "
+            << sets.train.source->size() << " images, testing on " << sets.test.source->size() << "; device "
             << report.device << ", precision " << report.precision << ", channels-last "
             << (config.channels_last ? "on" : "off") << ", " << report.num_threads << " threads\n"
             << std::flush;
@@ -195,6 +217,7 @@ Command add_train_command(CLI::App& parent) {
   auto test_file = std::make_shared<std::string>();
   auto save_path = std::make_shared<std::string>();
   auto report_path = std::make_shared<std::string>();
+  auto memory_budget = std::make_shared<std::string>();
   auto precision = std::make_shared<std::string>("auto");
   auto device = std::make_shared<std::string>("auto");
   auto channels_last = std::make_shared<std::string>("on");
@@ -204,10 +227,19 @@ Command add_train_command(CLI::App& parent) {
   app->footer(
       "Trains the article's SimpleCNN (Adam, lr 1e-3) and prints per-epoch timings and test accuracy.\n"
       "DIR holds train/test files as IDX (train-images-idx3-ubyte[.gz], t10k-...), CSV or Parquet;\n"
-      "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).");
+      "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).\n"
+      "--train/--test also take a directory of Parquet shards (feeder convert IN OUTDIR/ --shard-rows N,\n"
+      "or any writer's files) or a glob; a set larger than its share of --memory-budget is streamed.");
   CLI::Option* data = app->add_option("--data", *data_dir, "directory with the train and test files");
-  CLI::Option* train = app->add_option("--train", *train_file, "training file (with --test)");
-  CLI::Option* test = app->add_option("--test", *test_file, "test file (with --train)");
+  CLI::Option* train =
+      app->add_option("--train", *train_file, "training set: a file, a directory of Parquet shards or a glob (with --test)");
+  CLI::Option* test = app->add_option("--test", *test_file, "test set: a file, a directory or a glob (with --train)");
+  app->add_option("--memory-budget", *memory_budget,
+                  "memory for the data, e.g. 256MiB or 2GB (default: half the available memory); larger sets "
+                  "are streamed within it");
+  app->add_option("--shuffle-window", args->shuffle_window,
+                  "samples shuffled together when streaming (default: the largest the budget allows)")
+      ->check(at_least(1));
   data->excludes(train)->excludes(test);
   train->needs(test);
   test->needs(train);
@@ -238,6 +270,7 @@ Command add_train_command(CLI::App& parent) {
             if (!test_file->empty()) args->test_file = *test_file;
             if (!save_path->empty()) args->save_path = *save_path;
             if (!report_path->empty()) args->report_path = *report_path;
+            if (!memory_budget->empty()) args->memory_budget = parse_byte_size(*memory_budget, "--memory-budget");
             args->trainer.precision = parse_precision(*precision);
             args->trainer.device = parse_device(*device);
             args->trainer.channels_last = *channels_last == "on";

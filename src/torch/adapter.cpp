@@ -65,6 +65,11 @@ TensorLoader::TensorLoader(std::shared_ptr<const ImageStore> store, const Loader
     : loader_(std::move(store), options, options.pin_memory ? make_pinned_allocator_if_cuda() : nullptr,
               std::move(transform)) {}
 
+TensorLoader::TensorLoader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options,
+                           BatchTransform transform)
+    : loader_(std::move(source), options, options.pin_memory ? make_pinned_allocator_if_cuda() : nullptr,
+              std::move(transform)) {}
+
 std::optional<TensorBatch> TensorLoader::next() {
   std::optional<Batch> batch = loader_.next();
   if (!batch) return std::nullopt;

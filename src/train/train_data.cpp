@@ -1,9 +1,13 @@
 #include "feeder/train/train_data.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/formats/sharded.h"
+#include "feeder/util/byte_size.h"
 
 namespace feeder {
 
@@ -23,6 +27,92 @@ TrainTestStores load_train_test(const std::filesystem::path& train_path, const s
                     "; the model takes " + to_string(model_shape));
   }
   return stores;
+}
+
+namespace {
+
+bool is_parquet_set(const std::string& spec) {
+  std::error_code error;
+  if (std::filesystem::is_directory(spec, error)) return true;
+  if (spec.find_first_of("*?[") != std::string::npos) return true;
+  return spec.size() > 8 && spec.compare(spec.size() - 8, 8, ".parquet") == 0;
+}
+
+// A set that is not Parquet, or a Parquet set described but not yet read.
+struct Candidate {
+  OpenedSet set;
+  std::optional<ShardedDataset> dataset;
+};
+
+Candidate describe(const std::string& spec) {
+  Candidate candidate;
+  candidate.set.spec = spec;
+  if (!is_parquet_set(spec)) {
+    auto store = std::make_shared<const ImageStore>(load_images(spec));
+    candidate.set.source = std::make_shared<InMemorySource>(store, spec);
+    candidate.set.decoded_bytes = candidate.set.source->decoded_bytes();
+    candidate.set.choice = "in memory (" + format_byte_size(candidate.set.decoded_bytes) + " decoded)";
+    return candidate;
+  }
+  candidate.dataset = open_sharded_dataset(spec);
+  candidate.set.decoded_bytes = candidate.dataset->decoded_bytes();
+  candidate.set.num_files = static_cast<int64_t>(candidate.dataset->shards.size());
+  candidate.set.num_row_groups = candidate.dataset->num_row_groups();
+  return candidate;
+}
+
+// Reads a Parquet set into memory when it fits `share`, else leaves it streaming within it.
+void open_parquet(Candidate& candidate, int64_t share) {
+  OpenedSet& set = candidate.set;
+  std::shared_ptr<SampleSource> stream = open_parquet_source(*candidate.dataset);
+  if (set.decoded_bytes <= share) {
+    set.source = read_into_memory(*stream);
+    set.choice = "in memory (" + format_byte_size(set.decoded_bytes) + " decoded, within the " +
+                 format_byte_size(share) + " budget)";
+  } else {
+    set.source = std::move(stream);
+    set.streaming = true;
+    set.memory_budget = share;
+    set.choice = "streaming (" + format_byte_size(set.decoded_bytes) + " decoded, over the " +
+                 format_byte_size(share) + " budget)";
+  }
+}
+
+}  // namespace
+
+TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
+                              const ImageShape& model_shape, int64_t memory_budget, bool require_labels) {
+  Candidate train = describe(train_spec);
+  Candidate test = describe(test_spec);
+  // Sets already in memory (IDX, CSV) take their size off the budget first.
+  int64_t test_share = memory_budget / 4;
+  int64_t train_share = memory_budget - test_share;
+  if (!test.dataset) {
+    train_share = std::max<int64_t>(memory_budget - test.set.decoded_bytes, 0);
+  } else if (!train.dataset) {
+    test_share = std::max<int64_t>(memory_budget - train.set.decoded_bytes, 0);
+  } else if (test.set.decoded_bytes <= test_share) {
+    train_share = memory_budget - test.set.decoded_bytes;
+  } else if (train.set.decoded_bytes <= train_share) {
+    test_share = memory_budget - train.set.decoded_bytes;
+  }
+  if (train.dataset) open_parquet(train, train_share);
+  if (test.dataset) open_parquet(test, test_share);
+
+  const SampleSource& train_source = *train.set.source;
+  const SampleSource& test_source = *test.set.source;
+  if (require_labels && !train_source.labeled()) {
+    throw DataError(train_spec + ": no labels; training needs a labeled set");
+  }
+  if (train_source.shape() != test_source.shape()) {
+    throw DataError(test_spec + ": images are " + to_string(test_source.shape()) + ", but " + train_spec + " has " +
+                    to_string(train_source.shape()));
+  }
+  if (train_source.shape() != model_shape) {
+    throw DataError(train_spec + ": images are " + to_string(train_source.shape()) + "; the model takes " +
+                    to_string(model_shape));
+  }
+  return {std::move(train.set), std::move(test.set)};
 }
 
 }  // namespace feeder

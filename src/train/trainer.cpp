@@ -231,11 +231,11 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   return report;
 }
 
-RunReport describe_training_run(const TrainTestStores& stores, const TrainerOptions& requested,
-                                const TrainerConfig& config) {
+RunReport describe_training_run(const std::string& train_file, const std::string& test_file,
+                                const TrainerOptions& requested, const TrainerConfig& config) {
   RunReport report;
-  report.train_file = stores.train_path.string();
-  report.test_file = stores.test_path.string();
+  report.train_file = train_file;
+  report.test_file = test_file;
   report.num_threads = at::get_num_threads();
   report.learning_rate = config.learning_rate;
   report.requested_precision = to_string(requested.precision);

@@ -46,8 +46,11 @@ class TensorLoader : public BatchSource {
  public:
   TensorLoader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
                BatchTransform transform = nullptr);
+  TensorLoader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options,
+               BatchTransform transform = nullptr);
 
   Loader& loader() { return loader_; }
+  const Loader& loader() const { return loader_; }
   int64_t num_batches() const override { return loader_.num_batches(); }
   int64_t num_samples() const override { return loader_.num_samples(); }
   bool labeled() const override { return loader_.source().labeled(); }

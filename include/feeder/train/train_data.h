@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
 
+#include "feeder/data/source.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder {
@@ -22,5 +24,32 @@ struct TrainTestStores {
 // Throws DataError naming the file and both shapes otherwise.
 TrainTestStores load_train_test(const std::filesystem::path& train_path, const std::filesystem::path& test_path,
                                 const ImageShape& model_shape, bool require_labels = true);
+
+// One set of a training run as `feeder train --train X --test Y` opens it: in memory or streamed.
+struct OpenedSet {
+  std::string spec;  // the file, directory or glob given
+  std::shared_ptr<const SampleSource> source;
+  bool streaming = false;
+  int64_t memory_budget = 0;  // the share of the budget this set's loader gets when streaming
+  int64_t decoded_bytes = 0;
+  int64_t num_files = 1;
+  int64_t num_row_groups = 0;  // Parquet sets only
+  // "in memory (47.0 MiB decoded)" or "streaming: 47.0 MiB decoded > 12.0 MiB budget".
+  std::string choice;
+};
+
+struct TrainTestSets {
+  OpenedSet train;
+  OpenedSet test;
+};
+
+// Opens the two sets of a training run. Each is a file (IDX, CSV or Parquet), a directory of
+// Parquet shards or a glob of Parquet files. IDX and CSV files are read into memory; a Parquet set
+// is read into memory when its decoded size fits its share of `memory_budget`, and streamed within
+// that share otherwise. Shares: the test set a quarter of the budget and the training set the rest;
+// a set read into memory hands what it does not use to the other. Checks what load_train_test
+// checks (shapes, labels). Throws DataError naming the set.
+TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
+                              const ImageShape& model_shape, int64_t memory_budget, bool require_labels = true);
 
 }  // namespace feeder

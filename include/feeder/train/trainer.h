@@ -99,7 +99,7 @@ class Trainer {
 // What every training run's report says about its data, arithmetic and machine: the files, the
 // requested and resolved precision and device, channels-last, LibTorch's thread count, the CPU and
 // LibTorch's version. The caller adds its loader's options and, as they finish, the epochs.
-RunReport describe_training_run(const TrainTestStores& stores, const TrainerOptions& requested,
-                                const TrainerConfig& config);
+RunReport describe_training_run(const std::string& train_file, const std::string& test_file,
+                                const TrainerOptions& requested, const TrainerConfig& config);
 
 }  // namespace feeder
