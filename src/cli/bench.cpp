@@ -14,17 +14,23 @@
 namespace feeder::cli {
 namespace {
 
-// The benchmark executable, built beside this one.
-std::filesystem::path bench_executable() {
+// A benchmark executable, built beside this one.
+std::filesystem::path bench_executable(const std::string& name) {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) throw DataError("cannot find this executable through /proc/self/exe: " + error.message());
-  return self.parent_path() / "feeder-bench";
+  return self.parent_path() / name;
 }
 
-// Replaces this process with feeder-bench and `args`; returns only when that fails.
-int exec_bench(const std::vector<std::string>& args) {
-  const std::filesystem::path bench = bench_executable();
+// Replaces this process with the benchmark and `args`; returns only when that fails. `bench
+// stream` runs feeder-stream-bench (no LibTorch in the process it measures), the rest feeder-bench.
+int exec_bench(std::vector<std::string> args) {
+  std::string name = "feeder-bench";
+  if (!args.empty() && args.front() == "stream") {
+    name = "feeder-stream-bench";
+    args.erase(args.begin());
+  }
+  const std::filesystem::path bench = bench_executable(name);
   std::vector<std::string> argv = {bench.string()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> pointers;
@@ -32,14 +38,16 @@ int exec_bench(const std::vector<std::string>& args) {
   pointers.push_back(nullptr);
   ::execv(bench.c_str(), pointers.data());
   throw DataError(bench.string() + ": cannot run it (" + std::strerror(errno) +
-                  "); build it with `cmake --build build --target feeder-bench`");
+                  "); build it with `cmake --build build --target " + name + "`");
 }
 
 }  // namespace
 
 Command add_bench_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
-      "bench", "measure the loader (bench loader) and run the article's ablation (bench ablation)");
+      "bench",
+      "measure the loader (bench loader), streaming under a memory budget (bench stream) and run the article's "
+      "ablation (bench ablation)");
   // Everything after `bench`, --help included, belongs to the benchmark executable.
   app->prefix_command();
   app->set_help_flag();
