@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "data/detail/block_stream.h"
 #include "feeder/data/loader.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
@@ -324,6 +325,7 @@ TEST(LoaderStream, HoldsNoMoreThanTheBudgetAndReadsEveryBlockOnceWithAWideWindow
   auto source = std::make_shared<StreamedStore>(store, uniform_blocks(5000, 50));  // 100 blocks of 50
   LoaderOptions options = options_with(32, 2);
   options.memory_budget = 128 * 1024;  // the order takes 40,000 bytes, the set decodes to 120,000
+  detail::DecodedBlock::reset_peak_live_bytes();
   Loader loader(source, options);
   EXPECT_TRUE(loader.streaming());
   const int64_t overhead = 5000 * 8;  // the epoch order
@@ -334,6 +336,9 @@ TEST(LoaderStream, HoldsNoMoreThanTheBudgetAndReadsEveryBlockOnceWithAWideWindow
   EXPECT_EQ(seen.size(), 5000u);
   EXPECT_GT(loader.peak_stream_bytes(), 0);
   EXPECT_LE(loader.peak_stream_bytes(), options.memory_budget - overhead);
+  // Counted apart from the stream's accounting: the decoded blocks actually alive at once.
+  EXPECT_LE(detail::DecodedBlock::peak_live_bytes(), options.memory_budget - overhead);
+  EXPECT_GT(detail::DecodedBlock::peak_live_bytes(), 0);
   EXPECT_EQ(source->reads.load(), 100);  // each block read once: loads never overlap blocks
 }
 

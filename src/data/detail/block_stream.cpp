@@ -3,9 +3,19 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <new>
 
 namespace feeder::detail {
+
+namespace {
+std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_live_bytes{0};
+}  // namespace
+
+int64_t DecodedBlock::live_bytes() { return g_live_bytes.load(); }
+int64_t DecodedBlock::peak_live_bytes() { return g_peak_live_bytes.load(); }
+void DecodedBlock::reset_peak_live_bytes() { g_peak_live_bytes.store(g_live_bytes.load()); }
 
 DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample) {
   const auto pixel_bytes = static_cast<size_t>(rows * pixels_per_sample);
@@ -14,9 +24,17 @@ DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample) {
   if (size_bytes_ == 0) size_bytes_ = 1;
   memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory_ == MAP_FAILED) throw std::bad_alloc();
+  counted_bytes_ = rows * (pixels_per_sample + static_cast<int64_t>(sizeof(int64_t)));
+  const int64_t live = g_live_bytes.fetch_add(counted_bytes_) + counted_bytes_;
+  int64_t peak = g_peak_live_bytes.load();
+  while (live > peak && !g_peak_live_bytes.compare_exchange_weak(peak, live)) {
+  }
 }
 
-DecodedBlock::~DecodedBlock() { ::munmap(memory_, size_bytes_); }
+DecodedBlock::~DecodedBlock() {
+  ::munmap(memory_, size_bytes_);
+  g_live_bytes.fetch_sub(counted_bytes_);
+}
 
 BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes)
     : source_(std::move(source)), budget_bytes_(budget_bytes) {

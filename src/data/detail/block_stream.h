@@ -25,12 +25,19 @@ class DecodedBlock {
   DecodedBlock(const DecodedBlock&) = delete;
   DecodedBlock& operator=(const DecodedBlock&) = delete;
 
+  // Bytes of every DecodedBlock alive in the process now, and the most there have been since the
+  // last reset: a count kept apart from the stream's own accounting, for tests of the budget.
+  static int64_t live_bytes();
+  static int64_t peak_live_bytes();
+  static void reset_peak_live_bytes();
+
   uint8_t* pixels() { return static_cast<uint8_t*>(memory_); }
   int64_t* labels() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + labels_offset_); }
 
  private:
   void* memory_ = nullptr;
   size_t size_bytes_ = 0;
+  int64_t counted_bytes_ = 0;  // rows * (pixels + label), as the budget counts them
   size_t labels_offset_ = 0;
 };
 
