@@ -158,6 +158,37 @@ int64_t ParquetRowGroupReader::max_row_group_read_bytes() const {
   return largest;
 }
 
+std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::label_range() const {
+  if (label_idx_ < 0 || metadata_.row_groups.empty()) return std::nullopt;
+  const ColumnSchema& column = metadata_.columns[static_cast<size_t>(label_idx_)];
+  const bool is_int32 = column.physical_type == PhysicalType::kInt32;
+  if ((!is_int32 && column.physical_type != PhysicalType::kInt64) || !column.int_signed) return std::nullopt;
+  const size_t value_bytes = is_int32 ? 4 : 8;
+  const auto value_of = [&](const std::string& bytes) -> int64_t {
+    if (is_int32) {
+      int32_t value = 0;
+      std::memcpy(&value, bytes.data(), 4);
+      return value;
+    }
+    int64_t value = 0;
+    std::memcpy(&value, bytes.data(), 8);
+    return value;
+  };
+  std::pair<int64_t, int64_t> range{INT64_MAX, INT64_MIN};
+  for (const RowGroupInfo& group : metadata_.row_groups) {
+    const ColumnChunkInfo& chunk = group.columns[static_cast<size_t>(label_idx_)];
+    if (group.num_rows == 0) continue;
+    if (!chunk.min_bytes || !chunk.max_bytes || chunk.min_bytes->size() != value_bytes ||
+        chunk.max_bytes->size() != value_bytes) {
+      return std::nullopt;
+    }
+    range.first = std::min(range.first, value_of(*chunk.min_bytes));
+    range.second = std::max(range.second, value_of(*chunk.max_bytes));
+  }
+  if (range.first > range.second) return std::nullopt;
+  return range;
+}
+
 void ParquetRowGroupReader::read_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* pixels,
                                            int64_t* labels) const {
   if (row_group_idx < 0 || row_group_idx >= num_row_groups()) {
@@ -170,9 +201,11 @@ void ParquetRowGroupReader::read_row_group(int64_t row_group_idx, std::vector<ui
   if (static_cast<int64_t>(scratch.size()) < span_bytes) scratch.resize(static_cast<size_t>(span_bytes));
   const int64_t got = pread_fully(fd_, scratch.data(), span_bytes, span.begin, name_);
   if (got != span_bytes) {
+    struct stat info {};
+    const int64_t file_end = ::fstat(fd_, &info) == 0 ? static_cast<int64_t>(info.st_size) : span.begin + got;
     throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
                     std::to_string(span.begin) + ".." + std::to_string(span.end) + " needed, the file ends at " +
-                    std::to_string(span.begin + got));
+                    std::to_string(file_end));
   }
 
   // The chunks with offsets relative to the span, so the page walker reads them from `scratch`.

@@ -16,8 +16,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "feeder/formats/parquet/metadata.h"
@@ -58,6 +60,10 @@ class ParquetRowGroupReader {
   // The columns read, for comparing the files of one set:
   // "label INT64, 784 pixel columns pixel1..pixel784 INT32 INT(8,false)".
   const std::string& columns() const { return columns_; }
+
+  // The label column's smallest and largest value from its chunk statistics, when every row group
+  // has them and the column is a signed INT32 or INT64; otherwise (or unlabeled) nullopt.
+  std::optional<std::pair<int64_t, int64_t>> label_range() const;
 
   int64_t num_rows() const { return metadata_.num_rows; }
   int64_t num_row_groups() const { return static_cast<int64_t>(metadata_.row_groups.size()); }
