@@ -83,11 +83,42 @@ TEST_P(GeneratedFile, ImagesGoStraightIntoTheStore) {
 }
 
 TEST_P(GeneratedFile, DefaultPixelColumnsRejectNullsNamingColumnAndRow) {
-  // Without a pixel list every integer column but the label is a pixel, so opt_i32 (null in row 0) is one.
+  // Without a pixel list every number column but the label is a pixel (INT32, INT64, FLOAT and
+  // DOUBLE), so opt_i32 (null in row 0) is one, and comes before f64 and f32.
+  // Files of several row groups name the group (rows count from its start).
+  const ParquetFile file = open_fixture(GetParam());
+  const std::string first_group = file.metadata().row_groups.size() > 1 ? " row group 0" : "";
   ParquetImageOptions options;
-  options.shape = ImageShape{1, 1, 17};  // p0..p15 and opt_i32
-  testing::expect_data_error([&] { read_parquet_images(testing::fixture(GetParam()), options); },
-                             ": column 'opt_i32' row 0: null pixel value");
+  options.shape = ImageShape{1, 1, 19};  // p0..p15, opt_i32, f64, f32
+  EXPECT_EQ(testing::expect_data_error([&] { read_parquet_images(file, options); }, "opt_i32"),
+            file.name() + ": column 'opt_i32'" + first_group + " row 0: null pixel value (pixel columns must not have nulls)");
+}
+
+// Floating-point columns of other writers: f64 = 0.25i - 100 is negative in row 0; f32 = 0.5i is
+// fractional in row 1. Files of several row groups name the group and count rows within it.
+TEST_P(GeneratedFile, FloatPixelColumnsRejectValuesThatAreNoPixels) {
+  const ParquetFile file = open_fixture(GetParam());
+  const bool grouped = file.metadata().row_groups.size() > 1;
+  const std::string first_group = grouped ? " row group 0" : "";
+  ParquetImageOptions options;
+  options.shape = ImageShape{1, 1, 1};
+  options.pixel_columns = {"f64"};
+  EXPECT_EQ(testing::expect_data_error([&] { read_parquet_images(file, options); }, "f64"),
+            file.name() + ": column 'f64'" + first_group + " row 0: value -100 out of range 0..255");
+  options.pixel_columns = {"f32"};
+  EXPECT_EQ(testing::expect_data_error([&] { read_parquet_images(file, options); }, "f32"),
+            file.name() + ": column 'f32'" + first_group + " row 1: value 0.5 is not an integer");
+}
+
+// A DOUBLE label column is read when its values are integers; f64 = 0.25i - 100 is not in row 1.
+TEST_P(GeneratedFile, DoubleLabelColumnRejectsFractionalValues) {
+  const ParquetFile file = open_fixture(GetParam());
+  ParquetImageOptions options;
+  options.shape = ImageShape{1, 4, 4};
+  for (int k = 0; k < 16; ++k) options.pixel_columns.push_back("p" + std::to_string(k));
+  options.label_column = "f64";
+  const std::string message = testing::expect_data_error([&] { read_parquet_images(file, options); }, "f64");
+  EXPECT_NE(message.find(" row 1: value -99.75 is not an integer"), std::string::npos) << message;
 }
 
 INSTANTIATE_TEST_SUITE_P(ParquetGenerated, GeneratedFile, ::testing::ValuesIn(kGeneratedFiles),

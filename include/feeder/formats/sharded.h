@@ -31,7 +31,9 @@ struct ShardInfo {
   std::filesystem::path path;
   int64_t num_rows = 0;
   std::vector<int64_t> row_group_rows;
-  int64_t row_group_max_compressed_bytes = 0;  // the largest row group's column chunks, on disk
+  // The largest row group's read: the bytes from its first to the end of its last column chunk
+  // that is read, on disk (ParquetRowGroupReader::row_group_read_bytes).
+  int64_t row_group_max_compressed_bytes = 0;
   uint64_t size_bytes = 0;                     // file size
   std::optional<uint64_t> content_hash;        // XXH3-64 of the file; only from an index
 };
@@ -42,6 +44,9 @@ struct ShardedDataset {
   std::vector<ShardInfo> shards;  // in sample order: sorted by file name
   ImageShape shape;
   bool labeled = false;
+  // The columns read, as ParquetRowGroupReader::columns() describes them; every shard must match:
+  // "label INT64, 784 pixel columns pixel1..pixel784 INT32 INT(8,false)".
+  std::string columns;
   bool indexed = false;  // described by index.json rather than by the footers
   std::optional<int64_t> label_min, label_max;  // from the index or the label statistics, when known
   int64_t num_rows = 0;
@@ -57,29 +62,54 @@ struct ShardedDataset {
 bool is_sharded_spec(const std::string& spec);
 
 // Opens `spec`: a directory (its index.json when present, else every *.parquet in it sorted by
-// name), a glob of Parquet files (`*`, `?`, `[...]` in the last path component), or one Parquet file.
-// Checks every shard has the same shape, label presence and column types. Throws DataError naming
-// the file (and what differs) otherwise, or when nothing matches.
+// name, except names starting with '.' or '_', which Spark and Hive keep for their own files), a glob
+// (`*`, `?`, `[...]` in the last path component, matched with fnmatch(3); a leading '.' must be
+// matched explicitly; index.json is never a shard), or one Parquet file. Globs and single files are
+// described from their footers, read once here.
+// Without an index, checks every shard has the same shape, label presence and column types as the
+// first; with one, reads the first shard's footer to resolve its columns and checks it and every
+// listed file's size against the index. Throws DataError naming the file and what differs
+// ("data/part-00001.parquet: images are 1x14x14, but part-00000.parquet has 1x28x28"), or when
+// nothing matches.
 ShardedDataset open_sharded_dataset(const std::string& spec, const parquet::ParquetImageOptions& options = {});
 
 struct ShardWriteOptions {
   parquet::ParquetWriteOptions parquet;
-  int64_t shard_rows = 0;        // rows per shard; or
-  int64_t shard_size_bytes = 0;  // target encoded bytes per shard (estimated from the first shard)
+  // Exactly one of the two is positive.
+  int64_t shard_rows = 0;  // rows per shard; or
+  // Target encoded bytes per shard. The rows per shard are found on the first shard: a guess from
+  // the bytes per row of a trial encode of the first min(rows, 4096), then at most four re-encodes
+  // of the first shard (secant steps) until it lands within 90..100% of the target or holds every
+  // row. Every shard but the last then gets the same rows, so later shards land near the target as
+  // far as their rows compress like the first ones (within a few percent for FashionMNIST-like
+  // images). The first shard is encoded at most six times (with the fallback) instead of once.
+  int64_t shard_size_bytes = 0;
 };
 
 // Writes `store` as OUTDIR/part-00000.parquet ... plus index.json (written last, atomically). Each
 // shard is written through a temp file and renamed; OUTDIR is created when missing. Refuses an
-// OUTDIR that holds other Parquet files or an index already, so nothing is mixed or lost.
-// `progress(shards_done, num_shards)` is called after each shard when given.
+// OUTDIR that holds Parquet files or an index already (OptionsError), so nothing is mixed or lost.
+// Shard numbers have 5 digits, more when there are over 100000 shards, so names sort in order.
+// On failure the shards written so far are removed and no index is written, then the error is
+// rethrown. `progress(shards_done, num_shards)` is called after each shard when given.
 ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::path& out_dir,
                              const ShardWriteOptions& options,
                              const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
 // A streaming source over a sharded set: blocks are row groups, read with pread into the caller's
 // buffer (never mapped, so the page cache does not count against the process) and decoded with
-// the same checks as read_parquet_images. A shard that vanished, was truncated, or whose schema
-// or shape differs from the set's is reported by read_block as DataError naming file and row group.
+// the same checks as read_parquet_images. The footers of the most recently used shards stay open
+// (at most 16 file descriptors). A shard that changed since the set was opened is reported by
+// read_block as DataError naming file and row group, one text per kind:
+//   data/part-00002.parquet: row group 1: file vanished after the set was opened
+//   data/part-00002.parquet: row group 1: file truncated to 812 bytes (index.json records 4096)
+//   data/part-00002.parquet: row group 1: file size changed to 5120 bytes (4096 when the set was opened)
+//   data/part-00002.parquet: row group 1: images are 1x14x14, the set's are 1x28x28 (file changed after the set was opened)
+//   data/part-00002.parquet: row group 1: columns changed after the set was opened: no label, ... (the set's: label INT64, ...)
+//   data/part-00002.parquet: row group 1: row groups changed after the set was opened: 2 row groups of 500 rows (the set's: 1 of 500)
+// A file truncated while its footer is open: "...: row group 1: file truncated while open: bytes
+// 4..9000 needed, the file ends at 812". Bad values: as ParquetRowGroupReader reports them.
+// name() is the set's root directory (or the single file).
 std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset,
                                                   const parquet::ParquetImageOptions& options = {});
 

@@ -8,15 +8,9 @@
 #include "formats/parquet/decoder/decoder.h"
 #include "formats/parquet/detail/chunk_reader.h"
 #include "formats/parquet/detail/column_values.h"
+#include "formats/parquet/detail/footer.h"
 
 namespace feeder::parquet {
-
-namespace {
-
-constexpr size_t kMagicBytes = 4;
-constexpr size_t kFooterTailBytes = 8;  // u32 footer length + "PAR1"
-
-}  // namespace
 
 int64_t ColumnData::null_count() const {
   return static_cast<int64_t>(std::count(valid.begin(), valid.end(), uint8_t{0}));
@@ -40,35 +34,11 @@ ParquetFile ParquetFile::from_bytes(FileBytes bytes, std::string name, const Rea
 }
 
 void ParquetFile::parse_footer() {
-  const std::string& n = name_;
   const std::span<const uint8_t> b = bytes();
-  if (b.size() >= kMagicBytes && std::memcmp(b.data(), "PARE", 4) == 0) {
-    throw DataError(n + ": encrypted parquet not supported (magic PARE)");
-  }
-  if (b.size() < kMagicBytes + kFooterTailBytes) {
-    throw DataError(n + ": not a Parquet file: " + std::to_string(b.size()) + " bytes is too short (truncated?)");
-  }
-  if (std::memcmp(b.data(), "PAR1", 4) != 0) throw DataError(n + ": not a Parquet file: bad magic at the start (expected PAR1)");
-  const uint8_t* tail = b.data() + b.size() - 4;
-  if (std::memcmp(tail, "PARE", 4) == 0) throw DataError(n + ": encrypted parquet not supported (footer magic PARE)");
-  if (std::memcmp(tail, "PAR1", 4) != 0) {
-    throw DataError(n + ": not a Parquet file: bad magic at the end (expected PAR1; truncated file?)");
-  }
-  uint32_t footer_bytes = 0;
-  std::memcpy(&footer_bytes, b.data() + b.size() - kFooterTailBytes, 4);
-  const uint64_t room = b.size() - kMagicBytes - kFooterTailBytes;
-  if (footer_bytes == 0 || footer_bytes > room) {
-    throw DataError(n + ": footer length " + std::to_string(footer_bytes) + " is larger than the file allows (" +
-                    std::to_string(room) + " bytes between the magics)");
-  }
-  const size_t footer_start = b.size() - kFooterTailBytes - footer_bytes;
-  metadata_ = parse_file_metadata(b.subspan(footer_start, footer_bytes), static_cast<int64_t>(footer_start), n);
-  int64_t rows = 0;
-  for (const auto& rg : metadata_.row_groups) rows += rg.num_rows;
-  if (rows != metadata_.num_rows) {
-    throw DataError(n + ": footer declares " + std::to_string(metadata_.num_rows) +
-                    " rows but its row groups add up to " + std::to_string(rows));
-  }
+  const uint32_t footer_bytes = detail::check_file_ends(b.first(std::min(b.size(), detail::kMagicBytes)),
+                                                        b.last(std::min(b.size(), detail::kFooterTailBytes)), b.size(), name_);
+  const size_t footer_start = b.size() - detail::kFooterTailBytes - footer_bytes;
+  metadata_ = detail::parse_footer(b.subspan(footer_start, footer_bytes), footer_start, name_);
 }
 
 void ParquetFile::require_flat_schema() const {

@@ -40,6 +40,9 @@ add_dependencies(feeder_parquet_thrift feeder_parquet_format_gen)
 target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/detail/chunk_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/detail/column_values.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/detail/footer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/detail/image_columns.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/detail/image_decode.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decoder/rle_bit_packed.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decoder/plain.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decoder/dictionary.cpp
@@ -47,4 +50,5 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/decoder/byte_stream_split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/row_group_reader.cpp
 )

@@ -358,6 +358,16 @@ parquet::Codec parse_parquet_codec(std::string_view name) {
 }
 
 void write_parquet(const ImageStore& store, const std::filesystem::path& path, const ParquetWriteOptions& options) {
+  write_parquet(store, 0, store.size(), path, options);
+}
+
+void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows, const std::filesystem::path& path,
+                   const ParquetWriteOptions& options) {
+  if (first_row < 0 || num_rows < 0 || first_row > store.size() - num_rows) {
+    throw OptionsError("parquet writer: rows " + std::to_string(first_row) + ".." + std::to_string(first_row + num_rows) +
+                       " are not inside the store of " + std::to_string(store.size()) + " images");
+  }
+  const int64_t end_row = first_row + num_rows;
   const WriteConfig config = resolve(options);
   std::vector<fmt::SchemaElement> schema = make_schema(store, config.layout);
   const int64_t num_leaves = static_cast<int64_t>(schema.size());
@@ -368,7 +378,7 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
 
   fmt::FileMetaData metadata;
   metadata.__set_version(2);
-  metadata.__set_num_rows(store.size());
+  metadata.__set_num_rows(num_rows);
   metadata.__set_created_by(std::string("feeder version ") + kVersion);
   fmt::KeyValue shape_entry;
   shape_entry.__set_key(std::string(kImageShapeKey));
@@ -383,11 +393,11 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
   AtomicFileWriter file(path);
   file.write(kMagic);
   std::vector<fmt::RowGroup> row_groups;
-  for (int64_t first_row = 0; first_row < store.size(); first_row += config.rows_per_group) {
-    const int64_t num_rows = std::min(config.rows_per_group, store.size() - first_row);
-    const std::vector<EncodedChunk> chunks = encode_row_group(config, store, first_row, num_rows);
+  for (int64_t group_first_row = first_row; group_first_row < end_row; group_first_row += config.rows_per_group) {
+    const int64_t group_rows = std::min(config.rows_per_group, end_row - group_first_row);
+    const std::vector<EncodedChunk> chunks = encode_row_group(config, store, group_first_row, group_rows);
     fmt::RowGroup row_group;
-    row_group.__set_num_rows(num_rows);
+    row_group.__set_num_rows(group_rows);
     row_group.__set_file_offset(static_cast<int64_t>(file.bytes_written()));
     if (row_groups.size() <= INT16_MAX) row_group.__set_ordinal(static_cast<int16_t>(row_groups.size()));
     int64_t total_uncompressed_bytes = 0;

@@ -101,6 +101,9 @@ struct ColumnChunkInfo {
   int64_t data_page_offset = 0;
   std::optional<int64_t> dictionary_page_offset;  // absent when the file says 0 or nothing
   std::optional<int64_t> null_count;              // from the chunk statistics
+  // The chunk statistics' minimum and maximum as stored (the PLAIN bytes of one value):
+  // min_value/max_value, else the deprecated min/max; absent when the writer stored none.
+  std::optional<std::string> min_bytes, max_bytes;
   // True when the chunk's metadata or pages are encrypted; such chunks are never decoded.
   bool encrypted = false;
 

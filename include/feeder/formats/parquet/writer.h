@@ -52,4 +52,9 @@ Codec parse_parquet_codec(std::string_view name);
 // existing file untouched. Throws OptionsError on invalid options, DataError on I/O errors.
 void write_parquet(const ImageStore& store, const std::filesystem::path& path, const ParquetWriteOptions& options = {});
 
+// The same for rows [first_row, first_row + num_rows) of `store` only: one shard of a larger set
+// (feeder/formats/sharded.h). Throws OptionsError when the rows are not inside the store.
+void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows, const std::filesystem::path& path,
+                   const ParquetWriteOptions& options = {});
+
 }  // namespace feeder::parquet

@@ -1,0 +1,107 @@
+#pragma once
+
+// Reading an image set from a Parquet file one row group at a time, for sets larger than memory:
+// the file is opened by reading its footer only (pread of the tail; never mapped, never read
+// whole), and each call reads one row group with a single pread of the byte span that covers the
+// column chunks it needs, into a buffer the caller owns and reuses.
+//
+// Columns are chosen as read_parquet_images chooses them (ParquetImageOptions). Pixel columns may be
+// INT32, INT64, FLOAT or DOUBLE, with or without an integer logical type (INT(8,false), UINT_8, ...);
+// the label column too. The store is uint8 only: a pixel must be an integer in 0..255 and a label an
+// integral value that fits int64 (unsigned annotations are read as unsigned). A fractional value,
+// NaN, a value out of range or a null is not rounded, clamped or skipped: it throws DataError naming
+// the file, column, row group (when the file has several), row within the row group and the value:
+//   part-00003.parquet: column 'pixel12' row group 2 row 517: value 300 out of range 0..255
+// Sets of float images (0..1 normalised, say) are out of scope: convert them to uint8 first.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "feeder/formats/parquet/metadata.h"
+#include "feeder/formats/parquet/reader.h"
+#include "feeder/store/image_store.h"
+
+namespace feeder::parquet {
+
+// One open Parquet file of an image set. Holds the file descriptor and the parsed footer. Move-only.
+// Thread safety: read_row_group and every accessor are const and may be called from any number of
+// threads at once (pread has no file position; each call decodes with its own buffers).
+// A file replaced by rename after open keeps reading the old file; one truncated in place makes
+// read_row_group fail with a DataError.
+class ParquetRowGroupReader {
+ public:
+  // Opens `path` and reads its footer: one fstat and one pread of the tail (two for footers over
+  // 64 KiB, plus one of the leading magic for files over that). Validates it as ParquetFile::open
+  // does, resolves the columns and the shape, and checks every row group against
+  // options.max_decoded_bytes. Throws DataError naming the file. `name` prefixes error messages
+  // (default: the path).
+  static ParquetRowGroupReader open(const std::filesystem::path& path, const ParquetImageOptions& options = {},
+                                    std::string name = {});
+
+  ParquetRowGroupReader(ParquetRowGroupReader&& other) noexcept;
+  ParquetRowGroupReader& operator=(ParquetRowGroupReader&& other) noexcept;
+  ParquetRowGroupReader(const ParquetRowGroupReader&) = delete;
+  ParquetRowGroupReader& operator=(const ParquetRowGroupReader&) = delete;
+  ~ParquetRowGroupReader();
+
+  const std::string& name() const { return name_; }
+  const FileMetadata& metadata() const { return metadata_; }
+  uint64_t size_bytes() const { return size_bytes_; }
+  // The footer as stored (the Thrift bytes), for fingerprints.
+  std::span<const uint8_t> footer_bytes() const { return footer_; }
+
+  const ImageShape& shape() const { return shape_; }
+  bool labeled() const { return label_idx_ >= 0; }
+  // The columns read, for comparing the files of one set:
+  // "label INT64, 784 pixel columns pixel1..pixel784 INT32 INT(8,false)".
+  const std::string& columns() const { return columns_; }
+
+  // The label column's smallest and largest value from its chunk statistics, when every row group
+  // has them and the column is a signed INT32 or INT64; otherwise (or unlabeled) nullopt.
+  std::optional<std::pair<int64_t, int64_t>> label_range() const;
+
+  int64_t num_rows() const { return metadata_.num_rows; }
+  int64_t num_row_groups() const { return static_cast<int64_t>(metadata_.row_groups.size()); }
+  int64_t row_group_rows(int64_t row_group_idx) const;
+  // Bytes read_row_group reads for the row group: from the first to the end of the last column
+  // chunk it needs (columns it does not need that lie in between are read too).
+  int64_t row_group_read_bytes(int64_t row_group_idx) const;
+  // The largest row_group_read_bytes of the file; 0 without row groups.
+  int64_t max_row_group_read_bytes() const;
+
+  // Reads row group `row_group_idx` with one pread into `scratch` (resized as needed, reused by
+  // the caller between calls) and decodes it: pixels (rows, C*H*W) uint8 row-major into `pixels`,
+  // labels (rows) into `labels` (kNoLabel when the file has no label column), both sized by the
+  // caller for row_group_rows(row_group_idx). Throws DataError naming the file (and row group, and
+  // column and row for a bad value); std::out_of_range for an index outside the file.
+  void read_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const;
+
+ private:
+  ParquetRowGroupReader() = default;
+  void close() noexcept;
+
+  struct Span {
+    int64_t begin = 0;  // file offset
+    int64_t end = 0;
+  };
+
+  int fd_ = -1;
+  std::string name_;
+  uint64_t size_bytes_ = 0;
+  std::vector<uint8_t> footer_;
+  FileMetadata metadata_;
+  bool verify_checksums_ = true;
+  ImageShape shape_;
+  std::string columns_;
+  int64_t label_idx_ = -1;
+  std::vector<int64_t> pixel_idx_;  // numeric pixel columns in pixel order; or
+  int64_t image_idx_ = -1;          // the FIXED_LEN_BYTE_ARRAY column of whole images
+  std::vector<Span> spans_;         // per row group, the bytes read
+};
+
+}  // namespace feeder::parquet

@@ -1,0 +1,160 @@
+#include "formats/parquet/detail/image_columns.h"
+
+#include <cmath>
+#include <cstdio>
+#include <algorithm>
+
+#include "feeder/error.h"
+#include "feeder/formats/parquet/writer.h"
+
+namespace feeder::parquet::detail {
+
+namespace {
+
+std::string type_text(const ColumnSchema& column) {
+  return column.annotation.empty() ? to_string(column.physical_type) : to_string(column.physical_type) + " " + column.annotation;
+}
+
+constexpr const char* kNumberTypes = "INT32, INT64, FLOAT or DOUBLE";
+
+ImageShape infer_shape(const FileMetadata& meta, const std::string& name, int64_t num_pixels) {
+  // feeder's writer records the shape as "CxHxW"; trust it when it matches the pixel count.
+  for (const KeyValue& kv : meta.key_values) {
+    if (kv.key != kImageShapeKey || !kv.value) continue;
+    long long c = 0, h = 0, w = 0;
+    if (std::sscanf(kv.value->c_str(), "%lldx%lldx%lld", &c, &h, &w) == 3 && c > 0 && h > 0 && w > 0 &&
+        c <= num_pixels && h <= num_pixels && w <= num_pixels && c * h * w == num_pixels) {
+      return ImageShape{c, h, w};
+    }
+  }
+  const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(num_pixels))));
+  if (num_pixels > 0 && side * side == num_pixels) return ImageShape{1, side, side};
+  throw DataError(name + ": " + std::to_string(num_pixels) +
+                  " pixels per image is not a square; give the image shape (C,H,W) explicitly");
+}
+
+// The label column's index, or -1 when the file has none (an unlabeled set).
+int64_t find_label_column(const FileMetadata& meta, const std::string& name, const std::string& label_column) {
+  const int64_t label_idx = meta.column_index(label_column);
+  if (label_idx >= 0 && !is_number_column(meta.columns[static_cast<size_t>(label_idx)])) {
+    throw DataError(name + ": label column '" + label_column + "' is " +
+                    type_text(meta.columns[static_cast<size_t>(label_idx)]) + ", expected " + kNumberTypes);
+  }
+  return label_idx;
+}
+
+// Every number column but the label, in file order; failing that, the one FIXED_LEN_BYTE_ARRAY
+// column other than the label.
+void choose_default_columns(const FileMetadata& meta, const std::string& name, ImageColumns& columns) {
+  for (int64_t i = 0; i < static_cast<int64_t>(meta.columns.size()); ++i) {
+    if (i != columns.label_idx && is_number_column(meta.columns[static_cast<size_t>(i)])) columns.pixel_idx.push_back(i);
+  }
+  if (!columns.pixel_idx.empty()) return;
+  for (int64_t i = 0; i < static_cast<int64_t>(meta.columns.size()); ++i) {
+    if (i == columns.label_idx || meta.columns[static_cast<size_t>(i)].physical_type != PhysicalType::kFixedLenByteArray) {
+      continue;
+    }
+    if (columns.image_idx >= 0) throw DataError(name + ": several FIXED_LEN_BYTE_ARRAY columns; name the image column");
+    columns.image_idx = i;
+  }
+}
+
+void choose_columns(const FileMetadata& meta, const std::string& name, const ParquetImageOptions& options,
+                    ImageColumns& columns) {
+  if (!options.pixel_columns.empty()) {
+    for (const std::string& pixel_name : options.pixel_columns) {
+      const int64_t idx = meta.column_index(pixel_name);
+      if (idx < 0) throw DataError(name + ": no pixel column named '" + pixel_name + "'");
+      const ColumnSchema& column = meta.columns[static_cast<size_t>(idx)];
+      if (!is_number_column(column)) {
+        throw DataError(name + ": pixel column '" + pixel_name + "' is " + type_text(column) + ", expected " + kNumberTypes);
+      }
+      columns.pixel_idx.push_back(idx);
+    }
+  } else if (options.image_column) {
+    columns.image_idx = meta.column_index(*options.image_column);
+    if (columns.image_idx < 0) throw DataError(name + ": no image column named '" + *options.image_column + "'");
+  } else {
+    choose_default_columns(meta, name, columns);
+  }
+  if (columns.image_idx >= 0 &&
+      meta.columns[static_cast<size_t>(columns.image_idx)].physical_type != PhysicalType::kFixedLenByteArray) {
+    throw DataError(name + ": image column '" + meta.columns[static_cast<size_t>(columns.image_idx)].name +
+                    "' is not FIXED_LEN_BYTE_ARRAY");
+  }
+  if (columns.pixel_idx.empty() && columns.image_idx < 0) {
+    throw DataError(name + ": no pixel columns (" + kNumberTypes + " columns besides '" + options.label_column +
+                    "') and no FIXED_LEN_BYTE_ARRAY image column");
+  }
+}
+
+}  // namespace
+
+bool is_number_column(const ColumnSchema& column) {
+  switch (column.physical_type) {
+    case PhysicalType::kInt32:
+    case PhysicalType::kInt64:
+    case PhysicalType::kFloat:
+    case PhysicalType::kDouble:
+      return column.annotation.empty() || column.int_bit_width > 0;
+    default:
+      return false;
+  }
+}
+
+ImageColumns resolve_image_columns(const FileMetadata& meta, const std::string& name, const ParquetImageOptions& options) {
+  if (meta.nested_column) {
+    throw DataError(name + ": nested schema not supported (column '" + *meta.nested_column +
+                    "'); feeder reads flat files of top-level primitive columns");
+  }
+  ImageColumns columns;
+  columns.label_idx = find_label_column(meta, name, options.label_column);
+  choose_columns(meta, name, options, columns);
+  const int64_t num_pixels = columns.image_idx >= 0
+                                 ? meta.columns[static_cast<size_t>(columns.image_idx)].type_length_bytes
+                                 : static_cast<int64_t>(columns.pixel_idx.size());
+  columns.shape = options.shape ? *options.shape : infer_shape(meta, name, num_pixels);
+  if (columns.shape.num_pixels() != num_pixels) {
+    throw DataError(name + ": images have " + std::to_string(num_pixels) + " pixels but the shape " +
+                    to_string(columns.shape) + " has " + std::to_string(columns.shape.num_pixels()));
+  }
+  return columns;
+}
+
+void check_decoded_size(int64_t num_rows, const ImageShape& shape, int64_t max_decoded_bytes, const std::string& context) {
+  const int64_t num_pixels = shape.num_pixels();
+  if (num_rows > max_decoded_bytes / (num_pixels + 8)) {
+    throw DataError(context + ": " + std::to_string(num_rows) + " images of " + std::to_string(num_pixels) +
+                    " pixels exceed the limit of " + std::to_string(max_decoded_bytes) + " bytes (max_decoded_bytes)");
+  }
+}
+
+std::string describe_image_columns(const FileMetadata& meta, const ImageColumns& columns) {
+  std::string text = columns.label_idx >= 0
+                         ? "label " + type_text(meta.columns[static_cast<size_t>(columns.label_idx)])
+                         : std::string("no label");
+  if (columns.image_idx >= 0) {
+    const ColumnSchema& image = meta.columns[static_cast<size_t>(columns.image_idx)];
+    return text + ", image column '" + image.name + "' FIXED_LEN_BYTE_ARRAY(" + std::to_string(image.type_length_bytes) + ")";
+  }
+  const ColumnSchema& first = meta.columns[static_cast<size_t>(columns.pixel_idx.front())];
+  const ColumnSchema& last = meta.columns[static_cast<size_t>(columns.pixel_idx.back())];
+  text += ", " + std::to_string(columns.pixel_idx.size()) + " pixel columns " + first.name;
+  if (columns.pixel_idx.size() > 1) text += ".." + last.name;
+  // Types in order of first appearance, with counts when they are mixed.
+  std::vector<std::pair<std::string, int64_t>> types;
+  for (const int64_t idx : columns.pixel_idx) {
+    const std::string type = type_text(meta.columns[static_cast<size_t>(idx)]);
+    auto it = std::find_if(types.begin(), types.end(), [&](const auto& entry) { return entry.first == type; });
+    if (it == types.end()) types.emplace_back(type, 1);
+    else ++it->second;
+  }
+  if (types.size() == 1) return text + " " + types.front().first;
+  text += " (";
+  for (size_t i = 0; i < types.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(types[i].second) + " " + types[i].first;
+  }
+  return text + ")";
+}
+
+}  // namespace feeder::parquet::detail

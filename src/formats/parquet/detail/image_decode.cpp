@@ -1,0 +1,267 @@
+#include "formats/parquet/detail/image_decode.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "feeder/error.h"
+#include "formats/parquet/decoder/decoder.h"
+#include "formats/parquet/detail/column_values.h"
+
+namespace feeder::parquet::detail {
+
+namespace {
+
+// An integer column annotated unsigned (UINT_32, INT(64,false)) stores values above the signed
+// maximum as negative numbers; they are read back as the unsigned values they are.
+bool is_unsigned(const ColumnSchema& column) { return column.int_bit_width > 0 && !column.int_signed; }
+
+// The value as the column means it: "300", "4294967295" (UINT_32 -1), "2.5", "1e+19", "NaN", "inf".
+template <class T>
+std::string value_text(T value, bool as_unsigned) {
+  if constexpr (std::is_integral_v<T>) {
+    if (as_unsigned) return std::to_string(static_cast<std::make_unsigned_t<T>>(value));
+    return std::to_string(value);
+  } else {
+    if (std::isnan(value)) return "NaN";
+    char text[64];
+    const auto result = std::to_chars(text, text + sizeof(text), value);
+    return std::string(text, result.ptr);
+  }
+}
+
+// What is wrong with a value that did not convert: NaN, a fraction, or `range` (out of range).
+template <class T>
+std::string value_problem(T value, bool as_unsigned, const char* range) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(value)) return "value NaN is not a number";
+    if (std::isfinite(value) && value != std::trunc(value)) return "value " + value_text(value, false) + " is not an integer";
+  }
+  return "value " + value_text(value, as_unsigned) + " " + range;
+}
+
+constexpr const char* kPixelRange = "out of range 0..255";
+constexpr const char* kLabelRange = "out of range for an int64 label";
+
+// The pixel a value stands for, or -1 when it is not an integer in 0..255 (NaN fails every comparison).
+template <class T>
+int16_t pixel_of(T value) {
+  if constexpr (std::is_integral_v<T>) {
+    return value >= 0 && value <= 255 ? static_cast<int16_t>(value) : int16_t{-1};
+  } else {
+    return value >= 0 && value <= 255 && value == std::trunc(value) ? static_cast<int16_t>(value) : int16_t{-1};
+  }
+}
+
+// The label a value stands for; false when it is not an integer that fits int64.
+template <class T>
+bool label_of(T value, bool as_unsigned, int64_t& label) {
+  if constexpr (std::is_same_v<T, int32_t>) {
+    label = as_unsigned ? static_cast<int64_t>(static_cast<uint32_t>(value)) : value;
+    return true;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    label = value;
+    return !(as_unsigned && value < 0);
+  } else {
+    // [-2^63, 2^63) holds exactly the doubles that convert to int64 without overflow.
+    if (!(value == std::trunc(value) && value >= static_cast<T>(-9223372036854775808.0) &&
+          value < static_cast<T>(9223372036854775808.0))) {
+      return false;
+    }
+    label = static_cast<int64_t>(value);
+    return true;
+  }
+}
+
+[[noreturn]] void throw_at_row(const ChunkLocation& where, int64_t row, const std::string& what) {
+  throw DataError(chunk_context(where) + " row " + std::to_string(row) + ": " + what);
+}
+
+// Throws `null_what` naming the first null row of the page, if it has any.
+void require_no_nulls(const ChunkLocation& where, const DataPage& page, std::vector<uint8_t>& valid,
+                      const char* null_what) {
+  if (where.column->max_definition_level == 0) return;
+  valid.resize(static_cast<size_t>(page.num_values));
+  if (decode_validity(page, valid.data()) == page.num_values) return;
+  const int64_t null_idx = std::find(valid.begin(), valid.end(), 0) - valid.begin();
+  throw_at_row(where, page.first_row + null_idx, null_what);
+}
+
+bool is_dictionary_encoded(const DataPage& page) {
+  return page.encoding == Encoding::kRleDictionary || page.encoding == Encoding::kPlainDictionary;
+}
+
+// T is the column's physical value type: int32_t, int64_t, float or double.
+template <class T>
+void decode_pixels(const ChunkLocation& where, uint8_t* pixels, PageBuffer& buffer) {
+  const ColumnSchema& column = *where.column;
+  const bool as_unsigned = is_unsigned(column);
+  std::vector<T> dictionary;
+  // Dictionary entries mapped to pixels once per chunk; -1 marks an entry that is no pixel, which
+  // is an error only if a row actually uses it.
+  std::vector<int16_t> lut;
+  std::vector<T> values;
+  std::vector<uint8_t> valid;
+  decoder::ValueSource<T> source;
+  for_each_page(
+      where,
+      [&](const DictionaryPage& page) {
+        decode_dictionary_page(page, column, dictionary);
+        source.dictionary = dictionary;
+        source.has_dictionary = true;
+        lut.resize(dictionary.size());
+        for (size_t i = 0; i < dictionary.size(); ++i) lut[i] = pixel_of(dictionary[i]);
+      },
+      [&](const DataPage& page) {
+        require_no_nulls(where, page, valid, "null pixel value (pixel columns must not have nulls)");
+        uint8_t* out = pixels + page.first_row;
+        if (is_dictionary_encoded(page) && source.has_dictionary) {
+          // Fast path: indices go through the pixel LUT straight into the output, no typed copy.
+          decoder::DictionaryIndexDecoder indices(page.values, page.num_values);
+          const int64_t bad = indices.get_mapped(out, page.num_values, lut);
+          if (bad >= 0) {
+            // Find the dictionary entry again to name the value.
+            std::vector<uint32_t> idx(static_cast<size_t>(bad + 1));
+            decoder::DictionaryIndexDecoder again(page.values, page.num_values);
+            again.get(idx.data(), bad + 1, lut.size());
+            throw_at_row(where, page.first_row + bad, value_problem(dictionary[idx.back()], as_unsigned, kPixelRange));
+          }
+          return;
+        }
+        values.resize(static_cast<size_t>(page.num_values));
+        decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
+        for (int64_t i = 0; i < page.num_values; ++i) {
+          const int16_t pixel = pixel_of(values[static_cast<size_t>(i)]);
+          if (pixel < 0) throw_at_row(where, page.first_row + i, value_problem(values[static_cast<size_t>(i)], as_unsigned, kPixelRange));
+          out[i] = static_cast<uint8_t>(pixel);
+        }
+      },
+      &buffer);
+}
+
+template <class T>
+void decode_labels(const ChunkLocation& where, int64_t* labels, PageBuffer& buffer) {
+  const ColumnSchema& column = *where.column;
+  const bool as_unsigned = is_unsigned(column);
+  std::vector<T> dictionary;
+  std::vector<T> values;
+  std::vector<uint8_t> valid;
+  decoder::ValueSource<T> source;
+  for_each_page(
+      where,
+      [&](const DictionaryPage& page) {
+        decode_dictionary_page(page, column, dictionary);
+        source.dictionary = dictionary;
+        source.has_dictionary = true;
+      },
+      [&](const DataPage& page) {
+        require_no_nulls(where, page, valid, "null label");
+        values.resize(static_cast<size_t>(page.num_values));
+        decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
+        int64_t* out = labels + page.first_row;
+        for (int64_t i = 0; i < page.num_values; ++i) {
+          const T value = values[static_cast<size_t>(i)];
+          if (!label_of(value, as_unsigned, out[i])) {
+            throw_at_row(where, page.first_row + i, value_problem(value, as_unsigned, kLabelRange));
+          }
+        }
+      },
+      &buffer);
+}
+
+[[noreturn]] void throw_not_a_number_column(const ChunkLocation& where) {
+  throw DataError(chunk_context(where) + ": " + to_string(where.column->physical_type) +
+                  " column cannot hold pixels or labels (expected INT32, INT64, FLOAT or DOUBLE)");
+}
+
+}  // namespace
+
+void decode_pixel_chunk(const ChunkLocation& where, uint8_t* out, PageBuffer& buffer) {
+  switch (where.column->physical_type) {
+    case PhysicalType::kInt32: return decode_pixels<int32_t>(where, out, buffer);
+    case PhysicalType::kInt64: return decode_pixels<int64_t>(where, out, buffer);
+    case PhysicalType::kFloat: return decode_pixels<float>(where, out, buffer);
+    case PhysicalType::kDouble: return decode_pixels<double>(where, out, buffer);
+    default: throw_not_a_number_column(where);
+  }
+}
+
+void decode_label_chunk(const ChunkLocation& where, int64_t* out, PageBuffer& buffer) {
+  switch (where.column->physical_type) {
+    case PhysicalType::kInt32: return decode_labels<int32_t>(where, out, buffer);
+    case PhysicalType::kInt64: return decode_labels<int64_t>(where, out, buffer);
+    case PhysicalType::kFloat: return decode_labels<float>(where, out, buffer);
+    case PhysicalType::kDouble: return decode_labels<double>(where, out, buffer);
+    default: throw_not_a_number_column(where);
+  }
+}
+
+void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t image_bytes, PageBuffer& buffer) {
+  const ColumnSchema& column = *where.column;
+  std::vector<std::string> dictionary;
+  std::vector<std::string> values;
+  std::vector<uint8_t> valid;
+  decoder::ValueSource<std::string> source;
+  source.type_length_bytes = column.type_length_bytes;
+  for_each_page(
+      where,
+      [&](const DictionaryPage& page) {
+        decode_dictionary_page(page, column, dictionary);
+        source.dictionary = dictionary;
+        source.has_dictionary = true;
+      },
+      [&](const DataPage& page) {
+        require_no_nulls(where, page, valid, "null image");
+        uint8_t* out = images + page.first_row * image_bytes;
+        if (page.encoding == Encoding::kPlain) {
+          const size_t needed = static_cast<size_t>(page.num_values) * static_cast<size_t>(image_bytes);
+          if (page.values.size() < needed) {
+            throw DataError(page_context(where, page.page_idx) + ": " + std::to_string(page.num_values) +
+                            " images need " + std::to_string(needed) + " bytes, the page holds " +
+                            std::to_string(page.values.size()));
+          }
+          std::memcpy(out, page.values.data(), needed);
+          return;
+        }
+        values.resize(static_cast<size_t>(page.num_values));
+        decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
+        for (const std::string& image : values) {
+          std::memcpy(out, image.data(), static_cast<size_t>(image_bytes));
+          out += image_bytes;
+        }
+      },
+      &buffer);
+}
+
+// Pixel columns are decoded kTileColumns at a time into a column-major tile (each column
+// contiguous, so decoding writes sequentially), then the tile is transposed into the row-major
+// images in blocks that stay in L1, writing whole cache lines. Writing each column straight into
+// the images would touch one cache line per value, which measured several times slower.
+constexpr int64_t kTileColumns = 32;
+constexpr int64_t kTileRows = 64;
+
+void decode_pixel_columns(const std::function<ChunkLocation(int64_t column_idx)>& locate,
+                          std::span<const int64_t> pixel_idx, int64_t begin, int64_t end, int64_t rows,
+                          int64_t num_pixels, uint8_t* images, PixelScratch& scratch) {
+  for (int64_t k0 = begin; k0 < end; k0 += kTileColumns) {
+    const int64_t group = std::min(kTileColumns, end - k0);
+    scratch.tile.resize(static_cast<size_t>(group * rows));
+    for (int64_t j = 0; j < group; ++j) {
+      const ChunkLocation where = locate(pixel_idx[static_cast<size_t>(k0 + j)]);
+      decode_pixel_chunk(where, scratch.tile.data() + j * rows, scratch.pages);
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += kTileRows) {
+      const int64_t block = std::min(kTileRows, rows - r0);
+      uint8_t* dst = images + r0 * num_pixels + k0;
+      for (int64_t j = 0; j < group; ++j) {
+        const uint8_t* src = scratch.tile.data() + j * rows + r0;
+        for (int64_t r = 0; r < block; ++r) dst[r * num_pixels + j] = src[r];
+      }
+    }
+  }
+}
+
+}  // namespace feeder::parquet::detail

@@ -1,0 +1,51 @@
+#pragma once
+
+// Internal: one row group's column chunks decoded into the image store's layout. read_parquet_images
+// (whole files, several threads over the columns) and ParquetRowGroupReader (one row group read
+// with pread) both decode through these functions, so pixels, labels and their errors are the same.
+//
+// Values: pixel columns may be INT32, INT64, FLOAT or DOUBLE; a value becomes a pixel when it is an
+// integer in 0..255. Labels take any integral value that fits int64. Anything else throws
+// DataError "<file>: column '<name>'[ row group <g>] row <r>: <what>", where the row group is named
+// when the file has several and r counts from the start of the row group, e.g.
+//   part-00003.parquet: column 'pixel12' row group 2 row 517: value 300 out of range 0..255
+//   t.parquet: column 'pixel3' row 4: value 2.5 is not an integer
+//   t.parquet: column 'pixel3' row 4: value NaN is not a number
+//   t.parquet: column 'label' row 9: value 1e+19 out of range for an int64 label
+//   t.parquet: column 'pixel3' row 0: null pixel value (pixel columns must not have nulls)
+//   t.parquet: column 'label' row 2: null label
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "formats/parquet/detail/chunk_reader.h"
+
+namespace feeder::parquet::detail {
+
+// Decodes one pixel column chunk into out[0, where.num_rows), one byte per row.
+void decode_pixel_chunk(const ChunkLocation& where, uint8_t* out, PageBuffer& buffer);
+
+// Decodes one label column chunk into out[0, where.num_rows).
+void decode_label_chunk(const ChunkLocation& where, int64_t* out, PageBuffer& buffer);
+
+// Copies one FIXED_LEN_BYTE_ARRAY chunk of whole images into images (num_rows, image_bytes).
+// PLAIN pages (what feeder and most writers produce) are copied straight; other encodings go
+// through the generic decoders.
+void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t image_bytes, PageBuffer& buffer);
+
+// Buffers one thread reuses across row groups.
+struct PixelScratch {
+  std::vector<uint8_t> tile;  // (columns of one group, rows) uint8, column-major
+  PageBuffer pages;
+};
+
+// Decodes pixel columns pixel_idx[begin, end) of one row group of `rows` rows into `images`, the
+// group's first image of a (rows, num_pixels) row-major block: pixel column k goes to byte k of
+// every image. `locate(column_idx)` gives the chunk of that column in the row group.
+void decode_pixel_columns(const std::function<ChunkLocation(int64_t column_idx)>& locate,
+                          std::span<const int64_t> pixel_idx, int64_t begin, int64_t end, int64_t rows,
+                          int64_t num_pixels, uint8_t* images, PixelScratch& scratch);
+
+}  // namespace feeder::parquet::detail

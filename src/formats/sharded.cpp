@@ -1,0 +1,402 @@
+// Sharded Parquet sets: opening (index, directory, glob or file), writing and describing them. The
+// streaming source over a set is in sharded_source.cpp.
+
+#include "feeder/formats/sharded.h"
+
+#include <fnmatch.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "feeder/error.h"
+#include "feeder/formats/parquet/row_group_reader.h"
+#include "feeder/io/file.h"
+#include "feeder/util/byte_size.h"
+#include "formats/detail/shard_index.h"
+
+namespace feeder {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using parquet::ParquetImageOptions;
+using parquet::ParquetRowGroupReader;
+
+constexpr std::string_view kParquetExtension = ".parquet";
+// Rows of the trial encode that estimates the rows of a shard of a given size.
+constexpr int64_t kTrialRows = 4096;
+
+bool has_glob_chars(std::string_view text) { return text.find_first_of("*?[") != std::string_view::npos; }
+
+// Spark, Hive and Hadoop keep their own files (_SUCCESS, _metadata, .crc) beside the data.
+bool is_hidden(const std::string& name) { return !name.empty() && (name[0] == '.' || name[0] == '_'); }
+
+std::vector<fs::path> list_parquet_files(const fs::path& dir) {
+  std::vector<fs::path> paths;
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    std::error_code ignored;
+    if (!is_hidden(name) && name.ends_with(kParquetExtension) && it->is_regular_file(ignored)) paths.push_back(dir / name);
+  }
+  if (error) throw DataError(dir.string() + ": cannot list: " + error.message());
+  std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
+  return paths;
+}
+
+// Regular files of the directory whose names match the last component of `spec`, sorted by name.
+std::vector<fs::path> match_glob(const std::string& spec) {
+  const fs::path pattern_path(spec);
+  const fs::path dir = pattern_path.has_parent_path() ? pattern_path.parent_path() : fs::path(".");
+  const std::string pattern = pattern_path.filename().string();
+  if (pattern_path.has_parent_path() && has_glob_chars(dir.string())) {
+    throw DataError(spec + ": only the last path component may hold a glob (*, ?, [...])");
+  }
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) throw DataError(spec + ": no such directory " + dir.string());
+  std::vector<fs::path> paths;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    std::error_code ignored;
+    if (name != kShardIndexName && ::fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0 &&
+        it->is_regular_file(ignored)) {
+      paths.push_back(pattern_path.has_parent_path() ? dir / name : fs::path(name));
+    }
+  }
+  if (error) throw DataError(dir.string() + ": cannot list: " + error.message());
+  if (paths.empty()) throw DataError(spec + ": no files match");
+  std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
+  return paths;
+}
+
+ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) {
+  ShardInfo shard;
+  shard.path = path;
+  shard.num_rows = reader.num_rows();
+  for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) shard.row_group_rows.push_back(reader.row_group_rows(rg));
+  shard.row_group_max_compressed_bytes = reader.max_row_group_read_bytes();
+  shard.size_bytes = reader.size_bytes();
+  return shard;
+}
+
+std::string label_presence(const ParquetRowGroupReader& reader, const ParquetImageOptions& options) {
+  return (reader.labeled() ? "has a label column '" : "no label column '") + options.label_column + "'";
+}
+
+// A set without an index: every footer is read, and every shard checked against the first.
+ShardedDataset describe_from_footers(const fs::path& root, const std::vector<fs::path>& paths,
+                                     const ParquetImageOptions& options) {
+  ShardedDataset dataset;
+  dataset.root = root;
+  const std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> fingerprint(XXH3_createState(), &XXH3_freeState);
+  if (!fingerprint || XXH3_64bits_reset(fingerprint.get()) != XXH_OK) throw std::bad_alloc();
+  bool label_range_known = true;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const ParquetRowGroupReader reader = ParquetRowGroupReader::open(paths[i], options);
+    const std::string name = paths[i].string();
+    const std::string first = paths[0].filename().string();
+    if (i == 0) {
+      dataset.shape = reader.shape();
+      dataset.labeled = reader.labeled();
+      dataset.columns = reader.columns();
+    } else if (reader.shape() != dataset.shape) {
+      throw DataError(name + ": images are " + to_string(reader.shape()) + ", but " + first + " has " +
+                      to_string(dataset.shape));
+    } else if (reader.labeled() != dataset.labeled) {
+      throw DataError(name + ": " + label_presence(reader, options) + ", but " + first +
+                      (dataset.labeled ? " has one" : " has none"));
+    } else if (reader.columns() != dataset.columns) {
+      throw DataError(name + ": columns " + reader.columns() + " differ from those of " + first + ": " + dataset.columns);
+    }
+    ShardInfo shard = shard_info(paths[i], reader);
+    dataset.num_rows += shard.num_rows;
+    dataset.shards.push_back(std::move(shard));
+    XXH3_64bits_update(fingerprint.get(), reader.footer_bytes().data(), reader.footer_bytes().size());
+    const uint64_t size_bytes = reader.size_bytes();
+    XXH3_64bits_update(fingerprint.get(), &size_bytes, sizeof(size_bytes));
+    if (const auto range = reader.label_range()) {
+      dataset.label_min = std::min(dataset.label_min.value_or(range->first), range->first);
+      dataset.label_max = std::max(dataset.label_max.value_or(range->second), range->second);
+    } else if (reader.num_rows() > 0) {
+      label_range_known = false;
+    }
+  }
+  if (!label_range_known || !dataset.labeled) dataset.label_min = dataset.label_max = std::nullopt;
+  dataset.fingerprint = XXH3_64bits_digest(fingerprint.get());
+  return dataset;
+}
+
+std::string row_groups_text(const std::vector<int64_t>& rows) {
+  std::string text;
+  for (size_t i = 0; i < rows.size(); ++i) text += (i ? " " : "") + std::to_string(rows[i]);
+  return "[" + text + "]";
+}
+
+// A set with an index: its files must exist with the recorded sizes; the first shard's footer
+// resolves the columns and must agree with the index.
+ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& options) {
+  const fs::path index_path = dir / kShardIndexName;
+  const std::vector<uint8_t> bytes = read_file_raw(index_path);
+  ShardedDataset dataset = detail::parse_shard_index(std::string(bytes.begin(), bytes.end()), dir);
+  if (options.shape) {
+    if (options.shape->num_pixels() != dataset.shape.num_pixels()) {
+      throw DataError(index_path.string() + ": images are " + to_string(dataset.shape) + ", the shape asked for, " +
+                      to_string(*options.shape) + ", has another number of pixels");
+    }
+    dataset.shape = *options.shape;
+  }
+  for (const ShardInfo& shard : dataset.shards) {
+    std::error_code error;
+    const uintmax_t size_bytes = fs::file_size(shard.path, error);
+    if (error == std::errc::no_such_file_or_directory) {
+      throw DataError(shard.path.string() + ": listed in " + std::string(kShardIndexName) + " but missing");
+    }
+    if (error) throw DataError(shard.path.string() + ": cannot stat: " + error.message());
+    if (size_bytes != shard.size_bytes) {
+      throw DataError(shard.path.string() + ": " + std::to_string(size_bytes) + " bytes, but " +
+                      std::string(kShardIndexName) + " records " + std::to_string(shard.size_bytes) +
+                      " (changed after the index was written)");
+    }
+  }
+  if (dataset.shards.empty()) return dataset;
+  const ShardInfo& first = dataset.shards.front();
+  const ParquetRowGroupReader reader = ParquetRowGroupReader::open(first.path, options);
+  const std::string name = first.path.string();
+  const std::string index_name(kShardIndexName);
+  if (reader.shape() != dataset.shape) {
+    throw DataError(name + ": images are " + to_string(reader.shape()) + ", but " + index_name + " records " +
+                    to_string(dataset.shape));
+  }
+  if (reader.labeled() != dataset.labeled) {
+    throw DataError(name + ": " + label_presence(reader, options) + ", but " + index_name + " records " +
+                    (dataset.labeled ? "a labeled set" : "an unlabeled set"));
+  }
+  const ShardInfo found = shard_info(first.path, reader);
+  if (found.row_group_rows != first.row_group_rows) {
+    throw DataError(name + ": row groups of " + row_groups_text(found.row_group_rows) + " rows, but " + index_name +
+                    " records " + row_groups_text(first.row_group_rows));
+  }
+  dataset.columns = reader.columns();
+  return dataset;
+}
+
+void check_write_options(const ShardWriteOptions& options) {
+  if (options.shard_rows < 0) throw OptionsError("shard rows must be positive, got " + std::to_string(options.shard_rows));
+  if (options.shard_size_bytes < 0) {
+    throw OptionsError("shard size must be positive, got " + std::to_string(options.shard_size_bytes) + " bytes");
+  }
+  if (options.shard_rows > 0 && options.shard_size_bytes > 0) {
+    throw OptionsError("give either the rows per shard or the size of a shard, not both");
+  }
+  if (options.shard_rows == 0 && options.shard_size_bytes == 0) {
+    throw OptionsError("give the rows per shard or the size of a shard");
+  }
+}
+
+// Creates out_dir when missing; refuses one that holds a set, or any Parquet file, already.
+void prepare_out_dir(const fs::path& out_dir) {
+  std::error_code error;
+  if (fs::exists(out_dir, error) && !fs::is_directory(out_dir, error)) {
+    throw OptionsError(out_dir.string() + ": exists and is not a directory");
+  }
+  fs::create_directories(out_dir, error);
+  if (error) throw DataError(out_dir.string() + ": cannot create the directory: " + error.message());
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(out_dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name == kShardIndexName || name.ends_with(kParquetExtension)) found.push_back(name);
+  }
+  if (error) throw DataError(out_dir.string() + ": cannot list: " + error.message());
+  if (!found.empty()) {
+    std::sort(found.begin(), found.end());
+    throw OptionsError(out_dir.string() + ": already holds " + found.front() +
+                       (found.size() > 1 ? " and " + std::to_string(found.size() - 1) + " more" : std::string()) +
+                       "; write a sharded set into an empty or new directory");
+  }
+}
+
+// Writes the first shard for a target size to `candidate` and returns its rows, which every other
+// shard then gets (see ShardWriteOptions). Encoded size grows with rows less than linearly (per row
+// group dictionaries and headers, the footer), so the rows are found by trial: a guess from the
+// bytes per row of the first min(rows, 4096), then secant steps on the shard itself, aiming at 95%
+// of the target, until it lands within 90..100% of it (or holds every row), at most kSizeAttempts
+// encodes. Falls back to the largest count tried that fitted, or one row.
+int64_t write_first_shard_for_size(const ImageStore& store, const fs::path& candidate, const ShardWriteOptions& options) {
+  constexpr int kSizeAttempts = 4;
+  const int64_t num_rows = store.size();
+  const auto target = static_cast<double>(options.shard_size_bytes);
+  const auto encode = [&](int64_t rows) {
+    parquet::write_parquet(store, 0, rows, candidate, options.parquet);
+    return static_cast<double>(fs::file_size(candidate));
+  };
+  const auto fits = [&](int64_t rows, double size_bytes) {
+    return size_bytes <= target && (size_bytes >= 0.9 * target || rows == num_rows);
+  };
+  const auto clamp_rows = [&](double rows) {
+    return static_cast<int64_t>(std::clamp(std::floor(rows), 1.0, static_cast<double>(num_rows)));
+  };
+  std::vector<std::pair<int64_t, double>> tried;  // (rows, bytes), in order
+  int64_t rows = std::min(num_rows, kTrialRows);
+  tried.emplace_back(rows, encode(rows));
+  int64_t next = clamp_rows(0.95 * target * static_cast<double>(rows) / tried.back().second);
+  for (int attempt = 0; attempt < kSizeAttempts && !fits(tried.back().first, tried.back().second) && next != rows; ++attempt) {
+    rows = next;
+    tried.emplace_back(rows, encode(rows));
+    const auto [rows1, bytes1] = tried[tried.size() - 2];
+    const auto [rows2, bytes2] = tried.back();
+    double bytes_per_row = (bytes2 - bytes1) / static_cast<double>(rows2 - rows1);
+    if (!(bytes_per_row > 0)) bytes_per_row = bytes2 / static_cast<double>(rows2);
+    next = clamp_rows(static_cast<double>(rows2) + (0.95 * target - bytes2) / bytes_per_row);
+  }
+  if (tried.back().second > target) {
+    int64_t best = 1;
+    for (const auto& [tried_rows, tried_bytes] : tried) {
+      if (tried_bytes <= target) best = std::max(best, tried_rows);
+    }
+    if (best != tried.back().first) encode(best);
+    return best;
+  }
+  return tried.back().first;
+}
+
+// "part-00042.parquet": the number zero-padded to `digits`.
+std::string shard_name(int64_t shard_idx, size_t digits) {
+  std::string number = std::to_string(shard_idx);
+  if (number.size() < digits) number.insert(0, digits - number.size(), '0');
+  return "part-" + number + std::string(kParquetExtension);
+}
+
+}  // namespace
+
+int64_t ShardedDataset::num_row_groups() const {
+  int64_t count = 0;
+  for (const ShardInfo& shard : shards) count += static_cast<int64_t>(shard.row_group_rows.size());
+  return count;
+}
+
+bool is_sharded_spec(const std::string& spec) {
+  std::error_code error;
+  if (fs::is_directory(spec, error)) return true;
+  return has_glob_chars(fs::path(spec).filename().string());
+}
+
+ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageOptions& options) {
+  if (spec.empty()) throw DataError("no data set given (empty path)");
+  const fs::path path(spec);
+  std::error_code error;
+  if (fs::is_directory(path, error)) {
+    if (fs::exists(path / kShardIndexName, error)) return open_indexed(path, options);
+    const std::vector<fs::path> paths = list_parquet_files(path);
+    if (paths.empty()) throw DataError(spec + ": no .parquet files and no " + std::string(kShardIndexName));
+    return describe_from_footers(path, paths, options);
+  }
+  const fs::path root = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (has_glob_chars(path.filename().string())) return describe_from_footers(root, match_glob(spec), options);
+  if (fs::is_regular_file(path, error)) return describe_from_footers(root, {path}, options);
+  throw DataError(spec + ": no such file or directory");
+}
+
+ShardedDataset write_sharded(const ImageStore& store, const fs::path& out_dir, const ShardWriteOptions& options,
+                             const std::function<void(int64_t, int64_t)>& progress) {
+  check_write_options(options);
+  prepare_out_dir(out_dir);
+  ShardedDataset dataset;
+  dataset.root = out_dir;
+  dataset.shape = store.shape();
+  dataset.labeled = store.labeled();
+  dataset.indexed = true;
+  dataset.num_rows = store.size();
+  if (store.labeled() && store.size() > 0) {
+    const auto [min_it, max_it] = std::minmax_element(store.labels().begin(), store.labels().end());
+    dataset.label_min = *min_it;
+    dataset.label_max = *max_it;
+  }
+  ParquetImageOptions read_options;
+  read_options.shape = store.shape();
+  // For a target size the first shard is written before the names are known (their width depends
+  // on the number of shards), under a hidden name without the .parquet extension.
+  const fs::path first_candidate = out_dir / ".feeder-first-shard";
+  std::vector<fs::path> written;
+  try {
+    int64_t shard_rows = options.shard_rows;
+    const bool first_written = options.shard_size_bytes > 0 && store.size() > 0;
+    if (first_written) shard_rows = write_first_shard_for_size(store, first_candidate, options);
+    shard_rows = std::max<int64_t>(shard_rows, 1);
+    const int64_t num_shards = std::max<int64_t>(1, (store.size() + shard_rows - 1) / shard_rows);
+    const size_t digits = std::max<size_t>(5, std::to_string(num_shards - 1).size());
+    for (int64_t shard_idx = 0; shard_idx < num_shards; ++shard_idx) {
+      const fs::path path = out_dir / shard_name(shard_idx, digits);
+      const int64_t first_row = shard_idx * shard_rows;
+      const int64_t rows = std::min(shard_rows, store.size() - first_row);
+      if (shard_idx == 0 && first_written) {
+        fs::rename(first_candidate, path);
+      } else {
+        parquet::write_parquet(store, first_row, rows, path, options.parquet);
+      }
+      written.push_back(path);
+      const ParquetRowGroupReader reader = ParquetRowGroupReader::open(path, read_options);
+      ShardInfo shard = shard_info(path, reader);
+      shard.content_hash = detail::hash_file(path);
+      if (shard_idx == 0) dataset.columns = reader.columns();
+      dataset.shards.push_back(std::move(shard));
+      if (progress) progress(shard_idx + 1, num_shards);
+    }
+    dataset.fingerprint = detail::fingerprint_of_content_hashes(dataset.shards);
+    write_file_atomically(out_dir / kShardIndexName, detail::shard_index_json(dataset));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(first_candidate, ignored);
+    for (const fs::path& path : written) fs::remove(path, ignored);
+    throw;
+  }
+  return dataset;
+}
+
+std::string describe_sharded_dataset(const ShardedDataset& dataset) {
+  std::ostringstream out;
+  uint64_t size_bytes = 0;
+  int64_t largest_read_bytes = 0;
+  for (const ShardInfo& shard : dataset.shards) {
+    size_bytes += shard.size_bytes;
+    largest_read_bytes = std::max(largest_read_bytes, shard.row_group_max_compressed_bytes);
+  }
+  out << "sharded Parquet set: " << dataset.root.string() << " ("
+      << (dataset.indexed ? "indexed by " + std::string(kShardIndexName) : std::string("no index; described from the footers"))
+      << ")\n";
+  out << "shards: " << dataset.shards.size() << ", rows: " << dataset.num_rows << ", row groups: " << dataset.num_row_groups()
+      << "\n";
+  out << "images: " << to_string(dataset.shape) << ", ";
+  if (!dataset.labeled) {
+    out << "unlabeled\n";
+  } else if (dataset.label_min && dataset.label_max) {
+    out << "labels " << *dataset.label_min << ".." << *dataset.label_max << "\n";
+  } else {
+    out << "labeled (range not recorded)\n";
+  }
+  if (!dataset.columns.empty()) out << "columns: " << dataset.columns << "\n";
+  out << "on disk: " << format_byte_size(static_cast<int64_t>(size_bytes))
+      << ", decoded: " << format_byte_size(dataset.decoded_bytes())
+      << ", largest row group read: " << format_byte_size(largest_read_bytes) << "\n";
+  out << "fingerprint: " << detail::hex64(dataset.fingerprint) << "\n";
+  // Every shard of a small set; the first and last few of a large one.
+  constexpr size_t kListed = 8;
+  for (size_t i = 0; i < dataset.shards.size(); ++i) {
+    if (dataset.shards.size() > kListed && i == kListed - 2) {
+      out << "  ... " << dataset.shards.size() - kListed + 1 << " more\n";
+      i = dataset.shards.size() - 2;
+      continue;
+    }
+    const ShardInfo& shard = dataset.shards[i];
+    out << "  " << shard.path.filename().string() << ": " << shard.num_rows << " rows, " << shard.row_group_rows.size()
+        << (shard.row_group_rows.size() == 1 ? " row group, " : " row groups, ")
+        << format_byte_size(static_cast<int64_t>(shard.size_bytes)) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace feeder

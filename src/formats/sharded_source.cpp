@@ -1,0 +1,156 @@
+// The streaming SampleSource over a sharded Parquet set: blocks are the row groups of every shard,
+// in order; each read opens (or finds open) the shard's footer, checks the shard is still the one
+// the set was opened with, and reads one row group with pread.
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "feeder/error.h"
+#include "feeder/formats/parquet/row_group_reader.h"
+#include "feeder/formats/sharded.h"
+
+namespace feeder {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using parquet::ParquetImageOptions;
+using parquet::ParquetRowGroupReader;
+
+// Footers (and file descriptors) of the most recently read shards kept open. A loader reads a few
+// shards at a time (its prefetch window), so a handful suffices; 16 bounds descriptors and memory.
+constexpr size_t kMaxOpenShards = 16;
+
+std::string row_groups_text(const std::vector<int64_t>& rows) {
+  std::string text;
+  for (size_t i = 0; i < rows.size(); ++i) text += (i ? " " : "") + std::to_string(rows[i]);
+  return "[" + text + "]";
+}
+
+class ParquetShardSource final : public SampleSource {
+ public:
+  ParquetShardSource(ShardedDataset dataset, ParquetImageOptions options)
+      : dataset_(std::move(dataset)), options_(std::move(options)) {
+    block_starts_.push_back(0);
+    for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
+      const ShardInfo& shard = dataset_.shards[shard_idx];
+      shard_first_block_.push_back(static_cast<int64_t>(block_starts_.size()) - 1);
+      for (const int64_t rows : shard.row_group_rows) block_starts_.push_back(block_starts_.back() + rows);
+      max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes);
+    }
+    shard_first_block_.push_back(static_cast<int64_t>(block_starts_.size()) - 1);
+  }
+
+  int64_t size() const override { return block_starts_.back(); }
+  ImageShape shape() const override { return dataset_.shape; }
+  bool labeled() const override { return dataset_.labeled; }
+  uint64_t fingerprint() const override { return dataset_.fingerprint; }
+  std::string name() const override { return dataset_.root.string(); }
+  std::span<const int64_t> block_starts() const override { return block_starts_; }
+  int64_t max_read_bytes() const override { return max_read_bytes_; }
+
+  void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override {
+    if (block_idx < 0 || block_idx >= num_blocks()) {
+      throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
+                              std::to_string(num_blocks()) + ")");
+    }
+    // The shard holding the block: the last whose first block is not after it.
+    const auto it = std::upper_bound(shard_first_block_.begin(), shard_first_block_.end(), block_idx) - 1;
+    const auto shard_idx = static_cast<size_t>(it - shard_first_block_.begin());
+    const int64_t row_group_idx = block_idx - *it;
+    const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, row_group_idx);
+    reader->read_row_group(row_group_idx, scratch, pixels, labels);
+  }
+
+ private:
+  // The open reader of a shard: from the cache, else opened and checked against the set.
+  std::shared_ptr<const ParquetRowGroupReader> open_shard(size_t shard_idx, int64_t row_group_idx) const {
+    {
+      const std::lock_guard lock(mutex_);
+      const auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& entry) { return entry.first == shard_idx; });
+      if (it != open_.end()) {
+        open_.splice(open_.begin(), open_, it);  // most recently used first
+        return it->second;
+      }
+    }
+    // Opened outside the lock, so threads reading other shards do not wait on this one's I/O. Two
+    // threads missing the same shard both open it; the second to finish keeps the first's reader.
+    auto reader = std::make_shared<const ParquetRowGroupReader>(open_and_check(shard_idx, row_group_idx));
+    const std::lock_guard lock(mutex_);
+    const auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& entry) { return entry.first == shard_idx; });
+    if (it != open_.end()) return it->second;
+    open_.emplace_front(shard_idx, reader);
+    if (open_.size() > kMaxOpenShards) open_.pop_back();  // readers still in use live on in their shared_ptr
+    return reader;
+  }
+
+  ParquetRowGroupReader open_and_check(size_t shard_idx, int64_t row_group_idx) const {
+    const ShardInfo& shard = dataset_.shards[shard_idx];
+    const std::string where = shard.path.string() + ": row group " + std::to_string(row_group_idx);
+    const std::string recorded = dataset_.indexed ? "index.json records " + std::to_string(shard.size_bytes)
+                                                  : std::to_string(shard.size_bytes) + " when the set was opened";
+    // A file that no longer reads and is shorter was truncated; one that reads, or grew, changed.
+    const auto size_changed = [&](uint64_t size_bytes, bool readable) {
+      const bool truncated = !readable && size_bytes < shard.size_bytes;
+      return DataError(where + (truncated ? ": file truncated to " : ": file size changed to ") +
+                       std::to_string(size_bytes) + " bytes (" + recorded + ")");
+    };
+    std::optional<ParquetRowGroupReader> opened;
+    try {
+      opened.emplace(ParquetRowGroupReader::open(shard.path, options_));
+    } catch (const DataError& error) {
+      // Say what happened to the file rather than what its remains look like.
+      std::error_code stat_error;
+      const uintmax_t size_bytes = fs::file_size(shard.path, stat_error);
+      if (stat_error == std::errc::no_such_file_or_directory) {
+        throw DataError(where + ": file vanished after the set was opened");
+      }
+      if (!stat_error && size_bytes != shard.size_bytes) throw size_changed(size_bytes, false);
+      std::string what = error.what();
+      const std::string prefix = shard.path.string() + ": ";
+      if (what.starts_with(prefix)) what.erase(0, prefix.size());
+      throw DataError(where + ": " + what);
+    }
+    const ParquetRowGroupReader& reader = *opened;
+    const std::string changed = "after the set was opened";
+    if (reader.shape() != dataset_.shape) {
+      throw DataError(where + ": images are " + to_string(reader.shape()) + ", the set's are " + to_string(dataset_.shape) +
+                      " (file changed " + changed + ")");
+    }
+    if (!dataset_.columns.empty() && reader.columns() != dataset_.columns) {
+      throw DataError(where + ": columns changed " + changed + ": " + reader.columns() + " (the set's: " +
+                      dataset_.columns + ")");
+    }
+    std::vector<int64_t> row_group_rows;
+    for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) row_group_rows.push_back(reader.row_group_rows(rg));
+    if (row_group_rows != shard.row_group_rows) {
+      throw DataError(where + ": row groups changed " + changed + ": rows " + row_groups_text(row_group_rows) +
+                      " (the set's: " + row_groups_text(shard.row_group_rows) + ")");
+    }
+    if (reader.size_bytes() != shard.size_bytes) throw size_changed(reader.size_bytes(), true);
+    return std::move(*opened);
+  }
+
+  const ShardedDataset dataset_;
+  const ParquetImageOptions options_;  // as the set was opened with
+  std::vector<int64_t> block_starts_;       // (num_blocks + 1) first sample of each block, then size()
+  std::vector<int64_t> shard_first_block_;  // (num_shards + 1) first block of each shard, then num_blocks
+  int64_t max_read_bytes_ = 0;
+
+  mutable std::mutex mutex_;  // guards open_
+  // Open shards, most recently used first, at most kMaxOpenShards: (shard index, reader).
+  mutable std::list<std::pair<size_t, std::shared_ptr<const ParquetRowGroupReader>>> open_;
+};
+
+}  // namespace
+
+std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset, const ParquetImageOptions& options) {
+  return std::make_shared<ParquetShardSource>(dataset, options);
+}
+
+}  // namespace feeder
