@@ -29,6 +29,7 @@
 #include "common/statistics.h"
 #include "feeder/data/loader.h"
 #include "feeder/data/random.h"
+#include "feeder/data/sampler.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/formats/sharded.h"

@@ -50,6 +50,10 @@ BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t 
   rng.next();
   if (shuffle) shuffle_range(blocks.data(), blocks.data() + num_blocks, rng);
   const int64_t window = shuffle ? std::max<int64_t>(window_samples, 1) : 1;
+  // ceil(N / window) windows of nearly equal size: window k closes once the samples taken reach
+  // (k + 1) * N / num_windows. Equal windows keep a small leftover window (of few row groups, so of
+  // few labels when the files are sorted) from ending the epoch.
+  const int64_t num_windows = std::max<int64_t>(1, (num_samples + window - 1) / window);
 
   result.order.reserve(static_cast<size_t>(num_samples));
   ShuffleWindow current;
@@ -61,7 +65,9 @@ BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t 
     for (int64_t s = first; s < last; ++s) result.order.push_back(s);
     current.blocks.push_back(b);
     const int64_t end = static_cast<int64_t>(result.order.size());
-    if (end - current.begin >= window || i + 1 == num_blocks) {
+    const auto window_idx = static_cast<int64_t>(result.windows.size());
+    const auto goal = static_cast<int64_t>((static_cast<__int128>(window_idx + 1) * num_samples) / num_windows);
+    if (end >= goal || i + 1 == num_blocks) {
       current.end = end;
       if (shuffle) shuffle_range(result.order.data() + current.begin, result.order.data() + current.end, rng);
       const int64_t next_begin = current.end;

@@ -409,10 +409,19 @@ TEST(BlockShuffle, IsAPermutationWhoseWindowsHoldTheirBlocks) {
     for (int64_t b : window.blocks)
       for (int64_t s = starts[static_cast<size_t>(b)]; s < starts[static_cast<size_t>(b) + 1]; ++s) samples.insert(s);
     EXPECT_EQ(std::set<int64_t>(shuffled.order.begin() + window.begin, shuffled.order.begin() + window.end), samples);
-    if (&window != &shuffled.windows.back()) EXPECT_GE(window.end - window.begin, 15);
+    // 60 samples in windows of 15: four windows, none larger than 15 + the largest block - 1.
+    EXPECT_LE(window.end - window.begin, 15 + 20 - 1);
     position = window.end;
   }
   EXPECT_EQ(position, 60);
+  EXPECT_LE(shuffled.windows.size(), 4u);
+}
+
+TEST(BlockShuffle, WindowsHaveNearlyEqualSizesSoNoSmallWindowEndsTheEpoch) {
+  const std::vector<int64_t> starts = starts_of(uniform_blocks(1000, 10));
+  const BlockShuffle shuffled = block_shuffle_order(starts, 300, true, 5, 0);
+  ASSERT_EQ(shuffled.windows.size(), 4u);  // ceil(1000 / 300)
+  for (const ShuffleWindow& window : shuffled.windows) EXPECT_EQ(window.end - window.begin, 250);
 }
 
 TEST(BlockShuffle, AWindowCoveringTheSetIsTheFullShuffle) {

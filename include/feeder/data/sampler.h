@@ -29,9 +29,10 @@ struct BlockShuffle {
 };
 
 // The order a stream can follow without holding the whole set: blocks (row groups; block b holds
-// samples [block_starts[b], block_starts[b+1])) are permuted, then taken in that order into windows
-// of at least `window_samples` samples (whole blocks; the last window may be smaller), and the
-// samples of each window are shuffled together. A stream then needs only the blocks of the windows
+// samples [block_starts[b], block_starts[b+1])) are permuted, then taken in that order into
+// ceil(N / window_samples) windows of whole blocks and nearly equal sizes (window k ends at the first
+// block boundary at or past (k+1) * N / num_windows samples, so no window exceeds window_samples plus
+// one block less one sample), and the samples of each window are shuffled together. A stream then needs only the blocks of the windows
 // that the batches in flight touch. Like Mosaic Streaming's block shuffles and tf.data's shuffle
 // buffer, its quality grows with the window: a window spanning many blocks mixes labels even when
 // the files are sorted by label.
