@@ -77,12 +77,13 @@ struct ShardWriteOptions {
   parquet::ParquetWriteOptions parquet;
   // Exactly one of the two is positive.
   int64_t shard_rows = 0;  // rows per shard; or
-  // Target encoded bytes per shard. The rows per shard are found on the first shard: a guess from
-  // the bytes per row of a trial encode of the first min(rows, 4096), then at most four re-encodes
-  // of the first shard (secant steps) until it lands within 90..100% of the target or holds every
-  // row. Every shard but the last then gets the same rows, so later shards land near the target as
-  // far as their rows compress like the first ones (within a few percent for FashionMNIST-like
-  // images). The first shard is encoded at most six times (with the fallback) instead of once.
+  // Target encoded bytes per shard. The rows per shard are found on the first shard, by encoding
+  // it a few times, and every shard but the last then gets the same rows, so later shards land
+  // near the target as far as their rows compress like the first ones. A shard larger than one row
+  // group holds whole row groups: as many as a line through the sizes of one and two row groups
+  // keeps within the target, fewer while the encoded shard is over it, so shards land within one
+  // row group under the target. A smaller shard is found by secant steps on its rows (at most
+  // four), aiming at 90..100% of the target. Costs two to six encodes of the first shard.
   int64_t shard_size_bytes = 0;
 };
 
