@@ -28,8 +28,6 @@ using parquet::ParquetImageOptions;
 using parquet::ParquetRowGroupReader;
 
 constexpr std::string_view kParquetExtension = ".parquet";
-// Rows of the trial encode that estimates the rows of a shard of a given size.
-constexpr int64_t kTrialRows = 4096;
 
 bool has_glob_chars(std::string_view text) { return text.find_first_of("*?[") != std::string_view::npos; }
 

@@ -251,6 +251,29 @@ TEST(ShardedOpen, DirectoryWithoutIndexIsDescribedFromTheFooters) {
   testing::expect_same_images(read_all(*open_parquet_source(dataset)), store);
 }
 
+// A set DuckDB wrote as one COPY to a directory: three files, no index (INDEX.md).
+TEST(ShardedOpen, DirectoryWrittenByDuckdb) {
+  const std::string dir = std::string(FEEDER_TEST_DATA_DIR) + "/parquet-testing/generated/duckdb-1.5.6/sharded";
+  for (const std::string& spec : {dir, dir + "/data_*.parquet"}) {
+    SCOPED_TRACE(spec);
+    const ShardedDataset dataset = open_sharded_dataset(spec);
+    EXPECT_FALSE(dataset.indexed);
+    ASSERT_EQ(dataset.shards.size(), 3u);
+    EXPECT_EQ(dataset.shards[2].path.filename(), "data_2.parquet");
+    EXPECT_EQ(dataset.num_rows, 5000);
+    EXPECT_EQ(dataset.shape, (ImageShape{1, 2, 2}));
+    EXPECT_EQ(dataset.label_min, 0);
+    EXPECT_EQ(dataset.label_max, 9);
+    const ImageStore store = read_all(*open_parquet_source(dataset));
+    for (int64_t row = 0; row < 5000; ++row) {
+      ASSERT_EQ(store.label(row), row % 10);
+      for (int64_t k = 0; k < 4; ++k) {
+        ASSERT_EQ(store.image(row)[k], (row + k) % 3 == 0 ? 0 : (row * 31 + k * 17) % 256) << row << " " << k;
+      }
+    }
+  }
+}
+
 TEST(ShardedOpen, GlobsMatchTheLastComponent) {
   TempDir dir;
   const ImageStore store = testing::make_store(kShape, 100, true);
