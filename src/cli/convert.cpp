@@ -1,5 +1,6 @@
 // feeder convert IN OUT: converts image sets between CSV, IDX and Parquet, chosen by extension, and
-// prints a size report like the article's CSV-vs-Parquet table.
+// prints a size report like the article's CSV-vs-Parquet table. `feeder convert IN OUTDIR/
+// --shard-rows N` (or --shard-size 256MB) writes a sharded Parquet set (feeder/formats/sharded.h).
 
 #include <algorithm>
 #include <cctype>
@@ -13,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "feeder/error.h"
@@ -20,7 +23,9 @@
 #include "feeder/formats/dataset_files.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
+#include "feeder/formats/sharded.h"
 #include "feeder/stopwatch.h"
+#include "feeder/util/byte_size.h"
 
 namespace feeder::cli {
 namespace {
@@ -29,13 +34,25 @@ namespace fs = std::filesystem;
 
 enum class FileKind { kCsv, kParquet, kIdx };
 
+// The shard size when the output is a directory and neither --shard-rows nor --shard-size is given.
+constexpr std::string_view kDefaultShardSize = "256MB";
+
 struct ConvertArgs {
   fs::path input;
   fs::path output;
   FileKind output_kind = FileKind::kParquet;
   parquet::ParquetWriteOptions parquet;
   std::optional<ImageShape> shape;
+  int64_t shard_rows = 0;  // 0: not given
+  std::string shard_size;  // empty: not given
 };
+
+// A directory output: OUT ends in '/' or is a directory already, or a shard bound was given.
+bool sharded_output(const ConvertArgs& args) {
+  std::error_code error;
+  return args.shard_rows > 0 || !args.shard_size.empty() || args.output.string().ends_with('/') ||
+         fs::is_directory(args.output, error);
+}
 
 std::string lowercase_extension(const fs::path& path) {
   std::string extension = path.extension().string();
@@ -107,7 +124,59 @@ void print_report(const ConvertArgs& args, const ImageStore& store, double read_
               megabytes(output_bytes), ratio, read_seconds, write_seconds, read_seconds + write_seconds);
 }
 
+// The output directory's name as the report shows it: "shards/".
+std::string directory_name(const fs::path& dir) {
+  const fs::path normal = dir.lexically_normal();
+  const std::string name = normal.has_filename() ? normal.filename().string() : normal.parent_path().filename().string();
+  return name + "/";
+}
+
+void print_sharded_report(const ConvertArgs& args, const ShardedDataset& dataset, double read_seconds,
+                          double write_seconds) {
+  const uint64_t input_bytes = fs::file_size(args.input);
+  uint64_t output_bytes = fs::file_size(args.output / kShardIndexName);
+  for (const ShardInfo& shard : dataset.shards) output_bytes += shard.size_bytes;
+  const double ratio = output_bytes == 0 ? 0.0 : static_cast<double>(input_bytes) / static_cast<double>(output_bytes);
+  const std::string format = "parquet " + to_string(args.parquet.layout) + " " + parquet::to_string(args.parquet.codec);
+  std::printf("| input | output | format | rows | shape | shards | input MB | output MB | ratio | read s | write s | total s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| %s | %s | %s | %lld | %s | %zu | %.1f | %.1f | %.2fx | %.3f | %.3f | %.3f |\n",
+              args.input.filename().string().c_str(), directory_name(args.output).c_str(), format.c_str(),
+              static_cast<long long>(dataset.num_rows), to_string(dataset.shape).c_str(), dataset.shards.size(),
+              megabytes(input_bytes), megabytes(output_bytes), ratio, read_seconds, write_seconds,
+              read_seconds + write_seconds);
+  std::printf("\n| shard | rows | row groups | MB |\n|---|---|---|---|\n");
+  for (const ShardInfo& shard : dataset.shards) {
+    std::printf("| %s | %lld | %zu | %.1f |\n", shard.path.filename().string().c_str(),
+                static_cast<long long>(shard.num_rows), shard.row_group_rows.size(), megabytes(shard.size_bytes));
+  }
+}
+
+int run_sharded_convert(const ConvertArgs& args) {
+  if (lowercase_extension(args.output) == ".csv") {
+    throw OptionsError("a sharded set is Parquet; '" + args.output.string() + "' names a CSV file (give a directory)");
+  }
+  ShardWriteOptions options;
+  options.parquet = args.parquet;
+  options.shard_rows = args.shard_rows;
+  if (args.shard_rows == 0) {
+    options.shard_size_bytes = parse_byte_size(args.shard_size.empty() ? kDefaultShardSize : args.shard_size, "--shard-size");
+  }
+  const Stopwatch load_time;
+  const ImageStore store = load(args);
+  const double read_seconds = load_time.seconds();
+  // One line per shard, for a person watching: not in logs or pipes.
+  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
+  const Stopwatch write_time;
+  const ShardedDataset dataset = write_sharded(store, args.output, options, [show_progress](int64_t done, int64_t total) {
+    if (show_progress) std::cerr << "feeder convert: shard " << done << "/" << total << " written" << std::endl;
+  });
+  print_sharded_report(args, dataset, read_seconds, write_time.seconds());
+  return 0;
+}
+
 int run_convert(ConvertArgs& args) {
+  if (sharded_output(args)) return run_sharded_convert(args);
   args.output_kind = output_kind(args.output);
   const Stopwatch load_time;
   const ImageStore store = load(args);
@@ -129,9 +198,11 @@ Command add_convert_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("convert", "convert between CSV, IDX and Parquet, with a size report");
   app->footer(
       "IN:  .csv, .parquet or IDX (*-images-idx3-ubyte[.gz], labels read from the file beside it)\n"
-      "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK)");
+      "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK), or a directory (OUT/, an existing\n"
+      "     directory, or --shard-rows / --shard-size) for a sharded Parquet set: part-00000.parquet ...\n"
+      "     plus index.json; shards of 256MB unless told otherwise");
   app->add_option("IN", args->input, "the input file")->required();
-  app->add_option("OUT", args->output, "the output file")->required();
+  app->add_option("OUT", args->output, "the output file or directory")->required();
   app->add_option("--layout", *layout, "Parquet layout: columns or image")
       ->check(parsed_by(parquet::parse_parquet_layout, "columns|image"));
   app->add_option("--codec", *codec, "Parquet codec: zstd, snappy, gzip, lz4, brotli or none")
@@ -139,6 +210,11 @@ Command add_convert_command(CLI::App& parent) {
   app->add_option("--level", args->parquet.compression_level, "the codec's compression level");
   app->add_option("--row-group-size", args->parquet.row_group_size, "rows per Parquet row group")
       ->check(at_least(1));
+  CLI::Option* shard_rows = app->add_option("--shard-rows", args->shard_rows, "rows per shard of a sharded set")
+                                ->check(at_least(1));
+  app->add_option("--shard-size", args->shard_size, "target size of a shard, e.g. 256MB or 1GiB")
+      ->check(parsed_by([](const std::string& text) { return parse_byte_size(text, "--shard-size"); }, "SIZE"))
+      ->excludes(shard_rows);
   app->add_option("--shape", *shape, "image shape CxHxW, e.g. 1x28x28")
       ->delimiter('x')
       ->expected(3)

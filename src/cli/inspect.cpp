@@ -1,5 +1,6 @@
 // `feeder inspect FILE.parquet`: schema, row groups, and per column chunk the codec, encodings,
 // sizes and page counts, read from the footer and page headers only (no values are decoded).
+// `feeder inspect DIR` (or a glob): a summary of a sharded set, from its index or its footers.
 
 #include <cstdio>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "feeder/error.h"
 #include "feeder/formats/parquet/reader.h"
+#include "feeder/formats/sharded.h"
 
 namespace feeder::cli {
 
@@ -81,9 +83,15 @@ void print_file(const parquet::ParquetFile& file, std::ostream& out) {
 
 Command add_inspect_command(CLI::App& parent) {
   auto path = std::make_shared<std::string>();
-  CLI::App* app = parent.add_subcommand("inspect", "show a Parquet file's schema, row groups, codecs and encodings");
-  app->add_option("FILE", *path, "a .parquet file")->required();
+  CLI::App* app = parent.add_subcommand(
+      "inspect", "show a Parquet file's schema, row groups, codecs and encodings, or summarise a sharded set");
+  app->add_option("FILE", *path, "a .parquet file, or a sharded set: a directory or a glob such as 'data/part-*.parquet'")
+      ->required();
   return {app, [path] {
+            if (is_sharded_spec(*path)) {
+              std::cout << describe_sharded_dataset(open_sharded_dataset(*path));
+              return 0;
+            }
             const parquet::ParquetFile file = parquet::ParquetFile::open(*path);
             // Build the whole report first so a bad page header does not leave half a listing.
             std::ostringstream out;

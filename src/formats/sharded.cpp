@@ -28,8 +28,6 @@ using parquet::ParquetImageOptions;
 using parquet::ParquetRowGroupReader;
 
 constexpr std::string_view kParquetExtension = ".parquet";
-// Rows of the trial encode that estimates the rows of a shard of a given size.
-constexpr int64_t kTrialRows = 4096;
 
 bool has_glob_chars(std::string_view text) { return text.find_first_of("*?[") != std::string_view::npos; }
 
@@ -221,47 +219,65 @@ void prepare_out_dir(const fs::path& out_dir) {
 }
 
 // Writes the first shard for a target size to `candidate` and returns its rows, which every other
-// shard then gets (see ShardWriteOptions). Encoded size grows with rows less than linearly (per row
-// group dictionaries and headers, the footer), so the rows are found by trial: a guess from the
-// bytes per row of the first min(rows, 4096), then secant steps on the shard itself, aiming at 95%
-// of the target, until it lands within 90..100% of it (or holds every row), at most kSizeAttempts
-// encodes. Falls back to the largest count tried that fitted, or one row.
+// shard then gets (see ShardWriteOptions). The encoded size is a step function of the rows: each row
+// group adds its own dictionary pages, page headers and footer entries. So a shard that holds more
+// than one row group holds whole row groups: the first one and two row groups are encoded, the
+// most groups that a straight line through the two sizes keeps within the target are encoded as
+// the candidate, and groups are dropped while it is over. A shard smaller than one row group is
+// found by secant steps on its rows (at most kSizeSteps), aiming at 95% of the target, until it
+// lands within 90..100%; failing that, the largest count tried that fitted, or one row.
 int64_t write_first_shard_for_size(const ImageStore& store, const fs::path& candidate, const ShardWriteOptions& options) {
-  constexpr int kSizeAttempts = 4;
+  constexpr int kSizeSteps = 4;
   const int64_t num_rows = store.size();
   const auto target = static_cast<double>(options.shard_size_bytes);
+  int64_t encoded_rows = -1;  // what the candidate file holds
   const auto encode = [&](int64_t rows) {
     parquet::write_parquet(store, 0, rows, candidate, options.parquet);
+    encoded_rows = rows;
     return static_cast<double>(fs::file_size(candidate));
   };
-  const auto fits = [&](int64_t rows, double size_bytes) {
-    return size_bytes <= target && (size_bytes >= 0.9 * target || rows == num_rows);
+  const auto finish = [&](int64_t rows) {
+    if (encoded_rows != rows) encode(rows);
+    return rows;
   };
+  const int64_t group_rows = std::min(num_rows, std::max<int64_t>(options.parquet.row_group_size, 1));
+  const double one_group = encode(group_rows);
+  if (one_group <= target) {
+    if (group_rows == num_rows) return finish(num_rows);
+    const int64_t two_rows = std::min(num_rows, 2 * group_rows);
+    const double two_groups = encode(two_rows);
+    if (two_groups > target) return finish(group_rows);
+    const double group_bytes =
+        std::max(1.0, (two_groups - one_group) * static_cast<double>(group_rows) / static_cast<double>(two_rows - group_rows));
+    const auto most_groups = static_cast<int64_t>(std::floor((target - one_group) / group_bytes)) + 1;
+    int64_t groups = std::clamp<int64_t>(most_groups, 2, (num_rows + group_rows - 1) / group_rows);
+    double bytes = groups * group_rows == two_rows ? two_groups : encode(std::min(num_rows, groups * group_rows));
+    while (bytes > target && groups > 2) {
+      groups = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(groups) * target / bytes), 2, groups - 1);
+      bytes = encode(std::min(num_rows, groups * group_rows));
+    }
+    return finish(bytes <= target ? std::min(num_rows, groups * group_rows) : two_rows);
+  }
+  // Smaller than one row group.
+  const auto fits = [&](double size_bytes) { return size_bytes <= target && size_bytes >= 0.9 * target; };
   const auto clamp_rows = [&](double rows) {
-    return static_cast<int64_t>(std::clamp(std::floor(rows), 1.0, static_cast<double>(num_rows)));
+    return static_cast<int64_t>(std::clamp(std::floor(rows), 1.0, static_cast<double>(group_rows)));
   };
-  std::vector<std::pair<int64_t, double>> tried;  // (rows, bytes), in order
-  int64_t rows = std::min(num_rows, kTrialRows);
-  tried.emplace_back(rows, encode(rows));
-  int64_t next = clamp_rows(0.95 * target * static_cast<double>(rows) / tried.back().second);
-  for (int attempt = 0; attempt < kSizeAttempts && !fits(tried.back().first, tried.back().second) && next != rows; ++attempt) {
-    rows = next;
-    tried.emplace_back(rows, encode(rows));
+  std::vector<std::pair<int64_t, double>> tried = {{group_rows, one_group}};  // (rows, bytes), in order
+  int64_t next = clamp_rows(0.95 * target * static_cast<double>(group_rows) / one_group);
+  for (int step = 0; step < kSizeSteps && !fits(tried.back().second) && next != tried.back().first; ++step) {
+    tried.emplace_back(next, encode(next));
     const auto [rows1, bytes1] = tried[tried.size() - 2];
     const auto [rows2, bytes2] = tried.back();
     double bytes_per_row = (bytes2 - bytes1) / static_cast<double>(rows2 - rows1);
     if (!(bytes_per_row > 0)) bytes_per_row = bytes2 / static_cast<double>(rows2);
     next = clamp_rows(static_cast<double>(rows2) + (0.95 * target - bytes2) / bytes_per_row);
   }
-  if (tried.back().second > target) {
-    int64_t best = 1;
-    for (const auto& [tried_rows, tried_bytes] : tried) {
-      if (tried_bytes <= target) best = std::max(best, tried_rows);
-    }
-    if (best != tried.back().first) encode(best);
-    return best;
+  int64_t best = 1;
+  for (const auto& [rows, bytes] : tried) {
+    if (bytes <= target) best = std::max(best, rows);
   }
-  return tried.back().first;
+  return finish(best);
 }
 
 // "part-00042.parquet": the number zero-padded to `digits`.

@@ -1,6 +1,7 @@
 #include "feeder/util/byte_size.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -39,10 +40,10 @@ int64_t parse_byte_size(std::string_view text, std::string_view what) {
   size_t end = 0;
   while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
   if (end == 0) throw OptionsError(quoted + ": expected a size such as 16MB, 256MiB or 2GB");
+  // The whole run of digits and dots must be one number: "1.2.3MB" is not 1.2 MB.
   double number = 0.0;
-  try {
-    number = std::stod(std::string(text.substr(0, end)));
-  } catch (const std::exception&) {
+  const auto [number_end, parse_error] = std::from_chars(text.data(), text.data() + end, number);
+  if (parse_error != std::errc() || number_end != text.data() + end) {
     throw OptionsError(quoted + ": expected a size such as 16MB, 256MiB or 2GB");
   }
   size_t unit_begin = end;
@@ -65,8 +66,19 @@ std::string format_byte_size(int64_t bytes) {
     ++unit;
   }
   char text[32];
-  if (unit == 0) std::snprintf(text, sizeof(text), "%lld B", static_cast<long long>(bytes));
-  else std::snprintf(text, sizeof(text), "%.*f %s", value < 10.0 ? 1 : 0, value, kUnits[unit]);
+  if (unit == 0) {
+    std::snprintf(text, sizeof(text), "%lld B", static_cast<long long>(bytes));
+    return text;
+  }
+  // One decimal below 10 of a unit; a value that rounds up to 10 or to 1024 is shown as such
+  // ("10 KiB", "1.0 MiB"), never as "10.0 KiB" or "1024 KiB".
+  int decimals = value < 9.95 ? 1 : 0;
+  if (decimals == 0 && std::round(value) >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+    decimals = 1;
+  }
+  std::snprintf(text, sizeof(text), "%.*f %s", decimals, value, kUnits[unit]);
   return text;
 }
 

@@ -177,21 +177,41 @@ TEST(ShardedWrite, OptionsNeedExactlyOneShardBound) {
   EXPECT_THROW(write_sharded(store, dir.path(), options), OptionsError);
 }
 
-// Shards written for a target size come out at or under it, and not far under.
-TEST(ShardedWrite, ShardSizeIsFoundOnTheFirstShard) {
+// Shards larger than a row group hold whole row groups and land within one row group under the target.
+TEST(ShardedWrite, ShardSizeInWholeRowGroups) {
   TempDir dir;
-  const ImageStore store = testing::make_store(ImageShape{1, 28, 28}, 3000, true);
+  const ImageStore store = testing::make_store(ImageShape{1, 16, 16}, 500, true);
   ShardWriteOptions options;
-  options.shard_size_bytes = 200'000;
-  options.parquet.row_group_size = 256;
+  options.shard_size_bytes = 100'000;
+  options.parquet.row_group_size = 32;
+  const ShardedDataset dataset = write_sharded(store, dir.path(), options);
+  ASSERT_GE(dataset.shards.size(), 3u);
+  const int64_t shard_rows = dataset.shards[0].num_rows;
+  EXPECT_EQ(shard_rows % 32, 0);
+  EXPECT_GE(shard_rows, 64);
+  const uint64_t group_bytes = dataset.shards[0].size_bytes / static_cast<uint64_t>(shard_rows / 32);
+  for (size_t i = 0; i + 1 < dataset.shards.size(); ++i) {
+    EXPECT_EQ(dataset.shards[i].num_rows, shard_rows);
+    EXPECT_LE(dataset.shards[i].size_bytes, 100'000u * 102 / 100) << i;
+    EXPECT_GE(dataset.shards[i].size_bytes + group_bytes, 100'000u) << i;
+  }
+  // The candidates are gone: only the shards and the index are left.
+  EXPECT_EQ(file_names(dir.path()).size(), dataset.shards.size() + 1);
+}
+
+// Shards smaller than a row group land within 90..100% of the target (for rows alike).
+TEST(ShardedWrite, ShardSizeWithinARowGroup) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(ImageShape{1, 16, 16}, 400, true);
+  ShardWriteOptions options;
+  options.shard_size_bytes = 80'000;  // about 40 kB of footer and page headers for 256 columns, and rows
   const ShardedDataset dataset = write_sharded(store, dir.path(), options);
   ASSERT_GE(dataset.shards.size(), 3u);
   for (size_t i = 0; i + 1 < dataset.shards.size(); ++i) {
-    EXPECT_LE(dataset.shards[i].size_bytes, 200'000u * 105 / 100) << i;
-    EXPECT_GE(dataset.shards[i].size_bytes, 200'000u * 85 / 100) << i;
+    EXPECT_LE(dataset.shards[i].size_bytes, 80'000u * 102 / 100) << i;
+    EXPECT_GE(dataset.shards[i].size_bytes, 80'000u * 88 / 100) << i;
     EXPECT_EQ(dataset.shards[i].num_rows, dataset.shards[0].num_rows);
   }
-  // The trials are gone.
   EXPECT_EQ(file_names(dir.path()).size(), dataset.shards.size() + 1);
 }
 
@@ -229,6 +249,29 @@ TEST(ShardedOpen, DirectoryWithoutIndexIsDescribedFromTheFooters) {
     EXPECT_EQ(dataset.shards[i].row_group_max_compressed_bytes, written.shards[i].row_group_max_compressed_bytes);
   }
   testing::expect_same_images(read_all(*open_parquet_source(dataset)), store);
+}
+
+// A set DuckDB wrote as one COPY to a directory: three files, no index (INDEX.md).
+TEST(ShardedOpen, DirectoryWrittenByDuckdb) {
+  const std::string dir = std::string(FEEDER_TEST_DATA_DIR) + "/parquet-testing/generated/duckdb-1.5.6/sharded";
+  for (const std::string& spec : {dir, dir + "/data_*.parquet"}) {
+    SCOPED_TRACE(spec);
+    const ShardedDataset dataset = open_sharded_dataset(spec);
+    EXPECT_FALSE(dataset.indexed);
+    ASSERT_EQ(dataset.shards.size(), 3u);
+    EXPECT_EQ(dataset.shards[2].path.filename(), "data_2.parquet");
+    EXPECT_EQ(dataset.num_rows, 5000);
+    EXPECT_EQ(dataset.shape, (ImageShape{1, 2, 2}));
+    EXPECT_EQ(dataset.label_min, 0);
+    EXPECT_EQ(dataset.label_max, 9);
+    const ImageStore store = read_all(*open_parquet_source(dataset));
+    for (int64_t row = 0; row < 5000; ++row) {
+      ASSERT_EQ(store.label(row), row % 10);
+      for (int64_t k = 0; k < 4; ++k) {
+        ASSERT_EQ(store.image(row)[k], (row + k) % 3 == 0 ? 0 : (row * 31 + k * 17) % 256) << row << " " << k;
+      }
+    }
+  }
 }
 
 TEST(ShardedOpen, GlobsMatchTheLastComponent) {
@@ -442,7 +485,7 @@ TEST_F(ShardChanged, FileTruncatedWhileItsFooterIsOpen) {
 TEST(ShardedSource, ThreadsReadBlocksOfManyShards) {
   TempDir dir;
   const ImageStore store = testing::make_store(kShape, 400, true);
-  write_sharded(store, dir.path(), rows_per_shard(10, 5));  // 40 shards, 80 blocks
+  write_sharded(store, dir.path(), rows_per_shard(20, 5));  // 20 shards, 80 blocks
   const auto source = open_parquet_source(open_sharded_dataset(dir.path().string()));
   ASSERT_EQ(source->num_blocks(), 80);
   std::atomic<int> mismatches{0};

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "cli/commands.h"
+#include "feeder/formats/sharded.h"
+#include "formats/test_files.h"
 #include "parquet/reader_test_util.h"
+#include "parquet/writer_test_util.h"
 
 namespace feeder::cli {
 namespace {
@@ -45,6 +48,26 @@ TEST(ParquetInspect, BadFileExitsOneWithTheError) {
 TEST(ParquetInspect, UsageErrorExitsTwo) {
   EXPECT_EQ(run_inspect({}).first, 2);
   EXPECT_EQ(run_inspect({"a.parquet", "b.parquet"}).first, 2);
+}
+
+TEST(ParquetInspect, ADirectoryOrGlobIsSummarisedAsASet) {
+  feeder::testing::TempDir dir;
+  ShardWriteOptions options;
+  options.shard_rows = 4;
+  write_sharded(feeder::testing::make_store(ImageShape{1, 2, 2}, 10, true), dir.path(), options);
+  const ShardedDataset dataset = open_sharded_dataset(dir.path().string());
+  auto [rc, out] = run_inspect({dir.path().string()});
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, describe_sharded_dataset(dataset));
+  EXPECT_NE(out.find("shards: 3, rows: 10, row groups: 3\n"), std::string::npos) << out;
+  std::tie(rc, out) = run_inspect({(dir / "part-0000[01].parquet").string()});
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("(no index; described from the footers)"), std::string::npos) << out;
+  EXPECT_NE(out.find("shards: 2, rows: 8, row groups: 2\n"), std::string::npos) << out;
+  std::string err;
+  std::tie(rc, out) = run_inspect({(dir / "none-*.parquet").string()}, &err);
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(err, "feeder inspect: " + (dir / "none-*.parquet").string() + ": no files match\n");
 }
 
 }  // namespace

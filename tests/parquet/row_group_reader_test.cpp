@@ -171,6 +171,65 @@ TEST(ParquetRowGroupReader, ForeignFilesOfSeveralRowGroups) {
   }
 }
 
+// DuckDB's number types in two row groups, and one column per kind of bad value (INDEX.md).
+const char* const kDuckdbTypes = "generated/duckdb-1.5.6/duckdb_types_rg2.parquet";
+
+int64_t table_pixel(int64_t row, int64_t k) { return (row + k) % 3 == 0 ? 0 : (row * 31 + k * 17) % 256; }
+
+TEST(ParquetRowGroupReader, DuckdbNumberTypesAsPixelsAndLabels) {
+  for (const char* label_column : {"label", "label_f64"}) {
+    SCOPED_TRACE(label_column);
+    ParquetImageOptions options;
+    options.label_column = label_column;
+    options.pixel_columns = {"p_u8", "p_i64", "p_f32", "p_f64", "p_u32"};
+    options.shape = ImageShape{1, 1, 5};
+    const ParquetRowGroupReader reader = ParquetRowGroupReader::open(testing::fixture(kDuckdbTypes), options);
+    ASSERT_EQ(reader.num_row_groups(), 2);
+    EXPECT_EQ(reader.row_group_rows(0), 2048);
+    std::vector<uint8_t> scratch;
+    int64_t row = 0;
+    for (int64_t rg = 0; rg < 2; ++rg) {
+      const Block block = read_block(reader, rg, scratch);
+      for (int64_t r = 0; r < reader.row_group_rows(rg); ++r, ++row) {
+        ASSERT_EQ(block.labels[static_cast<size_t>(r)], row % 10) << row;
+        for (int64_t k = 0; k < 5; ++k) ASSERT_EQ(block.pixels[static_cast<size_t>(r * 5 + k)], table_pixel(row, k)) << row << " " << k;
+      }
+    }
+    EXPECT_EQ(row, 3000);
+    // The whole-file reader agrees.
+    const ImageStore store = read_parquet_images(testing::fixture(kDuckdbTypes), options);
+    EXPECT_EQ(store.image(2999)[4], table_pixel(2999, 4));
+  }
+}
+
+TEST(ParquetRowGroupReader, DuckdbBadValuesNameRowGroupRowAndValue) {
+  const std::string path = testing::fixture(kDuckdbTypes);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bad_fraction", "column 'bad_fraction' row group 1 row 452: value 2.5 is not an integer"},
+      {"bad_nan", "column 'bad_nan' row group 1 row 52: value NaN is not a number"},
+      {"bad_range", "column 'bad_range' row group 1 row 951: value 300 out of range 0..255"},
+      {"bad_null", "column 'bad_null' row group 1 row 1: null pixel value (pixel columns must not have nulls)"},
+  };
+  for (const auto& [column, expected] : cases) {
+    ParquetImageOptions options;
+    options.pixel_columns = {column};
+    options.shape = ImageShape{1, 1, 1};
+    const ParquetRowGroupReader reader = ParquetRowGroupReader::open(path, options);
+    std::vector<uint8_t> scratch;
+    read_block(reader, 0, scratch);
+    EXPECT_EQ(data_error_of([&] { read_block(reader, 1, scratch); }), path + ": " + expected);
+    EXPECT_EQ(data_error_of([&] { read_parquet_images(path, options); }), path + ": " + expected);
+  }
+  ParquetImageOptions options;
+  options.label_column = "bad_label";
+  options.pixel_columns = {"p_u8"};
+  options.shape = ImageShape{1, 1, 1};
+  const ParquetRowGroupReader reader = ParquetRowGroupReader::open(path, options);
+  std::vector<uint8_t> scratch;
+  EXPECT_EQ(data_error_of([&] { read_block(reader, 1, scratch); }),
+            path + ": column 'bad_label' row group 1 row 174: value 1e+19 out of range for an int64 label");
+}
+
 // Pixels 0..255 and labels of every accepted column type, with and without annotations.
 TEST(ParquetRowGroupReader, AcceptsInt64FloatAndDoubleColumns) {
   TempDir dir;

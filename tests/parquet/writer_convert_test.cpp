@@ -12,6 +12,7 @@
 #include "feeder/formats/csv.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
+#include "feeder/formats/sharded.h"
 #include "feeder/io/file.h"
 #include "parquet/writer_test_util.h"
 
@@ -138,6 +139,86 @@ TEST(ParquetConvert, CorruptInputExitsOneAndKeepsTheOldOutput) {
   EXPECT_EQ(result.err.rfind("feeder convert: " + (dir / "bad.parquet").string(), 0), 0u) << result.err;
   const std::vector<uint8_t> old = read_file_raw(dir / "out.csv");
   EXPECT_EQ(std::string(old.begin(), old.end()), "old");
+}
+
+// Reads a sharded set back through its streaming source.
+ImageStore read_sharded(const std::filesystem::path& dir) {
+  const std::shared_ptr<SampleSource> source = open_parquet_source(open_sharded_dataset(dir.string()));
+  ImageStore store(source->shape(), source->size(), source->labeled());
+  std::vector<uint8_t> scratch;
+  for (int64_t block = 0; block < source->num_blocks(); ++block) {
+    const int64_t first = source->block_starts()[static_cast<size_t>(block)];
+    source->read_block(block, scratch, store.image(first), store.labels().data() + first);
+  }
+  return store;
+}
+
+TEST(ParquetConvert, ShardRowsWriteASetAndListItsShards) {
+  TempDir dir;
+  ImageStore store = testing::make_store(ImageShape{1, 4, 4}, 25, true);
+  for (int64_t row = 0; row < store.size(); ++row) store.labels()[static_cast<size_t>(row)] = row % 10;
+  write_csv(store, dir / "in.csv");
+  ::testing::internal::CaptureStdout();
+  const RunResult result = run_convert({(dir / "in.csv").string(), (dir / "shards").string() + "/", "--shard-rows", "10",
+                                        "--row-group-size", "4"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");  // no progress lines when stderr is not a terminal
+  testing::expect_same_images(read_sharded(dir / "shards"), store);
+  EXPECT_NE(out.find("| in.csv | shards/ | parquet columns ZSTD | 25 | 1x4x4 | 3 | "), std::string::npos) << out;
+  EXPECT_NE(out.find("| shard | rows | row groups | MB |\n|---|---|---|---|\n| part-00000.parquet | 10 | 3 | "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("| part-00002.parquet | 5 | 2 | "), std::string::npos) << out;
+}
+
+TEST(ParquetConvert, ShardSizeOrAnExistingDirectoryWriteASet) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(ImageShape{1, 8, 8}, 300, true);
+  parquet::write_parquet(store, dir / "in.parquet");
+  ::testing::internal::CaptureStdout();
+  RunResult result = run_convert({(dir / "in.parquet").string(), (dir / "sized").string(), "--shard-size", "16kB"});
+  ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const ShardedDataset sized = open_sharded_dataset((dir / "sized").string());
+  EXPECT_GE(sized.shards.size(), 2u);
+  EXPECT_LE(sized.shards.size(), 6u);
+  for (const ShardInfo& shard : sized.shards) EXPECT_LE(shard.size_bytes, 16'000u * 102 / 100);
+  testing::expect_same_images(read_sharded(dir / "sized"), store);
+  // An existing directory without a bound: shards of 256MB, so one here.
+  std::filesystem::create_directory(dir / "existing");
+  ::testing::internal::CaptureStdout();
+  result = run_convert({(dir / "in.parquet").string(), (dir / "existing").string()});
+  ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(open_sharded_dataset((dir / "existing").string()).shards.size(), 1u);
+}
+
+TEST(ParquetConvert, ShardedOutputErrors) {
+  TempDir dir;
+  write_csv(testing::make_store(ImageShape{1, 2, 2}, 3, true), dir / "in.csv");
+  const std::string in = (dir / "in.csv").string();
+  const std::string out = (dir / "out").string();
+  RunResult result = run_convert({in, out, "--shard-rows", "2", "--shard-size", "1MB"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--shard-rows excludes --shard-size"), std::string::npos) << result.err;
+  result = run_convert({in, out, "--shard-size", "lots"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--shard-size 'lots': expected a size such as 16MB, 256MiB or 2GB"), std::string::npos)
+      << result.err;
+  result = run_convert({in, out, "--shard-rows", "0"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--shard-rows: needs an integer >= 1, got '0'"), std::string::npos) << result.err;
+  result = run_convert({in, (dir / "out.csv").string(), "--shard-rows", "2"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "feeder convert: a sharded set is Parquet; '" + (dir / "out.csv").string() +
+                            "' names a CSV file (give a directory)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  std::filesystem::create_directory(dir / "out");
+  write_csv(testing::make_store(ImageShape{1, 2, 2}, 3, true), dir / "out" / "x.parquet");
+  result = run_convert({in, out + "/"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "feeder convert: " + out + "/: already holds x.parquet; write a sharded set into an empty or new directory\n");
 }
 
 }  // namespace

@@ -77,12 +77,13 @@ struct ShardWriteOptions {
   parquet::ParquetWriteOptions parquet;
   // Exactly one of the two is positive.
   int64_t shard_rows = 0;  // rows per shard; or
-  // Target encoded bytes per shard. The rows per shard are found on the first shard: a guess from
-  // the bytes per row of a trial encode of the first min(rows, 4096), then at most four re-encodes
-  // of the first shard (secant steps) until it lands within 90..100% of the target or holds every
-  // row. Every shard but the last then gets the same rows, so later shards land near the target as
-  // far as their rows compress like the first ones (within a few percent for FashionMNIST-like
-  // images). The first shard is encoded at most six times (with the fallback) instead of once.
+  // Target encoded bytes per shard. The rows per shard are found on the first shard, by encoding
+  // it a few times, and every shard but the last then gets the same rows, so later shards land
+  // near the target as far as their rows compress like the first ones. A shard larger than one row
+  // group holds whole row groups: as many as a line through the sizes of one and two row groups
+  // keeps within the target, fewer while the encoded shard is over it, so shards land within one
+  // row group under the target. A smaller shard is found by secant steps on its rows (at most
+  // four), aiming at 90..100% of the target. Costs two to six encodes of the first shard.
   int64_t shard_size_bytes = 0;
 };
 
@@ -98,18 +99,21 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
 
 // A streaming source over a sharded set: blocks are row groups, read with pread into the caller's
 // buffer (never mapped, so the page cache does not count against the process) and decoded with
-// the same checks as read_parquet_images. The footers of the most recently used shards stay open
-// (at most 16 file descriptors). A shard that changed since the set was opened is reported by
-// read_block as DataError naming file and row group, one text per kind:
+// the same checks as read_parquet_images; `options` must be those the set was opened with. The
+// footers of the most recently used shards stay open (at most 16 file descriptors). A shard that
+// changed since the set was opened is reported by read_block as DataError naming file and row
+// group, one text per kind ("truncated" when the file no longer reads and is shorter; "size
+// changed" when it reads, or grew):
 //   data/part-00002.parquet: row group 1: file vanished after the set was opened
 //   data/part-00002.parquet: row group 1: file truncated to 812 bytes (index.json records 4096)
 //   data/part-00002.parquet: row group 1: file size changed to 5120 bytes (4096 when the set was opened)
 //   data/part-00002.parquet: row group 1: images are 1x14x14, the set's are 1x28x28 (file changed after the set was opened)
 //   data/part-00002.parquet: row group 1: columns changed after the set was opened: no label, ... (the set's: label INT64, ...)
-//   data/part-00002.parquet: row group 1: row groups changed after the set was opened: 2 row groups of 500 rows (the set's: 1 of 500)
+//   data/part-00002.parquet: row group 1: row groups changed after the set was opened: rows [500 500] (the set's: [1000])
 // A file truncated while its footer is open: "...: row group 1: file truncated while open: bytes
-// 4..9000 needed, the file ends at 812". Bad values: as ParquetRowGroupReader reports them.
-// name() is the set's root directory (or the single file).
+// 4..9000 needed, the file ends at 812". Bad values: as ParquetRowGroupReader reports them. Other
+// footer errors of a changed file keep their text behind "<file>: row group <g>: ".
+// name() is the set's root directory.
 std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset,
                                                   const parquet::ParquetImageOptions& options = {});
 

@@ -12,7 +12,7 @@ namespace feeder {
 // OptionsError quoting `what` and the text when it is not a positive size that fits in int64.
 int64_t parse_byte_size(std::string_view text, std::string_view what = "size");
 
-// "256 MiB", "1.5 GiB", "812 B": binary units, at most one decimal.
+// "256 MiB", "1.5 GiB", "812 B": binary units, one decimal below 10 of a unit, none above.
 std::string format_byte_size(int64_t bytes);
 
 }  // namespace feeder

@@ -21,9 +21,10 @@ ImageShape infer_shape(const FileMetadata& meta, const std::string& name, int64_
   // feeder's writer records the shape as "CxHxW"; trust it when it matches the pixel count.
   for (const KeyValue& kv : meta.key_values) {
     if (kv.key != kImageShapeKey || !kv.value) continue;
-    long long c = 0, h = 0, w = 0;
+    long long c = 0, h = 0, w = 0, product = 0;
     if (std::sscanf(kv.value->c_str(), "%lldx%lldx%lld", &c, &h, &w) == 3 && c > 0 && h > 0 && w > 0 &&
-        c <= num_pixels && h <= num_pixels && w <= num_pixels && c * h * w == num_pixels) {
+        !__builtin_mul_overflow(c, h, &product) && !__builtin_mul_overflow(product, w, &product) &&
+        product == num_pixels) {
       return ImageShape{c, h, w};
     }
   }
