@@ -24,6 +24,7 @@ DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample) {
   if (size_bytes_ == 0) size_bytes_ = 1;
   memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory_ == MAP_FAILED) throw std::bad_alloc();
+  rows_capacity_ = rows;
   counted_bytes_ = rows * (pixels_per_sample + static_cast<int64_t>(sizeof(int64_t)));
   const int64_t live = g_live_bytes.fetch_add(counted_bytes_) + counted_bytes_;
   int64_t peak = g_peak_live_bytes.load();
@@ -75,11 +76,38 @@ int64_t BlockStream::block_bytes(int64_t block) const {
 
 void BlockStream::free_load(Load& load) {
   for (Slot& slot : load.slots) {
-    if (slot.state == SlotState::kReady) held_bytes_ -= block_bytes(slot.block);
+    if (slot.state == SlotState::kReady) keep_spare(std::move(slot.data), slot.held_bytes);
     slot.data.reset();
     slot.error = nullptr;
     // A slot being read keeps its bytes counted until its reader sees the new generation.
     slot.state = SlotState::kFreed;
+  }
+}
+
+void BlockStream::keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_bytes) {
+  held_bytes_ -= held_bytes;
+  if (!block) return;
+  spare_bytes_ += block->counted_bytes();
+  spares_.push_back(std::move(block));
+}
+
+std::unique_ptr<DecodedBlock> BlockStream::take_spare(int64_t rows, int64_t max_bytes) {
+  // Row groups mostly have one size: the last spare usually fits.
+  for (size_t i = spares_.size(); i-- > 0;) {
+    if (spares_[i]->rows_capacity() >= rows && spares_[i]->counted_bytes() <= max_bytes) {
+      std::unique_ptr<DecodedBlock> block = std::move(spares_[i]);
+      spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
+      spare_bytes_ -= block->counted_bytes();
+      return block;
+    }
+  }
+  return nullptr;
+}
+
+void BlockStream::trim_spares() {
+  while (!spares_.empty() && held_bytes_ + spare_bytes_ > budget_bytes_) {
+    spare_bytes_ -= spares_.back()->counted_bytes();
+    spares_.pop_back();
   }
 }
 
@@ -224,18 +252,20 @@ void BlockStream::reader_loop() {
     const SlotId id = read_queue_[next_read_++];
     Slot& claimed = loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
     const int64_t block = claimed.block;
-    const int64_t bytes = block_bytes(block);
+    const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
     const uint64_t generation = generation_;
+    std::unique_ptr<DecodedBlock> data = take_spare(rows, budget_bytes_ - held_bytes_);
+    const int64_t bytes = data ? data->counted_bytes() : block_bytes(block);
     claimed.state = SlotState::kReading;
+    claimed.held_bytes = bytes;
     held_bytes_ += bytes;
-    peak_bytes_ = std::max(peak_bytes_, held_bytes_);
+    trim_spares();
+    peak_bytes_ = std::max(peak_bytes_, held_bytes_ + spare_bytes_);
     lock.unlock();
 
-    std::unique_ptr<DecodedBlock> data;
     std::exception_ptr error;
     try {
-      const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
-      data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_);
+      if (!data) data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_);
       source_->read_block(block, scratch, data->pixels(), data->labels());
     } catch (...) {
       error = std::current_exception();
@@ -243,16 +273,14 @@ void BlockStream::reader_loop() {
 
     lock.lock();
     if (generation != generation_) {
-      held_bytes_ -= bytes;  // an old epoch's read: nobody wants it now
-      lock.unlock();
-      data.reset();
+      keep_spare(std::move(data), bytes);  // an old epoch's read: nobody wants it now
+      trim_spares();
       work_.notify_all();
-      lock.lock();
       continue;
     }
     Slot& slot = loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
     if (error) {
-      held_bytes_ -= bytes;
+      keep_spare(std::move(data), bytes);
       slot.state = SlotState::kFailed;
       slot.error = error;
     } else {

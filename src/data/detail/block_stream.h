@@ -31,12 +31,17 @@ class DecodedBlock {
   static int64_t peak_live_bytes();
   static void reset_peak_live_bytes();
 
+  int64_t rows_capacity() const { return rows_capacity_; }
+  // The bytes the budget counts for it: rows_capacity * (pixels + label).
+  int64_t counted_bytes() const { return counted_bytes_; }
+
   uint8_t* pixels() { return static_cast<uint8_t*>(memory_); }
   int64_t* labels() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + labels_offset_); }
 
  private:
   void* memory_ = nullptr;
   size_t size_bytes_ = 0;
+  int64_t rows_capacity_ = 0;
   int64_t counted_bytes_ = 0;  // rows * (pixels + label), as the budget counts them
   size_t labels_offset_ = 0;
 };
@@ -86,6 +91,7 @@ class BlockStream {
     SlotState state = SlotState::kPending;
     std::unique_ptr<DecodedBlock> data;
     std::exception_ptr error;
+    int64_t held_bytes = 0;  // what this slot adds to held_bytes_ while read or ready
   };
   struct Load {
     int64_t last_batch = 0;
@@ -101,6 +107,11 @@ class BlockStream {
   int64_t block_bytes(int64_t block) const;
   void reader_loop();
   void free_load(Load& load);
+  // Keeps a freed block's memory for the next read (refilling it costs no page faults, unlike a
+  // fresh mapping); spares count against the budget and are unmapped when room is needed.
+  void keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_bytes);
+  std::unique_ptr<DecodedBlock> take_spare(int64_t rows, int64_t max_bytes);
+  void trim_spares();
 
   std::shared_ptr<const SampleSource> source_;
   std::vector<int64_t> block_starts_;
@@ -129,6 +140,8 @@ class BlockStream {
   std::vector<uint8_t> assembled_;       // per batch from first_batch_
   int64_t frontier_ = 0;                 // every batch before this one is assembled
   int64_t held_bytes_ = 0;               // decoded blocks held plus reads in flight
+  std::vector<std::unique_ptr<DecodedBlock>> spares_;  // freed blocks' memory, ready for reuse
+  int64_t spare_bytes_ = 0;
   int64_t peak_bytes_ = 0;
   std::vector<std::thread> readers_;
 };
