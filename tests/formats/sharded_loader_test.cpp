@@ -1,0 +1,97 @@
+// The loader over real Parquet shards: streamed and in memory give the same batches, a shard that
+// vanishes mid-epoch surfaces from next() naming file and row group, and the loader then closes.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "feeder/data/loader.h"
+#include "feeder/error.h"
+#include "feeder/formats/sharded.h"
+#include "formats/test_files.h"
+#include "parquet/writer_test_util.h"
+
+namespace feeder {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+std::vector<std::vector<int64_t>> epoch_indices(Loader& loader, int64_t epoch) {
+  std::vector<std::vector<int64_t>> batches;
+  loader.start_epoch(epoch);
+  while (auto batch = loader.next()) {
+    batches.emplace_back(batch->sample_indices().begin(), batch->sample_indices().end());
+  }
+  return batches;
+}
+
+TEST(ShardedLoader, StreamedAndInMemoryGiveTheSameBatchesAndResumeAcrossModes) {
+  TempDir dir;
+  const ImageStore store = testing::make_store({1, 4, 4}, 500, true);
+  ShardWriteOptions write;
+  write.shard_rows = 120;
+  write.parquet.row_group_size = 25;
+  write_sharded(store, dir / "set", write);
+  const ShardedDataset dataset = open_sharded_dataset((dir / "set").string());
+  const std::shared_ptr<SampleSource> stream = open_parquet_source(dataset);
+  const std::shared_ptr<InMemorySource> memory = read_into_memory(*stream);
+  EXPECT_EQ(memory->fingerprint(), stream->fingerprint());
+
+  LoaderOptions options;
+  options.batch_size = 32;
+  options.num_workers = 2;
+  options.shuffle_window = 100;
+  options.memory_budget = 64 * 1024;
+  Loader streamed(stream, options);
+  Loader in_memory(memory, options);
+  ASSERT_TRUE(streamed.streaming());
+  const auto expected = epoch_indices(in_memory, 3);
+  EXPECT_EQ(epoch_indices(streamed, 3), expected);
+
+  in_memory.start_epoch(3);
+  for (int i = 0; i < 5; ++i) in_memory.next();
+  streamed.restore(in_memory.state());
+  std::vector<std::vector<int64_t>> rest;
+  while (auto batch = streamed.next()) rest.emplace_back(batch->sample_indices().begin(), batch->sample_indices().end());
+  EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(expected.begin() + 5, expected.end()));
+}
+
+TEST(ShardedLoader, AShardDeletedMidEpochSurfacesFromNextAndTheLoaderCloses) {
+  TempDir dir;
+  const ImageStore store = testing::make_store({1, 4, 4}, 300, true);
+  ShardWriteOptions write;
+  write.shard_rows = 100;
+  write.parquet.row_group_size = 50;
+  write_sharded(store, dir / "set", write);
+  for (int workers : {0, 2}) {
+    const std::shared_ptr<SampleSource> stream = open_parquet_source(open_sharded_dataset((dir / "set").string()));
+    LoaderOptions options;
+    options.batch_size = 10;
+    options.num_workers = workers;
+    options.shuffle = false;  // shard 1 is samples 100..199
+    options.memory_budget = 32 * 1024;
+    auto loader = std::make_unique<Loader>(stream, options);
+    // The shard goes after the set was opened, before its row groups are read.
+    const fs::path shard = dir / "set" / "part-00001.parquet";
+    const fs::path kept = dir / "kept.parquet";
+    fs::rename(shard, kept);
+    loader->start_epoch(0);
+    int64_t delivered = 0;
+    try {
+      while (loader->next()) ++delivered;
+      FAIL() << "the epoch ended without the vanished shard's error";
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()), shard.string() + ": row group 0: file vanished after the set was opened");
+    }
+    EXPECT_EQ(delivered, 10);  // shard 0's samples, then the error
+    loader.reset();            // destroying it with reads and batches in flight does not hang
+    fs::rename(kept, shard);
+  }
+}
+
+}  // namespace
+}  // namespace feeder
