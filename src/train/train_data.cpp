@@ -47,6 +47,10 @@ struct Candidate {
 Candidate describe(const std::string& spec) {
   Candidate candidate;
   candidate.set.spec = spec;
+  std::error_code error;
+  if (spec.find_first_of("*?[") == std::string::npos && !std::filesystem::exists(spec, error)) {
+    throw DataError(spec + ": no such file or directory");
+  }
   if (!is_parquet_set(spec)) {
     auto store = std::make_shared<const ImageStore>(load_images(spec));
     candidate.set.source = std::make_shared<InMemorySource>(store, spec);

@@ -1,0 +1,65 @@
+// open_train_test: each set of a training run read into memory or streamed by its decoded size and
+// its share of the budget, with what it chose said in words.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "feeder/error.h"
+#include "feeder/formats/parquet/writer.h"
+#include "feeder/formats/sharded.h"
+#include "feeder/train/train_data.h"
+#include "formats/test_files.h"
+#include "parquet/writer_test_util.h"
+
+namespace feeder {
+namespace {
+
+using testing::TempDir;
+
+class TrainSets : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ShardWriteOptions write;
+    write.shard_rows = 400;
+    write.parquet.row_group_size = 100;
+    write_sharded(testing::make_store(kShape, 1000, true), dir_ / "train", write);  // 1000 * 24 = 24,000 bytes
+    parquet::write_parquet(testing::make_store(kShape, 200, true), dir_ / "test.parquet");  // 4,800 bytes
+  }
+  std::string train() const { return (dir_ / "train").string(); }
+  std::string test() const { return (dir_ / "test.parquet").string(); }
+
+  const ImageShape kShape{1, 4, 4};
+  TempDir dir_;
+};
+
+TEST_F(TrainSets, BothInMemoryWhenTheyFitTheBudget) {
+  const TrainTestSets sets = open_train_test(train(), test(), kShape, 1 << 20);
+  EXPECT_FALSE(sets.train.streaming);
+  EXPECT_FALSE(sets.test.streaming);
+  EXPECT_NE(sets.train.source->in_memory(), nullptr);
+  EXPECT_EQ(sets.train.source->size(), 1000);
+  EXPECT_EQ(sets.train.num_files, 3);
+  EXPECT_EQ(sets.train.num_row_groups, 10);
+  EXPECT_EQ(sets.train.choice, "in memory (23 KiB decoded, within the 1019 KiB budget)");
+}
+
+TEST_F(TrainSets, TheTrainingSetIsStreamedWhenItExceedsItsShare) {
+  // 20,000 bytes: the test set (4,800) fits its quarter (5,000); the training set gets the rest.
+  const TrainTestSets sets = open_train_test(train(), test(), kShape, 20000);
+  EXPECT_FALSE(sets.test.streaming);
+  EXPECT_TRUE(sets.train.streaming);
+  EXPECT_EQ(sets.train.source->in_memory(), nullptr);
+  EXPECT_EQ(sets.train.memory_budget, 20000 - 4800);
+  EXPECT_EQ(sets.train.choice, "streaming (23 KiB decoded, over the 15 KiB budget)");
+}
+
+TEST_F(TrainSets, AMissingSetOrAnotherShapeIsNamed) {
+  EXPECT_EQ(testing::data_error_of([&] { open_train_test((dir_ / "absent/").string(), test(), kShape, 1 << 20); }),
+            (dir_ / "absent/").string() + ": no such file or directory");
+  EXPECT_EQ(testing::data_error_of([&] { open_train_test(train(), test(), ImageShape{1, 28, 28}, 1 << 20); }),
+            train() + ": images are 1x4x4; the model takes 1x28x28");
+}
+
+}  // namespace
+}  // namespace feeder
