@@ -138,7 +138,9 @@ int64_t max_block_rows(const SampleSource& source) {
   return rows;
 }
 
-int num_readers(const LoaderOptions& options) { return std::max(1, options.num_workers); }
+// Two at least: at the start of an epoch the first window is read before the first batch, while
+// the model waits, so two readers halve that wait; later they run ahead within the budget.
+int num_readers(const LoaderOptions& options) { return std::max(2, options.num_workers); }
 
 // What a stream holds besides its decoded blocks: the epoch order and the readers' buffers.
 int64_t stream_overhead_bytes(const SampleSource& source, const LoaderOptions& options) {

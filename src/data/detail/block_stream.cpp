@@ -42,6 +42,17 @@ BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_rea
   const auto starts = source_->block_starts();
   block_starts_.assign(starts.begin(), starts.end());
   pixels_per_sample_ = source_->shape().num_pixels();
+  // Buckets of samples for block_of: twice as many buckets as blocks.
+  const int64_t num_samples = block_starts_.back();
+  const auto num_blocks = static_cast<int64_t>(block_starts_.size()) - 1;
+  bucket_samples_ = std::max<int64_t>(1, num_samples / std::max<int64_t>(1, 2 * num_blocks));
+  bucket_first_block_.resize(static_cast<size_t>(num_samples / bucket_samples_ + 1));
+  int64_t block = 0;
+  for (size_t k = 0; k < bucket_first_block_.size(); ++k) {
+    const int64_t first_sample = static_cast<int64_t>(k) * bucket_samples_;
+    while (block + 1 < num_blocks && block_starts_[static_cast<size_t>(block) + 1] <= first_sample) ++block;
+    bucket_first_block_[k] = block;
+  }
   for (int i = 0; i < num_readers; ++i) readers_.emplace_back([this] { reader_loop(); });
 }
 
@@ -65,8 +76,10 @@ void BlockStream::cancel() {
 }
 
 int64_t BlockStream::block_of(int64_t sample) const {
-  const auto it = std::upper_bound(block_starts_.begin(), block_starts_.end(), sample);
-  return (it - block_starts_.begin()) - 1;
+  // The bucket's first block, then forward: a step or two, as buckets are half a block on average.
+  auto block = static_cast<size_t>(bucket_first_block_[static_cast<size_t>(sample / bucket_samples_)]);
+  while (block_starts_[block + 1] <= sample) ++block;
+  return static_cast<int64_t>(block);
 }
 
 int64_t BlockStream::block_bytes(int64_t block) const {

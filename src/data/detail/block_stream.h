@@ -115,6 +115,8 @@ class BlockStream {
 
   std::shared_ptr<const SampleSource> source_;
   std::vector<int64_t> block_starts_;
+  int64_t bucket_samples_ = 1;               // block_of's lookup: samples per bucket
+  std::vector<int64_t> bucket_first_block_;  // per bucket: the block holding its first sample
   int64_t pixels_per_sample_ = 0;
   int64_t budget_bytes_ = 0;
 
