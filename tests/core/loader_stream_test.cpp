@@ -16,19 +16,12 @@
 #include "feeder/data/loader.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "core/numbered_store.h"
 
 namespace feeder {
 namespace {
 
-// Image i has pixel p equal to (i + p) % 251 and label i, so a batch row tells its sample.
-std::shared_ptr<ImageStore> numbered_store(int64_t num_images, ImageShape shape = {1, 4, 4}) {
-  auto store = std::make_shared<ImageStore>(shape, num_images, true);
-  for (int64_t i = 0; i < num_images; ++i) {
-    store->labels()[static_cast<size_t>(i)] = i;
-    for (int64_t p = 0; p < shape.num_pixels(); ++p) store->image(i)[p] = static_cast<uint8_t>((i + p) % 251);
-  }
-  return store;
-}
+using testing::numbered_store;
 
 // Block b holds samples [starts[b], starts[b+1]) of `sizes`.
 std::vector<int64_t> starts_of(const std::vector<int64_t>& sizes) {

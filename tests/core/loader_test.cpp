@@ -12,21 +12,12 @@
 
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "core/numbered_store.h"
 
 namespace feeder {
 namespace {
 
-// Image i has every pixel equal to i % 251 (offset per pixel position) and label i, so a batch row
-// tells exactly which sample it came from.
-std::shared_ptr<ImageStore> numbered_store(int64_t num_images, ImageShape shape = {1, 4, 4}) {
-  auto store = std::make_shared<ImageStore>(shape, num_images, true);
-  for (int64_t i = 0; i < num_images; ++i) {
-    store->labels()[static_cast<size_t>(i)] = i;
-    uint8_t* image = store->image(i);
-    for (int64_t p = 0; p < shape.num_pixels(); ++p) image[p] = static_cast<uint8_t>((i + p) % 251);
-  }
-  return store;
-}
+using testing::numbered_store;
 
 struct EpochRecord {
   std::vector<int64_t> labels;
