@@ -118,7 +118,7 @@ LoaderOptions loader_options(const StreamBenchOptions& options) {
   return loader;
 }
 
-// One epoch; returns samples delivered and checks the labels are in range (so nothing is skipped).
+// One epoch; returns the samples delivered.
 int64_t run_epoch(Loader& loader, int64_t epoch) {
   int64_t samples = 0;
   loader.start_epoch(epoch);

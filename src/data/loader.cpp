@@ -107,9 +107,8 @@ struct BatchResult {
 // Thrown inside a worker whose batch was cancelled by a new epoch; its result is dropped.
 struct Cancelled {};
 
+// The options a loader checks itself; the batch shape and the ranks are EpochPlan::check's.
 void validate(const LoaderOptions& options) {
-  if (options.batch_size < 1)
-    throw OptionsError("batch_size must be at least 1, got " + std::to_string(options.batch_size));
   if (options.num_workers < 0)
     throw OptionsError("num_workers must be 0 (assemble on the calling thread) or more, got " +
                        std::to_string(options.num_workers));
@@ -119,11 +118,6 @@ void validate(const LoaderOptions& options) {
     throw OptionsError("prefetch must be at least 1 batch, got " + std::to_string(options.prefetch));
   if (!(options.normalization.std > 0.0f))
     throw OptionsError("normalization std must be positive, got " + std::to_string(options.normalization.std));
-  if (options.world_size < 1)
-    throw OptionsError("world_size must be at least 1, got " + std::to_string(options.world_size));
-  if (options.rank < 0 || options.rank >= options.world_size)
-    throw OptionsError("rank must be in 0.." + std::to_string(options.world_size - 1) + " for world_size " +
-                       std::to_string(options.world_size) + ", got " + std::to_string(options.rank));
   if (options.memory_budget < 0)
     throw OptionsError("memory_budget must be positive (or 0 for the default), got " +
                        std::to_string(options.memory_budget));
@@ -198,12 +192,10 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
                std::shared_ptr<BufferAllocator> allocator, BatchTransform transform)
     : source_(std::move(source)), options_(options), transform_(std::move(transform)), shared_(new Shared) {
   if (!source_) throw OptionsError("Loader needs a sample source (an image store or a dataset), got none");
+  const int64_t size = source_->size();
+  EpochPlan::check(size, options_.batch_size, options_.drop_last, options_.rank, options_.world_size, source_->name());
   validate(options_);
   store_ = source_->in_memory();
-  const int64_t size = source_->size();
-  if (!options_.drop_last && size > 0 && size < options_.world_size)
-    throw OptionsError(source_->name() + ": " + std::to_string(size) + " samples cannot be shared among " +
-                       std::to_string(options_.world_size) + " ranks; use fewer ranks");
   num_samples_ = EpochPlan::count_samples(size, options_.batch_size, options_.drop_last, options_.world_size);
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
 
@@ -274,19 +266,13 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
   if (shared_->stream) shared_->stream->cancel();
   shared_->batch_done.wait(lock, [&] { return shared_->busy == 0; });
   shared_->plan = EpochPlan();  // free the last order before building the next
-  const int64_t size = source_->size();
-  if (store_ && shuffle_window_ >= size) {
-    shared_->plan = EpochPlan(epoch_order(size, options_.shuffle, options_.seed, epoch), options_.batch_size,
-                              options_.drop_last, options_.rank, options_.world_size);
-    shared_->window_begins = {0};
-  } else {
-    BlockShuffle shuffled =
-        block_shuffle_order(source_->block_starts(), shuffle_window_, options_.shuffle, options_.seed, epoch);
-    shared_->window_begins.clear();
-    for (const ShuffleWindow& window : shuffled.windows) shared_->window_begins.push_back(window.begin);
-    shared_->plan = EpochPlan(std::move(shuffled.order), options_.batch_size, options_.drop_last, options_.rank,
-                              options_.world_size);
-  }
+  // A window covering the set gives epoch_order's full shuffle, the in-memory default.
+  BlockShuffle shuffled =
+      block_shuffle_order(source_->block_starts(), shuffle_window_, options_.shuffle, options_.seed, epoch);
+  shared_->window_begins.clear();
+  for (const ShuffleWindow& window : shuffled.windows) shared_->window_begins.push_back(window.begin);
+  shared_->plan = EpochPlan(std::move(shuffled.order), options_.batch_size, options_.drop_last, options_.rank,
+                            options_.world_size);
   if (shared_->window_begins.empty()) shared_->window_begins = {0};
   if (shared_->stream) shared_->stream->start(shared_->plan, shared_->window_begins, first_batch);
   shared_->epoch = epoch;

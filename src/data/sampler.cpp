@@ -94,17 +94,22 @@ int64_t EpochPlan::count_samples(int64_t num_samples, int64_t batch_size, bool d
   return (num_samples + count_padding(num_samples, false, world_size)) / world_size;
 }
 
-EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t batch_size, bool drop_last, int64_t rank, int64_t world_size)
-    : order_(std::move(order)), batch_size_(batch_size), rank_(rank), world_size_(world_size) {
+void EpochPlan::check(int64_t num_samples, int64_t batch_size, bool drop_last, int64_t rank, int64_t world_size,
+                      const std::string& name) {
   if (batch_size < 1) throw OptionsError("batch_size must be at least 1, got " + std::to_string(batch_size));
   if (world_size < 1) throw OptionsError("world_size must be at least 1, got " + std::to_string(world_size));
   if (rank < 0 || rank >= world_size)
     throw OptionsError("rank must be in 0.." + std::to_string(world_size - 1) + " for world_size " +
                        std::to_string(world_size) + ", got " + std::to_string(rank));
-  const auto num_samples = static_cast<int64_t>(order_.size());
   if (!drop_last && num_samples > 0 && num_samples < world_size)
-    throw OptionsError(std::to_string(num_samples) + " samples cannot be shared among " + std::to_string(world_size) +
-                       " ranks; use fewer ranks");
+    throw OptionsError((name.empty() ? "" : name + ": ") + std::to_string(num_samples) +
+                       " samples cannot be shared among " + std::to_string(world_size) + " ranks; use fewer ranks");
+}
+
+EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t batch_size, bool drop_last, int64_t rank, int64_t world_size)
+    : order_(std::move(order)), batch_size_(batch_size), rank_(rank), world_size_(world_size) {
+  const auto num_samples = static_cast<int64_t>(order_.size());
+  check(num_samples, batch_size, drop_last, rank, world_size);
   padded_size_ = num_samples + count_padding(num_samples, drop_last, world_size);
   num_batches_ = count_batches(num_samples, batch_size, drop_last, world_size);
   num_rank_samples_ = count_samples(num_samples, batch_size, drop_last, world_size);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,11 @@ class EpochPlan {
   static int64_t count_samples(int64_t num_samples, int64_t batch_size, bool drop_last, int64_t world_size);
   // Samples repeated at the end of the order to make it a multiple of the world size.
   static int64_t count_padding(int64_t num_samples, bool drop_last, int64_t world_size);
+  // Throws OptionsError saying what to change when no plan can be made: batch_size or world_size
+  // below 1, a rank outside 0..world_size-1, or (without drop_last) fewer samples than ranks.
+  // `name`, when given, prefixes the last message (the dataset's name).
+  static void check(int64_t num_samples, int64_t batch_size, bool drop_last, int64_t rank, int64_t world_size,
+                    const std::string& name = "");
 
   int64_t num_batches() const { return num_batches_; }
   int64_t num_samples() const { return num_rank_samples_; }
