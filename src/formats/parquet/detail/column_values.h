@@ -45,6 +45,15 @@ void decode_dictionary_page(const DictionaryPage& page, const ColumnSchema& colu
   }
 }
 
+// Decodes a dictionary page and points `source` at it for the data pages that follow.
+template <class T>
+void load_dictionary(const DictionaryPage& page, const ColumnSchema& column, std::vector<T>& dictionary,
+                     decoder::ValueSource<T>& source) {
+  decode_dictionary_page(page, column, dictionary);
+  source.dictionary = dictionary;
+  source.has_dictionary = true;
+}
+
 // Decodes definition levels of a flat OPTIONAL column into valid[0, n) (1 = present) and returns
 // the number of present values.
 int64_t decode_validity(const DataPage& page, uint8_t* valid);
@@ -72,9 +81,7 @@ std::vector<T> read_values(const ParquetFile& file, int64_t column_idx, std::vec
     for_each_page(
         where,
         [&](const DictionaryPage& page) {
-          decode_dictionary_page(page, column, dictionary);
-          source.dictionary = dictionary;
-          source.has_dictionary = true;
+          load_dictionary(page, column, dictionary, source);
         },
         [&](const DataPage& page) {
           const int64_t first = row_offset + page.first_row;

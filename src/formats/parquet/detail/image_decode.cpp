@@ -109,9 +109,7 @@ void decode_pixels(const ChunkLocation& where, uint8_t* pixels, PageBuffer& buff
   for_each_page(
       where,
       [&](const DictionaryPage& page) {
-        decode_dictionary_page(page, column, dictionary);
-        source.dictionary = dictionary;
-        source.has_dictionary = true;
+        load_dictionary(page, column, dictionary, source);
         lut.resize(dictionary.size());
         for (size_t i = 0; i < dictionary.size(); ++i) lut[i] = pixel_of(dictionary[i]);
       },
@@ -153,9 +151,7 @@ void decode_labels(const ChunkLocation& where, int64_t* labels, PageBuffer& buff
   for_each_page(
       where,
       [&](const DictionaryPage& page) {
-        decode_dictionary_page(page, column, dictionary);
-        source.dictionary = dictionary;
-        source.has_dictionary = true;
+        load_dictionary(page, column, dictionary, source);
       },
       [&](const DataPage& page) {
         require_no_nulls(where, page, valid, "null label");
@@ -209,9 +205,7 @@ void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t ima
   for_each_page(
       where,
       [&](const DictionaryPage& page) {
-        decode_dictionary_page(page, column, dictionary);
-        source.dictionary = dictionary;
-        source.has_dictionary = true;
+        load_dictionary(page, column, dictionary, source);
       },
       [&](const DataPage& page) {
         require_no_nulls(where, page, valid, "null image");
