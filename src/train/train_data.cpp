@@ -11,30 +11,44 @@
 
 namespace feeder {
 
+namespace {
+
+// What training SimpleCNN needs of a train/test pair, for both ways of opening one.
+void check_pair(const std::string& train_name, const ImageShape& train_shape, bool train_labeled,
+                const std::string& test_name, const ImageShape& test_shape, const ImageShape& model_shape,
+                bool require_labels) {
+  if (require_labels && !train_labeled) {
+    throw DataError(train_name + ": no labels; training needs a labeled set");
+  }
+  if (train_shape != test_shape) {
+    throw DataError(test_name + ": images are " + to_string(test_shape) + ", but " + train_name + " has " +
+                    to_string(train_shape));
+  }
+  if (train_shape != model_shape) {
+    throw DataError(train_name + ": images are " + to_string(train_shape) + "; the model takes " +
+                    to_string(model_shape));
+  }
+}
+
+}  // namespace
+
 TrainTestStores load_train_test(const std::filesystem::path& train_path, const std::filesystem::path& test_path,
                                 const ImageShape& model_shape, bool require_labels) {
   TrainTestStores stores{train_path, test_path, std::make_shared<const ImageStore>(load_images(train_path)),
                          std::make_shared<const ImageStore>(load_images(test_path))};
-  if (require_labels && !stores.train->labeled()) {
-    throw DataError(train_path.string() + ": no labels; training needs a labeled set");
-  }
-  if (stores.train->shape() != stores.test->shape()) {
-    throw DataError(test_path.string() + ": images are " + to_string(stores.test->shape()) + ", but " +
-                    train_path.string() + " has " + to_string(stores.train->shape()));
-  }
-  if (stores.train->shape() != model_shape) {
-    throw DataError(train_path.string() + ": images are " + to_string(stores.train->shape()) +
-                    "; the model takes " + to_string(model_shape));
-  }
+  check_pair(train_path.string(), stores.train->shape(), stores.train->labeled(), test_path.string(),
+             stores.test->shape(), model_shape, require_labels);
   return stores;
 }
 
 namespace {
 
+bool has_glob_chars(const std::string& spec) { return spec.find_first_of("*?[") != std::string::npos; }
+
 bool is_parquet_set(const std::string& spec) {
   std::error_code error;
   if (std::filesystem::is_directory(spec, error)) return true;
-  if (spec.find_first_of("*?[") != std::string::npos) return true;
+  if (has_glob_chars(spec)) return true;
   return spec.size() > 8 && spec.compare(spec.size() - 8, 8, ".parquet") == 0;
 }
 
@@ -48,7 +62,7 @@ Candidate describe(const std::string& spec) {
   Candidate candidate;
   candidate.set.spec = spec;
   std::error_code error;
-  if (spec.find_first_of("*?[") == std::string::npos && !std::filesystem::exists(spec, error)) {
+  if (!has_glob_chars(spec) && !std::filesystem::exists(spec, error)) {
     throw DataError(spec + ": no such file or directory");
   }
   if (!is_parquet_set(spec)) {
@@ -104,18 +118,8 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
   if (test.dataset) open_parquet(test, test_share);
 
   const SampleSource& train_source = *train.set.source;
-  const SampleSource& test_source = *test.set.source;
-  if (require_labels && !train_source.labeled()) {
-    throw DataError(train_spec + ": no labels; training needs a labeled set");
-  }
-  if (train_source.shape() != test_source.shape()) {
-    throw DataError(test_spec + ": images are " + to_string(test_source.shape()) + ", but " + train_spec + " has " +
-                    to_string(train_source.shape()));
-  }
-  if (train_source.shape() != model_shape) {
-    throw DataError(train_spec + ": images are " + to_string(train_source.shape()) + "; the model takes " +
-                    to_string(model_shape));
-  }
+  check_pair(train_spec, train_source.shape(), train_source.labeled(), test_spec, test.set.source->shape(),
+             model_shape, require_labels);
   return {std::move(train.set), std::move(test.set)};
 }
 
