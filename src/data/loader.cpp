@@ -274,7 +274,13 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
   shared_->plan = EpochPlan(std::move(shuffled.order), options_.batch_size, options_.drop_last, options_.rank,
                             options_.world_size);
   if (shared_->window_begins.empty()) shared_->window_begins = {0};
-  if (shared_->stream) shared_->stream->start(shared_->plan, shared_->window_begins, first_batch);
+  if (shared_->stream) {
+    shared_->stream->start(shared_->plan, shared_->window_begins, first_batch);
+    // Epochs usually follow each other: the next one's first window can be read during this one's
+    // last, instead of while the model waits for the next epoch's first batch.
+    shared_->stream->read_ahead(
+        first_window_blocks(source_->block_starts(), shuffle_window_, options_.shuffle, options_.seed, epoch + 1));
+  }
   shared_->epoch = epoch;
   shared_->next_to_claim = first_batch;
   shared_->next_to_deliver = first_batch;

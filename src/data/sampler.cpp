@@ -30,9 +30,48 @@ std::vector<int64_t> epoch_order(int64_t num_samples, bool shuffle, uint64_t see
   return order;
 }
 
+namespace {
+
+// The epoch's blocks in the order block_shuffle_order takes them, drawn from `rng`, which the
+// caller then goes on using for the windows' shuffles.
+std::vector<int64_t> permuted_blocks(int64_t num_blocks, bool shuffle, SplitMix64& rng) {
+  std::vector<int64_t> blocks(static_cast<size_t>(num_blocks));
+  std::iota(blocks.begin(), blocks.end(), int64_t{0});
+  if (shuffle) shuffle_range(blocks.data(), blocks.data() + num_blocks, rng);
+  return blocks;
+}
+
+// A stream of its own, so that no prefix of it coincides with epoch_order's.
+SplitMix64 block_shuffle_rng(uint64_t seed, int64_t epoch) {
+  SplitMix64 rng{seed ^ (0x9fb21c651e98df25ull * static_cast<uint64_t>(epoch + 1)) ^ 0x5851f42d4c957f2dull};
+  rng.next();
+  return rng;
+}
+
+// ceil(N / window) windows of nearly equal size: window k closes once the samples taken reach
+// window_goal(k). Equal windows keep a small leftover window (of few row groups, so of few labels
+// when the files are sorted) from ending the epoch.
+struct WindowSizes {
+  int64_t num_samples = 0;
+  int64_t num_windows = 1;
+  WindowSizes(int64_t samples, int64_t window_samples, bool shuffle) : num_samples(samples) {
+    const int64_t window = shuffle ? std::max<int64_t>(window_samples, 1) : 1;
+    num_windows = std::max<int64_t>(1, (num_samples + window - 1) / window);
+  }
+  int64_t goal(int64_t window_idx) const {
+    return static_cast<int64_t>((static_cast<__int128>(window_idx + 1) * num_samples) / num_windows);
+  }
+};
+
+void check_block_starts(std::span<const int64_t> block_starts) {
+  if (block_starts.empty()) throw OptionsError("block_shuffle_order: block_starts needs at least one entry");
+}
+
+}  // namespace
+
 BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t window_samples, bool shuffle,
                                  uint64_t seed, int64_t epoch) {
-  if (block_starts.empty()) throw OptionsError("block_shuffle_order: block_starts needs at least one entry");
+  check_block_starts(block_starts);
   const int64_t num_blocks = static_cast<int64_t>(block_starts.size()) - 1;
   const int64_t num_samples = block_starts.back();
   BlockShuffle result;
@@ -43,17 +82,9 @@ BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t 
     result.windows.push_back(std::move(all));
     return result;
   }
-  std::vector<int64_t> blocks(static_cast<size_t>(num_blocks));
-  std::iota(blocks.begin(), blocks.end(), int64_t{0});
-  // A stream of its own, so that no prefix of it coincides with epoch_order's.
-  SplitMix64 rng{seed ^ (0x9fb21c651e98df25ull * static_cast<uint64_t>(epoch + 1)) ^ 0x5851f42d4c957f2dull};
-  rng.next();
-  if (shuffle) shuffle_range(blocks.data(), blocks.data() + num_blocks, rng);
-  const int64_t window = shuffle ? std::max<int64_t>(window_samples, 1) : 1;
-  // ceil(N / window) windows of nearly equal size: window k closes once the samples taken reach
-  // (k + 1) * N / num_windows. Equal windows keep a small leftover window (of few row groups, so of
-  // few labels when the files are sorted) from ending the epoch.
-  const int64_t num_windows = std::max<int64_t>(1, (num_samples + window - 1) / window);
+  SplitMix64 rng = block_shuffle_rng(seed, epoch);
+  const std::vector<int64_t> blocks = permuted_blocks(num_blocks, shuffle, rng);
+  const WindowSizes sizes(num_samples, window_samples, shuffle);
 
   result.order.reserve(static_cast<size_t>(num_samples));
   ShuffleWindow current;
@@ -65,9 +96,7 @@ BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t 
     for (int64_t s = first; s < last; ++s) result.order.push_back(s);
     current.blocks.push_back(b);
     const int64_t end = static_cast<int64_t>(result.order.size());
-    const auto window_idx = static_cast<int64_t>(result.windows.size());
-    const auto goal = static_cast<int64_t>((static_cast<__int128>(window_idx + 1) * num_samples) / num_windows);
-    if (end >= goal || i + 1 == num_blocks) {
+    if (end >= sizes.goal(static_cast<int64_t>(result.windows.size())) || i + 1 == num_blocks) {
       current.end = end;
       if (shuffle) shuffle_range(result.order.data() + current.begin, result.order.data() + current.end, rng);
       const int64_t next_begin = current.end;
@@ -76,6 +105,31 @@ BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t 
     }
   }
   return result;
+}
+
+std::vector<int64_t> first_window_blocks(std::span<const int64_t> block_starts, int64_t window_samples, bool shuffle,
+                                         uint64_t seed, int64_t epoch) {
+  check_block_starts(block_starts);
+  const int64_t num_blocks = static_cast<int64_t>(block_starts.size()) - 1;
+  const int64_t num_samples = block_starts.back();
+  if (shuffle && window_samples >= num_samples) {
+    std::vector<int64_t> all(static_cast<size_t>(num_blocks));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    return all;
+  }
+  SplitMix64 rng = block_shuffle_rng(seed, epoch);
+  std::vector<int64_t> blocks = permuted_blocks(num_blocks, shuffle, rng);
+  const int64_t goal = WindowSizes(num_samples, window_samples, shuffle).goal(0);
+  int64_t taken = 0;
+  for (int64_t i = 0; i < num_blocks; ++i) {
+    const int64_t b = blocks[static_cast<size_t>(i)];
+    taken += block_starts[static_cast<size_t>(b) + 1] - block_starts[static_cast<size_t>(b)];
+    if (taken >= goal) {
+      blocks.resize(static_cast<size_t>(i) + 1);
+      break;
+    }
+  }
+  return blocks;
 }
 
 int64_t EpochPlan::count_padding(int64_t num_samples, bool drop_last, int64_t world_size) {

@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data/detail/block_stream.h"
@@ -37,11 +40,14 @@ std::vector<int64_t> uniform_blocks(int64_t num_samples, int64_t rows) {
 }
 
 // A store presented as a stream: the loader sees no store and reads blocks. Blocks in `failing`
-// throw the DataError a Parquet shard would. Counts reads.
+// throw the DataError a Parquet shard would. Counts reads, in all and per block.
 class StreamedStore : public SampleSource {
  public:
   StreamedStore(std::shared_ptr<const ImageStore> store, std::vector<int64_t> block_sizes, std::set<int64_t> failing = {})
-      : store_(std::move(store)), starts_(starts_of(block_sizes)), failing_(std::move(failing)) {}
+      : store_(std::move(store)),
+        starts_(starts_of(block_sizes)),
+        failing_(std::move(failing)),
+        block_reads_(block_sizes.size(), 0) {}
 
   int64_t size() const override { return store_->size(); }
   ImageShape shape() const override { return store_->shape(); }
@@ -52,11 +58,20 @@ class StreamedStore : public SampleSource {
   int64_t max_read_bytes() const override { return 0; }
   void read_block(int64_t b, std::vector<uint8_t>&, uint8_t* pixels, int64_t* labels) const override {
     ++reads;
+    {
+      const std::lock_guard lock(mutex_);
+      ++block_reads_[static_cast<size_t>(b)];
+    }
     if (failing_.count(b)) throw DataError("part-00001.parquet: row group " + std::to_string(b) + ": truncated");
     const int64_t first = starts_[static_cast<size_t>(b)];
     const int64_t rows = starts_[static_cast<size_t>(b) + 1] - first;
     std::copy_n(store_->image(first), rows * store_->image_bytes(), pixels);
     std::copy_n(store_->labels().begin() + first, rows, labels);
+  }
+
+  std::vector<int64_t> block_reads() const {
+    const std::lock_guard lock(mutex_);
+    return block_reads_;
   }
 
   mutable std::atomic<int64_t> reads{0};
@@ -65,6 +80,8 @@ class StreamedStore : public SampleSource {
   std::shared_ptr<const ImageStore> store_;
   std::vector<int64_t> starts_;
   std::set<int64_t> failing_;
+  mutable std::mutex mutex_;  // guards block_reads_
+  mutable std::vector<int64_t> block_reads_;
 };
 
 LoaderOptions options_with(int64_t batch_size, int workers) {
@@ -332,7 +349,82 @@ TEST(LoaderStream, HoldsNoMoreThanTheBudgetAndReadsEveryBlockOnceWithAWideWindow
   // Counted apart from the stream's accounting: the decoded blocks actually alive at once.
   EXPECT_LE(detail::DecodedBlock::peak_live_bytes(), options.memory_budget - overhead);
   EXPECT_GT(detail::DecodedBlock::peak_live_bytes(), 0);
-  EXPECT_EQ(source->reads.load(), 100);  // each block read once: loads never overlap blocks
+  // Each block read once (loads never overlap blocks), and the next epoch's first window at most
+  // once more, read ahead.
+  const std::vector<int64_t> ahead = first_window_blocks(source->block_starts(), loader.shuffle_window(), true,
+                                                         options.seed, 1);
+  const std::set<int64_t> ahead_set(ahead.begin(), ahead.end());
+  const std::vector<int64_t> reads = source->block_reads();
+  for (int64_t b = 0; b < 100; ++b) {
+    EXPECT_GE(reads[static_cast<size_t>(b)], 1) << "block " << b;
+    EXPECT_LE(reads[static_cast<size_t>(b)], ahead_set.count(b) ? 2 : 1) << "block " << b;
+  }
+}
+
+TEST(LoaderStream, ReadsTheNextEpochsFirstWindowAheadAndTakesItThen) {
+  auto source = std::make_shared<StreamedStore>(numbered_store(5000), uniform_blocks(5000, 50));
+  LoaderOptions options = options_with(32, 2);
+  options.memory_budget = 128 * 1024;
+  Loader loader(source, options);
+  const auto window_blocks = [&](int64_t epoch) {
+    const std::vector<int64_t> blocks =
+        first_window_blocks(source->block_starts(), loader.shuffle_window(), true, options.seed, epoch);
+    return std::set<int64_t>(blocks.begin(), blocks.end());
+  };
+  const std::set<int64_t> first_of_1 = window_blocks(1);
+  const std::set<int64_t> first_of_2 = window_blocks(2);
+  ASSERT_GT(first_of_1.size(), 1u);
+  ASSERT_LT(first_of_1.size(), 100u);
+
+  loader.start_epoch(0);
+  while (loader.next()) {
+  }
+  // Epoch 0 has freed its blocks: the readers read epoch 1's first window ahead (bounded wait).
+  const int64_t expected = 100 + static_cast<int64_t>(first_of_1.size());
+  for (int i = 0; i < 500 && source->reads.load() < expected; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(source->reads.load(), expected);
+  const std::vector<int64_t> before = source->block_reads();
+  for (int64_t b = 0; b < 100; ++b) {
+    EXPECT_EQ(before[static_cast<size_t>(b)], first_of_1.count(b) ? 2 : 1) << "block " << b;
+  }
+
+  std::set<int64_t> seen;
+  loader.start_epoch(1);
+  while (auto batch = loader.next()) seen.insert(batch->labels(), batch->labels() + batch->size());
+  EXPECT_EQ(seen.size(), 5000u);
+  // Epoch 1 took the blocks read ahead instead of reading them again; epoch 2's first window may
+  // have been read ahead in turn.
+  const std::vector<int64_t> after = source->block_reads();
+  for (int64_t b = 0; b < 100; ++b) {
+    const int64_t epoch_1_reads = first_of_1.count(b) ? 0 : 1;
+    const int64_t delta = after[static_cast<size_t>(b)] - before[static_cast<size_t>(b)];
+    EXPECT_GE(delta, epoch_1_reads) << "block " << b;
+    EXPECT_LE(delta, epoch_1_reads + static_cast<int64_t>(first_of_2.count(b))) << "block " << b;
+  }
+}
+
+TEST(LoaderStream, BlocksReadAheadForAnotherEpochAreNotUsed) {
+  // Epoch 5 right after epoch 0: the blocks read ahead for epoch 1 only give their memory back.
+  LoaderOptions options = options_with(32, 2);
+  options.memory_budget = 128 * 1024;
+  const auto labels_of_epoch_5 = [&](bool after_epoch_0) {
+    auto source = std::make_shared<StreamedStore>(numbered_store(5000), uniform_blocks(5000, 50));
+    Loader loader(source, options);
+    if (after_epoch_0) {
+      loader.start_epoch(0);
+      while (loader.next()) {
+      }
+    }
+    std::vector<int64_t> labels;
+    loader.start_epoch(5);
+    while (auto batch = loader.next()) labels.insert(labels.end(), batch->labels(), batch->labels() + batch->size());
+    return labels;
+  };
+  detail::DecodedBlock::reset_peak_live_bytes();
+  const std::vector<int64_t> after_epoch_0 = labels_of_epoch_5(true);
+  EXPECT_LE(detail::DecodedBlock::peak_live_bytes(), options.memory_budget);
+  EXPECT_EQ(after_epoch_0.size(), 5000u);
+  EXPECT_EQ(after_epoch_0, labels_of_epoch_5(false));
 }
 
 TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
@@ -421,6 +513,21 @@ TEST(BlockShuffle, AWindowCoveringTheSetIsTheFullShuffle) {
   const std::vector<int64_t> starts = starts_of({10, 3, 7});
   EXPECT_EQ(block_shuffle_order(starts, 20, true, 42, 0).order, epoch_order(20, true, 42, 0));
   EXPECT_EQ(block_shuffle_order(starts, 5, false, 42, 0).order, epoch_order(20, false, 42, 0));
+}
+
+TEST(BlockShuffle, FirstWindowBlocksAreTheFirstWindowsOfTheOrder) {
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{10, 3, 7, 20, 1, 9, 10}, uniform_blocks(1000, 10)}) {
+    const std::vector<int64_t> starts = starts_of(sizes);
+    for (const int64_t window : {1, 15, 40, 300, 59, 60, 5000}) {
+      for (const bool shuffle : {true, false}) {
+        for (const int64_t epoch : {0, 1, 7}) {
+          SCOPED_TRACE("window " + std::to_string(window) + (shuffle ? " shuffled" : "") + " epoch " + std::to_string(epoch));
+          EXPECT_EQ(first_window_blocks(starts, window, shuffle, 42, epoch),
+                    block_shuffle_order(starts, window, shuffle, 42, epoch).windows.at(0).blocks);
+        }
+      }
+    }
+  }
 }
 
 // Golden: the streaming order must never change silently (saved runs resume by it). The values were

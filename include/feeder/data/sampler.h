@@ -43,6 +43,11 @@ struct BlockShuffle {
 BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t window_samples, bool shuffle,
                                  uint64_t seed, int64_t epoch);
 
+// The blocks of block_shuffle_order(...).windows[0], without building the order: what a stream
+// reads first in that epoch, so it can read them ahead during the epoch before.
+std::vector<int64_t> first_window_blocks(std::span<const int64_t> block_starts, int64_t window_samples, bool shuffle,
+                                         uint64_t seed, int64_t epoch);
+
 // One rank's batches over an epoch order of N samples, for `world_size` ranks with `batch_size`
 // samples per rank and batch. Global batch s is positions [s*W*B, (s+1)*W*B) of the order, and rank
 // r's batch s is the r-th of its W equal slices: so world size W with batch B sees the same global

@@ -125,8 +125,16 @@ void BlockStream::trim_spares() {
 }
 
 void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   ++generation_;
+  // Blocks read ahead: claim no more, and wait for those in flight (a read per reader at most), so
+  // that each is now either ready to take or not read.
+  next_ahead_ = ahead_.size();
+  ahead_done_.wait(lock, [&] { return ahead_reading_ == 0; });
+  std::vector<int32_t> ahead_ready(block_starts_.size() - 1, -1);  // per block: its ready ahead_ entry
+  for (size_t i = 0; i < ahead_.size(); ++i) {
+    if (ahead_[i].state == SlotState::kReady) ahead_ready[static_cast<size_t>(ahead_[i].block)] = static_cast<int32_t>(i);
+  }
   for (Load& load : loads_) free_load(load);
   loads_.clear();
   read_queue_.clear();
@@ -171,8 +179,39 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
       if (*slot_idx < 0) {
         *slot_idx = static_cast<int32_t>(load.slots.size());
         load.slots.push_back(Slot{block, SlotState::kPending, nullptr, nullptr});
-        read_queue_.push_back(SlotId{*load_idx, *slot_idx});
+        int32_t& ahead_idx = ahead_ready[static_cast<size_t>(block)];
+        // Only the first window takes blocks read ahead: a later one holding them early could
+        // crowd the windows before it out of the budget.
+        if (*load_idx == 0 && p < num_samples_ && ahead_idx >= 0) {
+          AheadBlock& ahead = ahead_[static_cast<size_t>(ahead_idx)];
+          Slot& taken = load.slots.back();
+          taken.state = SlotState::kReady;
+          taken.data = std::move(ahead.data);
+          taken.held_bytes = ahead.held_bytes;
+          ahead.state = SlotState::kFreed;
+          ahead_idx = -1;
+        } else {
+          read_queue_.push_back(SlotId{*load_idx, *slot_idx});
+        }
       }
+    }
+  }
+  for (AheadBlock& ahead : ahead_) {
+    if (ahead.state == SlotState::kReady) keep_spare(std::move(ahead.data), ahead.held_bytes);
+  }
+  ahead_.clear();
+  next_ahead_ = 0;
+  trim_spares();
+  work_.notify_all();
+}
+
+void BlockStream::read_ahead(std::vector<int64_t> blocks) {
+  {
+    std::lock_guard lock(mutex_);
+    for (const int64_t block : blocks) {
+      AheadBlock ahead;
+      ahead.block = block;
+      ahead_.push_back(std::move(ahead));
     }
   }
   work_.notify_all();
@@ -245,44 +284,85 @@ int64_t BlockStream::peak_bytes() const {
   return peak_bytes_;
 }
 
+bool BlockStream::next_read_ready() {
+  const auto slot = [&](SlotId id) -> const Slot& {
+    return loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
+  };
+  // Skip slots whose load was freed before they were read (the batches needing them failed).
+  while (next_read_ < read_queue_.size() && slot(read_queue_[next_read_]).state == SlotState::kFreed) ++next_read_;
+  if (next_read_ < read_queue_.size()) {
+    const int64_t bytes = block_bytes(slot(read_queue_[next_read_]).block);
+    return held_bytes_ == 0 || held_bytes_ + bytes <= budget_bytes_;
+  }
+  // Every read of the schedule is under way: the rest of the budget may read ahead.
+  return next_ahead_ < ahead_.size() && held_bytes_ + block_bytes(ahead_[next_ahead_].block) <= budget_bytes_;
+}
+
+int64_t BlockStream::claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) {
+  const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
+  data = take_spare(rows, budget_bytes_ - held_bytes_);
+  const int64_t bytes = data ? data->counted_bytes() : block_bytes(block);
+  held_bytes_ += bytes;
+  trim_spares();
+  peak_bytes_ = std::max(peak_bytes_, held_bytes_ + spare_bytes_);
+  return bytes;
+}
+
+std::exception_ptr BlockStream::read_into(int64_t block, std::unique_ptr<DecodedBlock>& data,
+                                          std::vector<uint8_t>& scratch) const {
+  try {
+    if (!data) {
+      const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
+      data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_);
+    }
+    source_->read_block(block, scratch, data->pixels(), data->labels());
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 void BlockStream::reader_loop() {
   std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every block
   std::unique_lock lock(mutex_);
   for (;;) {
-    work_.wait(lock, [&] {
-      if (stopping_) return true;
-      // Skip slots whose load was freed before they were read (the batches needing them failed).
-      while (next_read_ < read_queue_.size() &&
-             loads_[static_cast<size_t>(read_queue_[next_read_].load)].slots[static_cast<size_t>(read_queue_[next_read_].slot)].state ==
-                 SlotState::kFreed)
-        ++next_read_;
-      if (next_read_ >= read_queue_.size()) return false;
-      const SlotId id = read_queue_[next_read_];
-      const int64_t bytes = block_bytes(loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)].block);
-      return held_bytes_ == 0 || held_bytes_ + bytes <= budget_bytes_;
-    });
+    work_.wait(lock, [&] { return stopping_ || next_read_ready(); });
     if (stopping_) return;
+    if (next_read_ >= read_queue_.size()) {
+      // A block read ahead; start() waits for it, so ahead_ keeps its entry until it is back.
+      const size_t idx = next_ahead_++;
+      std::unique_ptr<DecodedBlock> data;
+      const int64_t bytes = claim_bytes(ahead_[idx].block, data);
+      ahead_[idx].state = SlotState::kReading;
+      ++ahead_reading_;
+      const int64_t block = ahead_[idx].block;
+      lock.unlock();
+      const std::exception_ptr error = read_into(block, data, scratch);
+      lock.lock();
+      --ahead_reading_;
+      AheadBlock& ahead = ahead_[idx];
+      if (error) {
+        keep_spare(std::move(data), bytes);  // the next epoch reads it again and reports the error
+        ahead.state = SlotState::kFailed;
+      } else {
+        ahead.state = SlotState::kReady;
+        ahead.data = std::move(data);
+        ahead.held_bytes = bytes;
+      }
+      ahead_done_.notify_all();
+      continue;
+    }
     const SlotId id = read_queue_[next_read_++];
     Slot& claimed = loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
     const int64_t block = claimed.block;
-    const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
     const uint64_t generation = generation_;
-    std::unique_ptr<DecodedBlock> data = take_spare(rows, budget_bytes_ - held_bytes_);
-    const int64_t bytes = data ? data->counted_bytes() : block_bytes(block);
+    std::unique_ptr<DecodedBlock> data;
+    const int64_t bytes = claim_bytes(block, data);
     claimed.state = SlotState::kReading;
     claimed.held_bytes = bytes;
-    held_bytes_ += bytes;
-    trim_spares();
-    peak_bytes_ = std::max(peak_bytes_, held_bytes_ + spare_bytes_);
     lock.unlock();
 
-    std::exception_ptr error;
-    try {
-      if (!data) data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_);
-      source_->read_block(block, scratch, data->pixels(), data->labels());
-    } catch (...) {
-      error = std::current_exception();
-    }
+    const std::exception_ptr error = read_into(block, data, scratch);
 
     lock.lock();
     if (generation != generation_) {

@@ -76,6 +76,11 @@ class BlockStream {
   // Schedules batches [first_batch, plan.num_batches()) of `plan`, whose order has the shuffle
   // windows starting at `window_begins`. `plan` must stay alive and unchanged until the next start().
   void start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch);
+  // Once every read the current schedule needs is under way, reads `blocks` too while the budget
+  // has room: the loader's guess at the next epoch's first window, so that epoch's first batch need
+  // not wait for a whole window. The next start() takes those of its first window's blocks already
+  // read; the rest become spare memory. Called by the consumer after start().
+  void read_ahead(std::vector<int64_t> blocks);
   // Waits until every block batch `batch_idx` needs is decoded and fills `refs` (one per sample, in
   // batch order); false when cancelled. Rethrows the error of a block that failed to read.
   bool acquire(int64_t batch_idx, std::vector<SampleRef>& refs);
@@ -102,10 +107,25 @@ class BlockStream {
     int32_t slot = 0;
   };
 
+  // A block read ahead for the next start() (see read_ahead).
+  struct AheadBlock {
+    int64_t block = 0;
+    SlotState state = SlotState::kPending;  // kPending, kReading, kReady or kFailed
+    std::unique_ptr<DecodedBlock> data;
+    int64_t held_bytes = 0;
+  };
+
   SlotId slot_of(int64_t position, int64_t sample, size_t& window_hint) const;
   int64_t block_of(int64_t sample) const;
   int64_t block_bytes(int64_t block) const;
   void reader_loop();
+  // The next read to claim, if the budget has room for it: a slot of the schedule, else a block
+  // to read ahead. Called with mutex_ held.
+  bool next_read_ready();
+  // Counts `block`'s bytes as held, with a spare's memory in `data` when one fits.
+  int64_t claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data);
+  // Reads `block` into `data` (claim_bytes' spare, else a new block); the error, if any.
+  std::exception_ptr read_into(int64_t block, std::unique_ptr<DecodedBlock>& data, std::vector<uint8_t>& scratch) const;
   void free_load(Load& load);
   // Keeps a freed block's memory for the next read (refilling it costs no page faults, unlike a
   // fresh mapping); spares count against the budget and are unmapped when room is needed.
@@ -131,10 +151,14 @@ class BlockStream {
   std::vector<Load> loads_;
   std::vector<SlotId> read_queue_;       // every slot, in the order batches first need them
   int64_t first_batch_ = 0;
+  std::vector<AheadBlock> ahead_;        // read_ahead()'s blocks, claimed in order
+  size_t next_ahead_ = 0;
+  int ahead_reading_ = 0;                // reads of ahead_ blocks in flight
 
   mutable std::mutex mutex_;
   std::condition_variable block_ready_;  // acquire() waits for blocks
   std::condition_variable work_;         // readers wait for a block to read and room in the budget
+  std::condition_variable ahead_done_;   // start() waits for reads ahead in flight
   uint64_t generation_ = 0;
   bool stopping_ = false;
   size_t next_read_ = 0;

@@ -104,6 +104,21 @@ std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64
   return out;
 }
 
+// The page's values decompressed, straight into `direct`'s rows when the page qualifies (see
+// DirectValues), else as inflate() does.
+std::span<const uint8_t> inflate_values(const ChunkLocation& where, const DataPage& data, Codec codec,
+                                        std::span<const uint8_t> in, int64_t size, PageBuffer& buffer,
+                                        const DirectValues* direct, const std::string& context) {
+  const bool in_place = direct && codec != Codec::kUncompressed && where.column->max_definition_level == 0 &&
+                        data.encoding == Encoding::kPlain && size > 0 && size == data.num_values * direct->value_bytes;
+  if (!in_place) return inflate(codec, in, size, buffer, context);
+  check_uncompressed_size(size, static_cast<int64_t>(in.size()), context);
+  // begin_data_page checked first_row + num_values <= the chunk's rows, which `direct` holds.
+  const std::span<uint8_t> out(direct->base + data.first_row * direct->value_bytes, static_cast<size_t>(size));
+  decompress(codec, in, out, context);
+  return out;
+}
+
 // What the chunk's metadata must allow before any page is read.
 void check_chunk(const ChunkLocation& where) {
   const ColumnChunkInfo& chunk = *where.chunk;
@@ -157,12 +172,14 @@ DictionaryPage prepare_dictionary(const ChunkLocation& where, const RawPage& pag
 // Data page v1: the whole body is compressed; when the column has nulls it starts with the
 // definition levels behind a 4-byte length.
 DataPage prepare_data_v1(const ChunkLocation& where, const RawPage& page, int64_t rows_done, PageBuffer& pages,
-                         const std::string& context) {
+                         const DirectValues* direct, const std::string& context) {
   const auto& h = page.header;
   if (!h.__isset.data_page_header) throw DataError(context + ": data page without its header");
   const auto& dh = h.data_page_header;
   DataPage data = begin_data_page(where, page.page_idx, rows_done, dh.num_values, raw_enum(dh.encoding), context);
-  std::span<const uint8_t> body = inflate(where.chunk->codec, page.body, h.uncompressed_page_size, pages, context);
+  // Without definition levels the whole body is the values.
+  std::span<const uint8_t> body =
+      inflate_values(where, data, where.chunk->codec, page.body, h.uncompressed_page_size, pages, direct, context);
   if (where.column->max_definition_level > 0) {
     if (raw_enum(dh.definition_level_encoding) != format::Encoding::RLE) {
       throw DataError(context + ": definition level encoding " +
@@ -186,7 +203,7 @@ DataPage prepare_data_v1(const ChunkLocation& where, const RawPage& page, int64_
 // flat column has none, though some writers still emit an empty run) then definition levels; only
 // the values are compressed, and only when is_compressed (default true) says so.
 DataPage prepare_data_v2(const ChunkLocation& where, const RawPage& page, int64_t rows_done, PageBuffer& pages,
-                         const std::string& context) {
+                         const DirectValues* direct, const std::string& context) {
   const auto& h = page.header;
   if (!h.__isset.data_page_header_v2) throw DataError(context + ": data page v2 without its header");
   const auto& dh = h.data_page_header_v2;
@@ -204,7 +221,8 @@ DataPage prepare_data_v2(const ChunkLocation& where, const RawPage& page, int64_
   const std::span<const uint8_t> stored_values = page.body.subspan(levels_bytes);
   const int64_t values_bytes = h.uncompressed_page_size - static_cast<int64_t>(levels_bytes);
   const bool compressed = !dh.__isset.is_compressed || dh.is_compressed;
-  data.values = inflate(compressed ? where.chunk->codec : Codec::kUncompressed, stored_values, values_bytes, pages, context);
+  data.values = inflate_values(where, data, compressed ? where.chunk->codec : Codec::kUncompressed, stored_values,
+                               values_bytes, pages, direct, context);
   return data;
 }
 
@@ -221,7 +239,8 @@ std::string page_context(const ChunkLocation& where, int64_t page_idx) {
 }
 
 void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
-                   const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer) {
+                   const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer,
+                   const DirectValues* direct) {
   check_chunk(where);
   const int64_t num_values = where.chunk->num_values;
   PageWalker walker(where);
@@ -240,10 +259,10 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
           on_dictionary(prepare_dictionary(where, page, num_data_pages > 0, pages, context));
           break;
         case PageType::kDataPage:
-          data = prepare_data_v1(where, page, rows_done, pages, context);
+          data = prepare_data_v1(where, page, rows_done, pages, direct, context);
           break;
         case PageType::kDataPageV2:
-          data = prepare_data_v2(where, page, rows_done, pages, context);
+          data = prepare_data_v2(where, page, rows_done, pages, direct, context);
           break;
         case PageType::kIndexPage:
           break;  // not used by readers of values

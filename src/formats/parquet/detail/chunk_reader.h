@@ -64,11 +64,22 @@ class PageBuffer {
   size_t capacity_ = 0;
 };
 
+// Where the values of PLAIN pages of a REQUIRED fixed-width column may be decompressed straight
+// to: row r's value at base + r * value_bytes. Saves copying each page out of the page buffer; a
+// page whose declared size is not exactly its values' goes through the buffer as usual.
+struct DirectValues {
+  uint8_t* base = nullptr;
+  int64_t value_bytes = 0;
+};
+
 // Calls on_dictionary / on_data for each page in file order. Spans are valid only during the
 // call. Errors (including DecodeErrors thrown by the callbacks) become DataErrors prefixed with
-// the page context. At the end, checks that the pages held exactly num_rows values.
+// the page context. At the end, checks that the pages held exactly num_rows values. With
+// `direct`, a data page whose values were decompressed in place has values.data() equal to
+// direct->base + first_row * value_bytes.
 void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
-                   const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer = nullptr);
+                   const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer = nullptr,
+                   const DirectValues* direct = nullptr);
 
 // Counts pages by type without decompressing anything.
 struct PageCounts {

@@ -202,6 +202,8 @@ void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t ima
   std::vector<uint8_t> valid;
   decoder::ValueSource<std::string> source;
   source.type_length_bytes = column.type_length_bytes;
+  // Fixed-length images decompress straight into `images` (a BYTE_ARRAY's values carry lengths).
+  const DirectValues direct{images, column.physical_type == PhysicalType::kFixedLenByteArray ? image_bytes : 0};
   for_each_page(
       where,
       [&](const DictionaryPage& page) {
@@ -217,7 +219,7 @@ void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t ima
                             " images need " + std::to_string(needed) + " bytes, the page holds " +
                             std::to_string(page.values.size()));
           }
-          std::memcpy(out, page.values.data(), needed);
+          if (page.values.data() != out) std::memcpy(out, page.values.data(), needed);  // else decompressed in place
           return;
         }
         values.resize(static_cast<size_t>(page.num_values));
@@ -227,7 +229,7 @@ void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t ima
           out += image_bytes;
         }
       },
-      &buffer);
+      &buffer, &direct);
 }
 
 // Pixel columns are decoded kTileColumns at a time into a column-major tile (each column
