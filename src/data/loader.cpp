@@ -230,6 +230,9 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
                          "; raise the budget, or lower the shuffle window, prefetch or batch size");
     }
     shared_->stream = std::make_unique<detail::BlockStream>(source_, num_readers(options_), block_budget);
+    // Most programs start with epoch 0: its first window is read while they set up the model.
+    shared_->stream->read_ahead(first_window_blocks(source_->block_starts(), shuffle_window_, options_.shuffle,
+                                                    options_.seed, 0));
   }
 
   if (!options_.pin_memory && allocator && allocator->pinned()) allocator = nullptr;

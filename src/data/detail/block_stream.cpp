@@ -1,6 +1,9 @@
 #include "data/detail/block_stream.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +12,7 @@
 namespace feeder::detail {
 
 namespace {
+constexpr int kReaderNice = 19;
 std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_live_bytes{0};
 }  // namespace
@@ -323,6 +327,12 @@ std::exception_ptr BlockStream::read_into(int64_t block, std::unique_ptr<Decoded
 }
 
 void BlockStream::reader_loop() {
+  // Readers work a window or more ahead of the batches: they run at the lowest priority, below
+  // the threads that wait for data (workers, the training loop), so that the burst of reads when
+  // a window is freed does not delay those (with feeder train streaming, the data wait fell from
+  // about 2% of an epoch to about 1%). When workers wait for a block, nothing else is runnable and the
+  // readers get the cores. Best effort: a failure leaves the default priority.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kReaderNice);
   std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every block
   std::unique_lock lock(mutex_);
   for (;;) {
