@@ -27,6 +27,7 @@ fail() {
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-openmp     # LibTorch (CPU) and a fast BLAS for it
+  libgloo-dev                          # Gloo headers, which c10d's ProcessGroupGloo.hpp includes
   dataset-fashion-mnist                # the default data: /usr/share/datasets/fashion-mnist
   zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev  # Parquet codecs
   libthrift-dev thrift-compiler libboost-dev  # Parquet metadata; Thrift's headers include Boost's

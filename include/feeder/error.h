@@ -12,6 +12,14 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown when distributed training cannot go on: a rank that died or never came, a master that is
+// not reachable, a collective past its timeout, ranks run with different settings. The message
+// starts with "rank R: " and says what happened.
+class DistributedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Thrown when options are invalid; the message says what to change.
 class OptionsError : public std::invalid_argument {
  public:

@@ -1,6 +1,7 @@
 #include "cli/train.h"
 #include "cli/command_line.h"
 #include "cli/data_dir.h"
+#include "cli/launch.h"
 #include "cli/process_setup.h"
 
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "feeder/io/file.h"
 #include "feeder/torch/adapter.h"
 #include "feeder/train/diagnosis.h"
+#include "feeder/train/distributed.h"
 #include "feeder/train/report.h"
 #include "feeder/system/runtime.h"
 #include "feeder/train/simple_cnn.h"
@@ -45,7 +47,35 @@ struct TrainArgs {
   std::optional<std::filesystem::path> save_path;
   std::optional<std::filesystem::path> report_path;
   bool diagnose = false;
+  // Distributed: this process's part, from torchrun's variables (set by --nproc-per-node's launcher
+  // or by torchrun itself), completed by these flags.
+  LaunchOptions launch;
+  std::string local_addr;
+  double dist_timeout_seconds = 60;
 };
+
+// The settings every rank must share, as text: a rank started with other data or options would
+// silently train something else.
+std::vector<std::pair<std::string, std::string>> settings_to_agree_on(const TrainArgs& args, const TrainTestSets& sets,
+                                                                      const TrainerConfig& config,
+                                                                      const TensorLoader& train_loader) {
+  const auto hex = [](uint64_t value) {
+    char text[24];
+    std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+    return std::string(text);
+  };
+  return {
+      {"batch size", std::to_string(args.batch_size)},
+      {"epochs", std::to_string(args.epochs)},
+      {"seed", std::to_string(args.seed)},
+      {"training set", std::to_string(sets.train.source->size()) + " samples, fingerprint " + hex(sets.train.source->fingerprint())},
+      {"test set", std::to_string(sets.test.source->size()) + " samples, fingerprint " + hex(sets.test.source->fingerprint())},
+      {"shuffle window", std::to_string(train_loader.loader().shuffle_window())},
+      {"precision", std::string(to_string(config.precision))},
+      {"learning rate", std::to_string(config.learning_rate)},
+      {"channels-last", config.channels_last ? "on" : "off"},
+  };
+}
 
 // Resolves the two files to read; throws DataError saying what to install or pass when the
 // default dataset is missing.
@@ -152,6 +182,27 @@ void print_diagnosis(const RunReport& report, const TrainerConfig& config) {
 }
 
 int run(const TrainArgs& args) {
+  // Joined first, so that a rank that cannot reach the others fails before reading any data.
+  std::optional<DistributedOptions> distributed = distributed_from_environment();
+  std::unique_ptr<ProcessGroup> group;
+  if (distributed && distributed->world_size > 1) {
+    distributed->local_addr = args.local_addr;
+    distributed->timeout = std::chrono::milliseconds(static_cast<int64_t>(args.dist_timeout_seconds * 1000));
+    group = std::make_unique<ProcessGroup>(*distributed);
+  }
+  const int rank = group ? group->rank() : 0;
+  const int world_size = group ? group->world_size() : 1;
+  // Only rank 0 prints and writes files; the others' errors still reach stderr.
+  std::streambuf* const stdout_buffer = std::cout.rdbuf();
+  if (rank != 0) std::cout.rdbuf(nullptr);
+  struct RestoreStdout {
+    std::streambuf* buffer;
+    ~RestoreStdout() {
+      std::cout.rdbuf(buffer);
+      std::cout.clear();
+    }
+  } restore_stdout{stdout_buffer};
+
   const auto [train_path, test_path] = find_data_files(args);
   const int64_t memory_budget = args.memory_budget > 0 ? args.memory_budget : default_memory_budget();
   const TrainTestSets sets =
@@ -166,6 +217,8 @@ int run(const TrainArgs& args) {
   train_options.pin_memory = config.device.is_cuda();
   train_options.layout = config.image_layout();
   train_options.shuffle_window = args.shuffle_window;
+  train_options.rank = rank;
+  train_options.world_size = world_size;
   LoaderOptions test_options = train_options;
   test_options.shuffle = false;
   train_options.memory_budget = sets.train.memory_budget;
@@ -176,14 +229,24 @@ int run(const TrainArgs& args) {
   print_data_choice("Test data", sets.test, test_loader);
 
   Trainer trainer(make_simple_cnn(args.seed), config);
+  std::unique_ptr<GradientAverager> averager;
+  if (group) {
+    group->check_same(settings_to_agree_on(args, sets, config, train_loader));
+    // Every rank starts from rank 0's parameters, as DistributedDataParallel does.
+    std::vector<torch::Tensor> parameters = trainer.model()->parameters();
+    group->broadcast(parameters, 0);
+    averager = std::make_unique<GradientAverager>(*group, trainer.model()->parameters());
+    trainer.set_distributed(group.get(), averager.get());
+  }
   RunReport report = describe_run(args, sets, config, train_options);
   std::cout << "Training SimpleCNN (" << count_parameters(*trainer.model()) << " parameters) on "
             << sets.train.source->size() << " images, testing on " << sets.test.source->size() << "; device "
             << report.device << ", precision " << report.precision << ", channels-last "
-            << (config.channels_last ? "on" : "off") << ", " << report.num_threads << " threads\n"
-            << std::flush;
+            << (config.channels_last ? "on" : "off") << ", " << report.num_threads << " threads";
+  if (group) std::cout << " per rank, " << world_size << " ranks (batch " << args.batch_size << " each)";
+  std::cout << "\n" << std::flush;
 
-  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
+  const bool show_progress = rank == 0 && ::isatty(STDERR_FILENO) == 1;
   const ProgressCallback progress = show_progress ? ProgressCallback([&](const BatchProgress& p) {
     draw_progress(p, args.epochs);
   })
@@ -198,6 +261,8 @@ int run(const TrainArgs& args) {
   if (args.diagnose) print_diagnosis(report, config);
   std::cout << std::flush;
 
+  if (group) group->barrier();  // every rank finished: rank 0's store may close
+  if (rank != 0) return 0;
   if (args.save_path) {
     std::ostringstream bytes;
     torch::save(trainer.model(), bytes);
@@ -263,6 +328,27 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--report-json", *report_path, "write the run's results as JSON to this file");
   app->add_flag("--diagnose", args->diagnose,
                 "measure how long training waits for data each epoch and say what to change");
+  auto master_port = std::make_shared<int>(0);
+  app->add_option("--nproc-per-node", args->launch.nproc_per_node,
+                  "ranks to start on this machine (data-parallel training, as torchrun --nproc-per-node)")
+      ->check(at_least(1))
+      ->capture_default_str();
+  app->add_option("--nnodes", args->launch.nnodes, "machines in the run")->check(at_least(1))->capture_default_str();
+  app->add_option("--node-rank", args->launch.node_rank, "this machine's number, 0..nnodes-1")
+      ->check(at_least(0))
+      ->capture_default_str();
+  app->add_option("--master-addr", args->launch.master_addr, "address of the machine running rank 0")
+      ->capture_default_str();
+  app->add_option("--master-port", *master_port,
+                  "rank 0's port (default: a free one on a single machine, 29500 across machines)")
+      ->check(CLI::Range(1, 65535));
+  app->add_option("--local-addr", args->local_addr,
+                  "the address this machine's ranks use to reach the others (default: the master's when it is "
+                  "a loopback address, else the host name's)");
+  app->add_option("--dist-timeout", args->dist_timeout_seconds,
+                  "seconds a rank waits for the others (rendezvous, each collective) before failing")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 
   return {app, [=] {
             if (!data_dir->empty()) args->data_dir = *data_dir;
@@ -274,6 +360,11 @@ Command add_train_command(CLI::App& parent) {
             args->trainer.precision = parse_precision(*precision);
             args->trainer.device = parse_device(*device);
             args->trainer.channels_last = *channels_last == "on";
+            if (*master_port > 0) args->launch.master_port = *master_port;
+            if (args->num_threads > 0) args->launch.threads_per_rank = args->num_threads;
+            if ((args->launch.nproc_per_node > 1 || args->launch.nnodes > 1) && !is_launched_rank()) {
+              return launch_local_ranks(args->launch);
+            }
             // May not return: restarts with OMP_NUM_THREADS set.
             apply_process_settings(recommended_process_settings(args->num_threads));
             return run(*args);

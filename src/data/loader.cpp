@@ -85,8 +85,8 @@ void BufferPool::release(BatchBuffer* buffer) {
 }  // namespace detail
 
 Batch::Batch(std::shared_ptr<detail::BatchBuffer> buffer, int64_t index, int64_t size, ImageShape shape,
-             ImageLayout layout)
-    : buffer_(std::move(buffer)), index_(index), size_(size), shape_(shape), layout_(layout) {}
+             ImageLayout layout, int64_t num_padding)
+    : buffer_(std::move(buffer)), index_(index), size_(size), shape_(shape), layout_(layout), num_padding_(num_padding) {}
 
 float* Batch::images() { return buffer_->images; }
 const float* Batch::images() const { return buffer_->images; }
@@ -438,7 +438,10 @@ Batch Loader::assemble(int64_t batch_index) const {
   }
   detail::finish_streaming();
   if (stream) stream->release(batch_index);
-  return Batch(std::move(buffer), batch_index, count, shape, options_.layout);
+  // Positions past the order's end are the padding (EpochPlan), and come last in a rank's slice.
+  const auto order_size = static_cast<int64_t>(shared_->plan.order().size());
+  const int64_t num_padding = std::max<int64_t>(0, last - std::max(first, order_size));
+  return Batch(std::move(buffer), batch_index, count, shape, options_.layout, num_padding);
 }
 
 std::string LoaderState::to_json() const {

@@ -52,6 +52,7 @@ TensorBatch to_tensors(const Batch& batch) {
   tensors.labels = torch::from_blob(const_cast<int64_t*>(batch.labels()), {b}, keep_alive,
                                     torch::TensorOptions().dtype(torch::kInt64));
   tensors.index = batch.index();
+  tensors.num_padding = batch.num_padding();
   return tensors;
 }
 

@@ -164,7 +164,9 @@ torch::Tensor Trainer::train_step(const torch::Tensor& images, const torch::Tens
     const torch::Tensor logits = model_->forward(inputs);  // (B,10)
     loss = torch::cross_entropy_loss(logits, targets);
   }
+  if (averager_) averager_->start_step();
   loss.backward();
+  if (averager_) averager_->finish();
   optimizer_->step();
   return loss.detach().to(torch::kFloat);
 }
@@ -173,6 +175,11 @@ torch::Tensor Trainer::predict(const torch::Tensor& images) {
   torch::InferenceMode inference;
   AutocastScope autocast(config_.precision == Precision::kBf16, config_.device);
   return model_->forward(prepare_images(images)).to(torch::kFloat);
+}
+
+void Trainer::set_distributed(ProcessGroup* group, GradientAverager* averager) {
+  group_ = group;
+  averager_ = averager;
 }
 
 EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t epoch,
@@ -200,6 +207,13 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     report.num_train_samples += batch_size;
     if (progress) progress({Phase::kTrain, epoch, batch_idx, train.num_batches()});
   }
+  if (group_) {
+    // Sums over the ranks, on the CPU where Gloo runs.
+    torch::Tensor totals = torch::stack({loss_sum.to(torch::kCPU), torch::tensor(static_cast<double>(report.num_train_samples), torch::kDouble)});
+    group_->allreduce_sum(totals);
+    loss_sum = totals[0].to(loss_sum.device());
+    report.num_train_samples = static_cast<int64_t>(totals[1].item<double>());
+  }
   const double loss_total = loss_sum.item<double>();  // also waits for the device to finish
   report.train_seconds = train_time.seconds();
   report.train_loss = report.num_train_samples > 0 ? loss_total / report.num_train_samples : 0.0;
@@ -215,15 +229,23 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     std::optional<TensorBatch> batch = test.next();
     report.test_data_wait_seconds += wait_time.seconds();
     if (!batch) break;
-    const torch::Tensor logits = predict(batch->images);  // (B,10)
+    // The padding (repeats of the first samples, so that every rank has a share) is not scored.
+    const int64_t real = batch->labels.size(0) - batch->num_padding;
+    const torch::Tensor logits = predict(batch->images.narrow(0, 0, real));  // (real,10)
     if (labeled) {
-      const torch::Tensor targets = batch->labels.to(config_.device, /*non_blocking=*/true);
+      const torch::Tensor targets = batch->labels.narrow(0, 0, real).to(config_.device, /*non_blocking=*/true);
       num_correct += logits.argmax(1).eq(targets).sum();
     }
-    report.num_test_samples += batch->labels.size(0);
+    report.num_test_samples += real;
     if (progress) progress({Phase::kTest, epoch, batch_idx, test.num_batches()});
   }
-  const int64_t correct = num_correct.item<int64_t>();
+  int64_t correct = num_correct.item<int64_t>();
+  if (group_) {
+    torch::Tensor totals = torch::tensor({correct, report.num_test_samples}, torch::kLong);
+    group_->allreduce_sum(totals);
+    correct = totals[0].item<int64_t>();
+    report.num_test_samples = totals[1].item<int64_t>();
+  }
   report.test_seconds = test_time.seconds();
   if (labeled && report.num_test_samples > 0) {
     report.accuracy = static_cast<double>(correct) / static_cast<double>(report.num_test_samples);

@@ -161,6 +161,37 @@ TEST_P(LoaderModes, EverySampleExactlyOncePerEpochOverAllRanks) {
   }
 }
 
+TEST_P(LoaderModes, LeavingOutThePaddingGivesEverySampleExactlyOnce) {
+  for (int64_t num_samples : {96, 97, 101, 103}) {
+    for (int64_t world_size : {1, 2, 3, 4}) {
+      auto source = make_source(GetParam(), num_samples);
+      std::multiset<int64_t> seen;
+      int64_t padding = 0;
+      for (int64_t rank = 0; rank < world_size; ++rank) {
+        LoaderOptions options = options_with(8, 2);
+        options.rank = rank;
+        options.world_size = world_size;
+        options.shuffle = false;  // as an evaluation pass runs
+        Loader loader(source, options);
+        loader.start_epoch(0);
+        while (auto batch = loader.next()) {
+          ASSERT_LE(batch->num_padding(), batch->size());
+          // Only the last batch pads.
+          if (batch->num_padding() > 0) {
+            EXPECT_EQ(batch->index(), loader.num_batches() - 1);
+          }
+          padding += batch->num_padding();
+          seen.insert(batch->labels(), batch->labels() + (batch->size() - batch->num_padding()));
+        }
+      }
+      SCOPED_TRACE("samples " + std::to_string(num_samples) + ", world size " + std::to_string(world_size));
+      EXPECT_EQ(padding, (world_size - num_samples % world_size) % world_size);
+      EXPECT_EQ(static_cast<int64_t>(seen.size()), num_samples);
+      EXPECT_EQ(static_cast<int64_t>(std::set<int64_t>(seen.begin(), seen.end()).size()), num_samples);
+    }
+  }
+}
+
 TEST_P(LoaderModes, DropLastGivesWholeGlobalBatchesOnly) {
   auto source = make_source(GetParam(), 100);
   std::set<int64_t> seen;

@@ -98,10 +98,13 @@ struct BatchBuffer;
 class Batch {
  public:
   Batch(std::shared_ptr<detail::BatchBuffer> buffer, int64_t index, int64_t size, ImageShape shape,
-        ImageLayout layout);
+        ImageLayout layout, int64_t num_padding = 0);
 
   int64_t index() const { return index_; }  // batch number within the epoch
   int64_t size() const { return size_; }    // B (smaller for the last batch without drop_last)
+  // How many of the batch's last samples only pad the epoch to a multiple of world_size (repeats
+  // of its first samples, see LoaderOptions::rank): an evaluation over all ranks leaves them out.
+  int64_t num_padding() const { return num_padding_; }
   const ImageShape& shape() const { return shape_; }
   ImageLayout layout() const { return layout_; }
 
@@ -121,6 +124,7 @@ class Batch {
   int64_t size_;
   ImageShape shape_;
   ImageLayout layout_;
+  int64_t num_padding_ = 0;
 };
 
 // A user hook run on each assembled batch (augmentation, checks), before next() hands it out.

@@ -16,6 +16,7 @@ struct TensorBatch {
   torch::Tensor images;  // (B,C,H,W) float32; channels-last strides when the loader layout is nhwc
   torch::Tensor labels;  // (B) int64
   int64_t index = 0;     // batch number within the epoch
+  int64_t num_padding = 0;  // the last samples that only pad the epoch for the ranks (Batch::num_padding)
 };
 
 // Wraps the batch's buffer as tensors without copying; the tensors keep the buffer leased until

@@ -9,6 +9,7 @@
 
 #include "feeder/data/loader.h"
 #include "feeder/torch/adapter.h"
+#include "feeder/train/distributed.h"
 #include "feeder/train/report.h"
 #include "feeder/train/simple_cnn.h"
 #include "feeder/train/train_data.h"
@@ -83,8 +84,15 @@ class Trainer {
   // Logits (B,10) fp32 for images (B,C,H,W), without recording gradients.
   torch::Tensor predict(const torch::Tensor& images);
 
+  // Data-parallel training: gradients are averaged over `group` by `averager` after each backward,
+  // and run_epoch's loss, sample counts and accuracy are sums over the ranks (each rank's loaders
+  // must then read its own share: LoaderOptions::rank and world_size). Both must outlive the
+  // trainer's use of them; nullptr for both returns to one process.
+  void set_distributed(ProcessGroup* group, GradientAverager* averager);
+
   // A training pass over `train` then a test pass over `test`, for epoch `epoch` (it seeds the
-  // shuffle). Throws OptionsError when the training set is unlabeled.
+  // shuffle). Throws OptionsError when the training set is unlabeled. The test pass leaves out the
+  // samples that only pad the epoch for the ranks (TensorBatch::num_padding).
   EpochReport run_epoch(BatchSource& train, BatchSource& test, int64_t epoch,
                         const ProgressCallback& progress = nullptr);
 
@@ -94,6 +102,8 @@ class Trainer {
   TrainerConfig config_;
   SimpleCNN model_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
+  ProcessGroup* group_ = nullptr;          // not owned; set_distributed()
+  GradientAverager* averager_ = nullptr;   // not owned
 };
 
 // What every training run's report says about its data, arithmetic and machine: the files, the

@@ -1,0 +1,137 @@
+#pragma once
+
+// Data-parallel training on LibTorch's own distributed engine, c10d: a TCPStore for the
+// rendezvous and ProcessGroupGloo for the collectives, the same pieces torch.distributed uses
+// (init_process_group("gloo") with torchrun's environment).
+//
+// Threads: a ProcessGroup and a GradientAverager are driven by the one training thread; Gloo runs
+// its collectives on threads of its own.
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class Store;
+class ProcessGroupGloo;
+class Work;
+}  // namespace c10d
+
+namespace feeder {
+
+struct DistributedOptions {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;        // rank among the processes of this machine
+  int local_world_size = 1;  // processes on this machine
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  // The address this process's Gloo connections use; empty: the master's when it is a loopback
+  // address, else the one the host name resolves to.
+  std::string local_addr;
+  // How long the rendezvous waits for every rank, and any collective for the others: a rank that
+  // died or never came ends every other rank with an error after this long at most.
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+};
+
+// torchrun's variables: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+// nullopt when WORLD_SIZE is not set; OptionsError naming the variable when one is malformed or
+// inconsistent (RANK outside 0..WORLD_SIZE-1, a port outside 1..65535).
+std::optional<DistributedOptions> distributed_from_environment();
+
+// A TCP port free on 127.0.0.1 now (bound to port 0, read back, closed), as torchrun --standalone
+// picks one. Another process may take it before it is used; the rendezvous then fails clearly.
+int free_loopback_port();
+
+// Checks the options (ranks, port, timeout); OptionsError naming the first problem.
+void check_distributed_options(const DistributedOptions& options);
+
+// One process's membership of the group: joins at construction (rank 0 serves the store at
+// master_addr:master_port; the others connect to it), leaves at destruction. Errors (a master that
+// never comes up, a rank that dies, a collective past the timeout) are DistributedError naming
+// this rank and the cause.
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(const DistributedOptions& options);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return options_.rank; }
+  int world_size() const { return options_.world_size; }
+  const DistributedOptions& options() const { return options_; }
+
+  // In place: every rank ends with root's values.
+  void broadcast(std::vector<torch::Tensor>& tensors, int root = 0);
+  // In place: every rank ends with the sum over ranks (the same bits on every rank).
+  void allreduce_sum(torch::Tensor& tensor);
+  // Starts an in-place sum over ranks; wait() for it with wait_for().
+  c10::intrusive_ptr<c10d::Work> allreduce_sum_async(torch::Tensor& tensor);
+  void wait_for(const c10::intrusive_ptr<c10d::Work>& work);
+
+  // Every rank passes the same list of (name, value) it must agree on (batch size, dataset
+  // fingerprint...). Throws DistributedError on every rank, naming the setting and the ranks'
+  // values, when any rank's value differs from rank 0's.
+  void check_same(const std::vector<std::pair<std::string, std::string>>& settings);
+
+  void barrier();
+
+ private:
+  [[noreturn]] void fail(const std::string& during, const std::exception& error) const;
+
+  DistributedOptions options_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+};
+
+// Averages gradients over the ranks after backward, as DistributedDataParallel does: gradients are
+// copied into flat buckets of about `bucket_bytes` (parameters taken in reverse order, the order
+// backward produces their gradients), and each bucket's allreduce starts as soon as its last
+// gradient is ready, while backward goes on with the layers before it. finish() waits for them and
+// writes the averages back. bucket_bytes 0 gives one bucket per parameter (one allreduce each),
+// `overlap` false starts every allreduce after backward.
+class GradientAverager {
+ public:
+  static constexpr int64_t kDefaultBucketBytes = 256 * 1024;
+
+  GradientAverager(ProcessGroup& group, std::vector<torch::Tensor> parameters,
+                   int64_t bucket_bytes = kDefaultBucketBytes, bool overlap = true);
+  ~GradientAverager();
+  GradientAverager(const GradientAverager&) = delete;
+  GradientAverager& operator=(const GradientAverager&) = delete;
+
+  int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
+
+  // Before backward: forgets the last step's progress.
+  void start_step();
+  // After backward: every parameter's gradient is the mean over ranks.
+  void finish();
+
+ private:
+  struct Bucket {
+    torch::Tensor flat;              // the bucket's gradients, flattened, in one fp32 tensor
+    std::vector<size_t> members;     // indices into parameters_
+    std::vector<int64_t> offsets;    // each member's first element in `flat`
+    int64_t ready = 0;               // members whose gradient is in `flat` this step
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  void gradient_ready(size_t parameter_idx, const torch::Tensor& grad);
+  // Starts the allreduce of every complete bucket after the last one started, in bucket order.
+  void launch_ready_buckets();
+
+  ProcessGroup& group_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::pair<size_t, size_t>> slot_of_;  // per parameter: (bucket, member)
+  bool overlap_ = true;
+  std::vector<uint8_t> seen_;  // per parameter: its gradient arrived this step
+  size_t next_to_launch_ = 0;  // buckets before this one have their allreduce started
+  std::vector<unsigned> hooks_;  // the gradient hooks, removed at destruction
+};
+
+}  // namespace feeder

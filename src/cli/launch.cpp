@@ -1,0 +1,132 @@
+#include "cli/launch.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "feeder/error.h"
+#include "feeder/system/runtime.h"
+#include "feeder/train/distributed.h"
+
+namespace feeder::cli {
+namespace {
+
+std::vector<std::string> own_arguments() {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::vector<std::string> arguments;
+  for (size_t begin = 0; begin < raw.size();) {
+    const size_t end = raw.find('\0', begin);
+    arguments.push_back(raw.substr(begin, end - begin));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return arguments;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                                  strsignal(WTERMSIG(status)) + ")";
+  return "ended with wait status " + std::to_string(status);
+}
+
+}  // namespace
+
+bool is_launched_rank() { return std::getenv(kLaunchedRankVariable) != nullptr; }
+
+int launch_local_ranks(const LaunchOptions& options) {
+  if (options.nproc_per_node < 1) throw OptionsError("--nproc-per-node must be at least 1");
+  if (options.nnodes < 1) throw OptionsError("--nnodes must be at least 1");
+  if (options.node_rank < 0 || options.node_rank >= options.nnodes) {
+    throw OptionsError("--node-rank must be in 0.." + std::to_string(options.nnodes - 1) + ", got " +
+                       std::to_string(options.node_rank));
+  }
+  const int port = options.master_port ? *options.master_port : options.nnodes == 1 ? free_loopback_port() : 29500;
+  const int world_size = options.nnodes * options.nproc_per_node;
+  const int threads =
+      options.threads_per_rank ? *options.threads_per_rank : std::max(1, num_usable_cpus() / options.nproc_per_node);
+  const std::vector<std::string> arguments = own_arguments();
+  if (arguments.empty()) throw OptionsError("cannot read this program's arguments from /proc/self/cmdline");
+
+  std::fflush(nullptr);
+  std::vector<pid_t> ranks(static_cast<size_t>(options.nproc_per_node), -1);
+  for (int local = 0; local < options.nproc_per_node; ++local) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      for (const pid_t started : ranks)
+        if (started > 0) ::kill(started, SIGKILL);
+      throw OptionsError(std::string("cannot start a rank: fork failed: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      const int rank = options.node_rank * options.nproc_per_node + local;
+      ::setenv("RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(options.nproc_per_node).c_str(), 1);
+      ::setenv("MASTER_ADDR", options.master_addr.c_str(), 1);
+      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+      ::setenv(kLaunchedRankVariable, std::to_string(rank).c_str(), 1);
+      std::vector<char*> argv;
+      for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+      argv.push_back(nullptr);
+      ::execv("/proc/self/exe", argv.data());
+      std::fprintf(stderr, "feeder: rank %d: cannot start: %s\n", rank, std::strerror(errno));
+      ::_exit(127);
+    }
+    ranks[static_cast<size_t>(local)] = pid;
+  }
+
+  // Wait for every rank. The first failure stops the others: a rank that lost its peers would
+  // otherwise wait out its collectives' timeout.
+  int running = options.nproc_per_node;
+  std::string first_failure;
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  while (running > 0) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, kill_at ? WNOHANG : 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (pid == 0) {  // others still running after a failure
+      if (std::chrono::steady_clock::now() >= *kill_at) {
+        for (const pid_t rank_pid : ranks)
+          if (rank_pid > 0) ::kill(rank_pid, SIGKILL);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    for (size_t local = 0; local < ranks.size(); ++local) {
+      if (ranks[local] != pid) continue;
+      ranks[local] = -1;
+      --running;
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && first_failure.empty()) {
+        const int rank = options.node_rank * options.nproc_per_node + static_cast<int>(local);
+        first_failure = "rank " + std::to_string(rank) + " " + describe_status(status);
+        for (const pid_t rank_pid : ranks)
+          if (rank_pid > 0) ::kill(rank_pid, SIGTERM);
+        kill_at = std::chrono::steady_clock::now() + options.grace;
+      }
+    }
+  }
+  if (!first_failure.empty()) {
+    std::fprintf(stderr, "feeder: error: %s; the other ranks were stopped\n", first_failure.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace feeder::cli
