@@ -19,6 +19,7 @@
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
 #include "feeder/torch/adapter.h"
+#include "feeder/train/checkpoint.h"
 #include "feeder/train/diagnosis.h"
 #include "feeder/train/distributed.h"
 #include "feeder/train/report.h"
@@ -52,6 +53,11 @@ struct TrainArgs {
   LaunchOptions launch;
   std::string local_addr;
   double dist_timeout_seconds = 60;
+  // Checkpoints: every `checkpoint_every` training batches and after each epoch's training pass.
+  std::optional<std::filesystem::path> checkpoint_dir;
+  int64_t checkpoint_every = 0;  // 0: only after each epoch's training pass
+  int keep_checkpoints = 3;
+  bool resume = false;
 };
 
 // The settings every rank must share, as text: a rank started with other data or options would
@@ -251,8 +257,75 @@ int run(const TrainArgs& args) {
     draw_progress(p, args.epochs);
   })
                                                   : nullptr;
-  for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
-    const EpochReport result = trainer.run_epoch(train_loader, test_loader, epoch, progress);
+
+  // Checkpoints: rank 0 writes them; on --resume every rank loads the same newest one and
+  // continues its own loader from it.
+  std::optional<CheckpointStore> checkpoints;
+  if (args.checkpoint_dir) checkpoints.emplace(*args.checkpoint_dir, args.keep_checkpoints);
+  int64_t first_epoch = 1;
+  int64_t global_step = 0;
+  std::optional<PassState> resume_pass;
+  if (args.resume) {
+    const std::function<void(const std::string&)> warn = [&](const std::string& text) {
+      std::cerr << "feeder train: warning: " << text << "\n";
+    };
+    const auto loaded = checkpoints->load_newest(*trainer.model(), trainer.optimizer(), rank == 0 ? warn : std::function<void(const std::string&)>());
+    if (!loaded && !checkpoints->files().empty()) {
+      throw DataError(checkpoints->dir().string() + ": no checkpoint in it loads; move them away to start over");
+    }
+    if (loaded) {
+      const TrainingCheckpoint& checkpoint = loaded->first;
+      trainer.restore_layout();
+      report.epochs = checkpoint.finished_epochs;
+      first_epoch = checkpoint.epoch;
+      global_step = checkpoint.global_step;
+      if (checkpoint.batches_done > 0) {
+        LoaderState state = LoaderState::from_json(checkpoint.loader_state);
+        state.rank = rank;  // every rank is at the same batch; its own slice of it
+        train_loader.loader().restore(state);  // refuses another world size, dataset or seed
+        // Rank 0 carries the pass's totals over every rank; the others start from zero.
+        resume_pass = PassState{checkpoint.batches_done,
+                                torch::tensor(rank == 0 ? checkpoint.loss_sum : 0.0, torch::kDouble),
+                                rank == 0 ? checkpoint.num_samples : 0};
+      }
+      std::cout << "Resuming from " << loaded->second.string() << ": epoch " << checkpoint.epoch << ", batch "
+                << checkpoint.batches_done << " (step " << checkpoint.global_step << ")\n";
+    } else {
+      std::cout << "No checkpoint in " << checkpoints->dir().string() << " yet: starting from the beginning\n";
+    }
+    if (group) group->check_same({{"resumed at step", std::to_string(global_step)}});
+  }
+  int64_t epoch = first_epoch;
+  const auto save_checkpoint = [&](const PassState& pass) {
+    double totals[2] = {pass.loss_sum.item<double>(), static_cast<double>(pass.num_samples)};
+    if (group) {
+      torch::Tensor summed = torch::tensor({totals[0], totals[1]}, torch::kDouble);
+      group->allreduce_sum(summed);
+      totals[0] = summed[0].item<double>();
+      totals[1] = summed[1].item<double>();
+    }
+    if (rank != 0) return;
+    TrainingCheckpoint checkpoint;
+    checkpoint.epoch = epoch;
+    checkpoint.batches_done = pass.batches_done;
+    checkpoint.global_step = global_step;
+    checkpoint.loss_sum = totals[0];
+    checkpoint.num_samples = static_cast<int64_t>(totals[1]);
+    checkpoint.world_size = world_size;
+    checkpoint.loader_state = train_loader.loader().state().to_json();
+    checkpoint.finished_epochs = report.epochs;
+    checkpoints->save(*trainer.model(), trainer.optimizer(), checkpoint);
+  };
+  const AfterBatchCallback after_batch = [&](const PassState& pass) {
+    ++global_step;
+    if (!checkpoints) return;
+    const bool every = args.checkpoint_every > 0 && global_step % args.checkpoint_every == 0;
+    if (every || pass.batches_done == train_loader.num_batches()) save_checkpoint(pass);
+  };
+  for (; epoch <= args.epochs; ++epoch) {
+    const EpochReport result = trainer.run_epoch(train_loader, test_loader, epoch, progress,
+                                                 resume_pass ? &*resume_pass : nullptr, after_batch);
+    resume_pass.reset();
     if (show_progress) clear_progress();
     print_epoch(result, args.epochs, args.diagnose);
     report.epochs.push_back(result);
@@ -345,6 +418,23 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--local-addr", args->local_addr,
                   "the address this machine's ranks use to reach the others (default: the master's when it is "
                   "a loopback address, else the host name's)");
+  auto checkpoint_dir = std::make_shared<std::string>();
+  CLI::Option* checkpoint_dir_option = app->add_option(
+      "--checkpoint-dir", *checkpoint_dir,
+      "save checkpoints here (model, optimizer, loader position): after each epoch's training pass and "
+      "every --checkpoint-every batches");
+  app->add_option("--checkpoint-every", args->checkpoint_every, "batches between checkpoints (0: once an epoch)")
+      ->check(at_least(0))
+      ->needs(checkpoint_dir_option)
+      ->capture_default_str();
+  app->add_option("--keep-checkpoints", args->keep_checkpoints, "checkpoints kept, the newest")
+      ->check(at_least(1))
+      ->needs(checkpoint_dir_option)
+      ->capture_default_str();
+  app->add_flag("--resume", args->resume,
+                "continue from the newest checkpoint in --checkpoint-dir that loads (from the start when there "
+                "is none)")
+      ->needs(checkpoint_dir_option);
   app->add_option("--dist-timeout", args->dist_timeout_seconds,
                   "seconds a rank waits for the others (rendezvous, each collective) before failing")
       ->check(CLI::PositiveNumber)
@@ -355,6 +445,7 @@ Command add_train_command(CLI::App& parent) {
             if (!train_file->empty()) args->train_file = *train_file;
             if (!test_file->empty()) args->test_file = *test_file;
             if (!save_path->empty()) args->save_path = *save_path;
+            if (!checkpoint_dir->empty()) args->checkpoint_dir = *checkpoint_dir;
             if (!report_path->empty()) args->report_path = *report_path;
             if (!memory_budget->empty()) args->memory_budget = parse_byte_size(*memory_budget, "--memory-budget");
             args->trainer.precision = parse_precision(*precision);

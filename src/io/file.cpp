@@ -188,6 +188,13 @@ void AtomicFileWriter::commit() {
   std::filesystem::rename(temp_, target_, error);
   if (error) throw DataError(target_.string() + ": cannot rename output into place: " + error.message());
   committed_ = true;
+  // The rename is durable once the directory is synced too (a crash could otherwise lose it).
+  const std::filesystem::path dir = target_.has_parent_path() ? target_.parent_path() : std::filesystem::path(".");
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
 }
 
 void write_file_atomically(const std::filesystem::path& target, std::string_view text) {

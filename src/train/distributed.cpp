@@ -183,17 +183,19 @@ void ProcessGroup::check_same(const std::vector<std::pair<std::string, std::stri
   std::string mine;
   for (const auto& [name, value] : settings) mine += name + "=" + value + "\n";
   std::vector<std::string> all(static_cast<size_t>(options_.world_size));
+  // Keys of their own for each call: every rank makes the same calls in the same order.
+  const std::string prefix = "feeder/settings/" + std::to_string(check_calls_++) + "/";
   try {
-    store_->set("feeder/settings/" + std::to_string(options_.rank), bytes_of(mine));
+    store_->set(prefix + std::to_string(options_.rank), bytes_of(mine));
     for (int r = 0; r < options_.world_size; ++r) {
-      const std::vector<uint8_t> bytes = store_->get("feeder/settings/" + std::to_string(r));
+      const std::vector<uint8_t> bytes = store_->get(prefix + std::to_string(r));
       all[static_cast<size_t>(r)].assign(bytes.begin(), bytes.end());
     }
     // Rank 0 serves the store: it leaves only when every rank has read it.
-    store_->add("feeder/settings_read", 1);
+    store_->add(prefix + "read", 1);
     if (options_.rank == 0) {
       const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-      while (store_->add("feeder/settings_read", 0) < options_.world_size && std::chrono::steady_clock::now() < deadline)
+      while (store_->add(prefix + "read", 0) < options_.world_size && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   } catch (const std::exception& error) {

@@ -130,6 +130,12 @@ TrainerConfig resolve_trainer_options(const TrainerOptions& options, const Hardw
 
 Trainer::Trainer(SimpleCNN model, const TrainerConfig& config) : config_(config), model_(std::move(model)) {
   model_->to(config_.device);
+  restore_layout();
+  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
+                                                    torch::optim::AdamOptions(config_.learning_rate));
+}
+
+void Trainer::restore_layout() {
   if (config_.channels_last) {
     // Convolution weights with channels-last strides make oneDNN/cuDNN pick their NHWC kernels; the
     // optimizer state created later inherits the strides. Copy explicitly, as Python's
@@ -144,8 +150,6 @@ Trainer::Trainer(SimpleCNN model, const TrainerConfig& config) : config_(config)
       parameter.set_data(nhwc);
     }
   }
-  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
-                                                    torch::optim::AdamOptions(config_.learning_rate));
 }
 
 torch::Tensor Trainer::prepare_images(const torch::Tensor& images) const {
@@ -183,7 +187,8 @@ void Trainer::set_distributed(ProcessGroup* group, GradientAverager* averager) {
 }
 
 EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t epoch,
-                               const ProgressCallback& progress) {
+                               const ProgressCallback& progress, const PassState* resume,
+                               const AfterBatchCallback& after_batch) {
   if (!train.labeled()) {
     throw OptionsError("the training set has no labels: training needs a labeled set");
   }
@@ -194,9 +199,13 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   // Training pass. Loss sums stay on the device and are read once at the end, so a GPU never
   // waits for the host in the middle of an epoch.
   const Stopwatch train_time;
-  train.start_epoch(epoch);
+  if (!resume) train.start_epoch(epoch);
   torch::Tensor loss_sum = torch::zeros({}, counter.dtype(torch::kDouble));
-  for (int64_t batch_idx = 1;; ++batch_idx) {
+  if (resume) {
+    loss_sum += resume->loss_sum.to(loss_sum.device());
+    report.num_train_samples = resume->num_samples;
+  }
+  for (int64_t batch_idx = resume ? resume->batches_done + 1 : 1;; ++batch_idx) {
     const Stopwatch wait_time;
     std::optional<TensorBatch> batch = train.next();
     report.data_wait_seconds += wait_time.seconds();
@@ -205,19 +214,26 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     const torch::Tensor loss = train_step(batch->images, batch->labels);
     loss_sum += loss * static_cast<double>(batch_size);
     report.num_train_samples += batch_size;
+    if (after_batch) after_batch(PassState{batch_idx, loss_sum, report.num_train_samples});
     if (progress) progress({Phase::kTrain, epoch, batch_idx, train.num_batches()});
   }
+  // Samples trained before a resume count in the loss, not in this run's speed.
+  int64_t carried_samples = resume ? resume->num_samples : 0;
   if (group_) {
     // Sums over the ranks, on the CPU where Gloo runs.
-    torch::Tensor totals = torch::stack({loss_sum.to(torch::kCPU), torch::tensor(static_cast<double>(report.num_train_samples), torch::kDouble)});
+    torch::Tensor totals = torch::stack({loss_sum.to(torch::kCPU),
+                                         torch::tensor(static_cast<double>(report.num_train_samples), torch::kDouble),
+                                         torch::tensor(static_cast<double>(carried_samples), torch::kDouble)});
     group_->allreduce_sum(totals);
     loss_sum = totals[0].to(loss_sum.device());
     report.num_train_samples = static_cast<int64_t>(totals[1].item<double>());
+    carried_samples = static_cast<int64_t>(totals[2].item<double>());
   }
   const double loss_total = loss_sum.item<double>();  // also waits for the device to finish
   report.train_seconds = train_time.seconds();
   report.train_loss = report.num_train_samples > 0 ? loss_total / report.num_train_samples : 0.0;
-  report.samples_per_second = report.train_seconds > 0 ? report.num_train_samples / report.train_seconds : 0.0;
+  report.samples_per_second =
+      report.train_seconds > 0 ? static_cast<double>(report.num_train_samples - carried_samples) / report.train_seconds : 0.0;
 
   // Test pass.
   const bool labeled = test.labeled();

@@ -85,6 +85,7 @@ class ProcessGroup {
   [[noreturn]] void fail(const std::string& during, const std::exception& error) const;
 
   DistributedOptions options_;
+  int check_calls_ = 0;  // check_same() calls so far
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
 };

@@ -68,6 +68,15 @@ struct BatchProgress {
 };
 using ProgressCallback = std::function<void(const BatchProgress&)>;
 
+// Where a training pass stands after a batch: what a checkpoint needs to continue it exactly.
+struct PassState {
+  int64_t batches_done = 0;  // batches of this pass trained on, before a resume included
+  torch::Tensor loss_sum;    // this process's sum of batch loss x batch size (0-dim double, on the device)
+  int64_t num_samples = 0;   // this process's samples trained on
+};
+// Called after every training batch, on the training thread; may save a checkpoint.
+using AfterBatchCallback = std::function<void(const PassState&)>;
+
 // Trains a SimpleCNN with cross-entropy and Adam, the article's recipe. Owns the model and the
 // optimizer; not thread safe (one thread drives it). Draws no random numbers: the model comes
 // initialised (make_simple_cnn(seed)) and the batch order comes from the loader's seed.
@@ -93,8 +102,19 @@ class Trainer {
   // A training pass over `train` then a test pass over `test`, for epoch `epoch` (it seeds the
   // shuffle). Throws OptionsError when the training set is unlabeled. The test pass leaves out the
   // samples that only pad the epoch for the ranks (TensorBatch::num_padding).
+  //
+  // `resume` continues a pass a checkpoint interrupted: the caller has restored `train` to the
+  // batch after resume->batches_done (Loader::restore), so start_epoch is not called, and the
+  // loss and sample counts start from resume's.
   EpochReport run_epoch(BatchSource& train, BatchSource& test, int64_t epoch,
-                        const ProgressCallback& progress = nullptr);
+                        const ProgressCallback& progress = nullptr, const PassState* resume = nullptr,
+                        const AfterBatchCallback& after_batch = nullptr);
+
+  torch::optim::Adam& optimizer() { return *optimizer_; }
+  // After parameters were loaded into model() (a checkpoint, torch::load), which may have given
+  // them other strides: puts them back into the layout the trainer runs in (channels-last), so
+  // that the same kernels, and so the same arithmetic, run as before.
+  void restore_layout();
 
  private:
   torch::Tensor prepare_images(const torch::Tensor& images) const;
