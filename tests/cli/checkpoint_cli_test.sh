@@ -11,6 +11,14 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/feeder-checkpoint-test.XXXXXX")"
 trap 'pkill -9 -f "$work" 2>/dev/null; rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# On failure, the logs of the runs, for the report.
+show_logs() {
+  local log
+  for log in "$work"/*/*.log; do
+    echo "--- $log" >&2
+    tail -5 "$log" >&2
+  done
+}
 
 # Small sets, so that a run takes seconds: 4,000 training and 4,000 test samples.
 "$feeder" convert "$data/train-images-idx3-ubyte.gz" "$work/sets/" --shard-rows 4000 --codec lz4 >/dev/null ||
@@ -33,7 +41,7 @@ check_resume() {
       --save "$dir/resumed.pt" >"$dir/killed.log" 2>&1 &
     local run=$!
     # Wait for the first checkpoint, then a random part of a second more: a random batch.
-    for _ in $(seq 1 600); do
+    for _ in $(seq 1 1200); do  # up to 60 s on a loaded machine
       compgen -G "$dir/checkpoints/checkpoint-*.pt" >/dev/null && break
       sleep 0.05
     done
@@ -73,4 +81,5 @@ if [ -d "$dir/checkpoints" ]; then
 fi
 
 [ "$failures" -eq 0 ] && echo "checkpoints: all checks passed"
+[ "$failures" -eq 0 ] || show_logs
 exit $((failures > 0))

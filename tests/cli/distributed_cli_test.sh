@@ -76,6 +76,23 @@ for rank in 0 1; do
     "$work/mismatch$rank.err" || fail "rank $rank's error: $(cat "$work/mismatch$rank.err")"
 done
 
+# 3b. Ranks given different data: both fail naming the training set.
+port=$(free_port)
+data=/usr/share/datasets/fashion-mnist
+RANK=0 WORLD_SIZE=2 MASTER_PORT=$port limited 60 "$feeder" train --epochs 1 --dist-timeout 10 \
+  >/dev/null 2>"$work/data0.err" &
+r0=$!
+RANK=1 WORLD_SIZE=2 MASTER_PORT=$port limited 60 "$feeder" train --epochs 1 --dist-timeout 10 \
+  --train "$data/t10k-images-idx3-ubyte.gz" --test "$data/t10k-images-idx3-ubyte.gz" >/dev/null 2>"$work/data1.err"
+status1=$?
+wait "$r0"
+status0=$?
+[ "$status0" -ne 0 ] && [ "$status1" -ne 0 ] || fail "ranks with different data exited $status0 and $status1"
+for rank in 0 1; do
+  grep -q "rank $rank: the ranks were started with different settings: .*training set: rank 0 has 60000 samples, fingerprint [0-9a-f]*, rank 1 has 10000 samples" \
+    "$work/data$rank.err" || fail "rank $rank's error for different data: $(cat "$work/data$rank.err")"
+done
+
 # 4. A master that never comes up, and 5. a wrong port: the rank fails within the timeout (2 s).
 port=$(free_port)
 start=$(date +%s)
@@ -97,6 +114,25 @@ status0=$?
 [ "$status0" -ne 0 ] && [ "$status1" -ne 0 ] || fail "ranks on different ports exited $status0 and $status1"
 grep -q "rank 0: joining the group" "$work/port0.err" || fail "rank 0's wrong-port error: $(cat "$work/port0.err")"
 grep -q "rank 1: joining the group" "$work/port1.err" || fail "rank 1's wrong-port error: $(cat "$work/port1.err")"
+
+# 6. Two "machines", one rank each, that reach each other only through their own loopback
+# addresses (127.0.0.2 serves rank 0, 127.0.0.3 is node 1): the same parameters, bit for bit, as two
+# ranks on one machine.
+port=$(free_port)
+small=(--epochs 1 --batch-size 256 --precision fp32 --threads 1 --dist-timeout 30)
+limited 300 "$feeder" train "${small[@]}" --nnodes 2 --node-rank 0 --nproc-per-node 1 --master-addr 127.0.0.2 \
+  --master-port "$port" --local-addr 127.0.0.2 --save "$work/nodes.pt" >"$work/node0.out" 2>"$work/node0.err" &
+node0=$!
+limited 300 "$feeder" train "${small[@]}" --nnodes 2 --node-rank 1 --nproc-per-node 1 --master-addr 127.0.0.2 \
+  --master-port "$port" --local-addr 127.0.0.3 >"$work/node1.out" 2>"$work/node1.err"
+status1=$?
+wait "$node0"
+status0=$?
+[ "$status0" -eq 0 ] && [ "$status1" -eq 0 ] ||
+  fail "two nodes exited $status0 and $status1: $(cat "$work/node0.err" "$work/node1.err")"
+limited 300 "$feeder" train "${small[@]}" --nproc-per-node 2 --save "$work/one-machine.pt" >/dev/null 2>"$work/one.err" ||
+  fail "two ranks on one machine failed: $(cat "$work/one.err")"
+cmp -s "$work/nodes.pt" "$work/one-machine.pt" || fail "two nodes and two local ranks trained different parameters"
 
 [ "$failures" -eq 0 ] && echo "distributed CLI: all checks passed"
 exit $((failures > 0))
