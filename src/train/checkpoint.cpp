@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "feeder/error.h"
+#include "train/detail/error_text.h"
 #include "feeder/io/file.h"
 
 namespace feeder {
@@ -49,10 +50,6 @@ TrainingCheckpoint parse_meta(const std::string& text) {
   return checkpoint;
 }
 
-std::string message_of(const std::exception& error) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) return c10_error->what_without_backtrace();
-  return error.what();
-}
 
 }  // namespace
 
@@ -131,7 +128,7 @@ std::optional<std::pair<TrainingCheckpoint, std::filesystem::path>> CheckpointSt
       generator.set_state(generator_state);
       return std::make_pair(std::move(checkpoint), file);
     } catch (const std::exception& error) {
-      if (warn) warn(file.string() + ": skipped, it does not load (" + message_of(error) + ")");
+      if (warn) warn(file.string() + ": skipped, it does not load (" + detail::error_text(error) + ")");
     }
   }
   return std::nullopt;

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "feeder/error.h"
+#include "train/detail/error_text.h"
 
 namespace feeder {
 namespace {
@@ -36,12 +37,6 @@ int env_int(const char* name, std::optional<int> fallback) {
     throw OptionsError(std::string(name) + "='" + text + "' is not an integer");
   }
   return value;
-}
-
-// c10::Error carries a C++ backtrace in what(); the first line says what happened.
-std::string message_of(const std::exception& error) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) return c10_error->what_without_backtrace();
-  return error.what();
 }
 
 std::vector<uint8_t> bytes_of(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
@@ -127,7 +122,7 @@ void ProcessGroup::fail(const std::string& during, const std::exception& error) 
   char context[96];
   std::snprintf(context, sizeof(context), " (world size %d, timeout %.3g s): ", options_.world_size,
                 static_cast<double>(options_.timeout.count()) / 1000.0);
-  throw DistributedError("rank " + std::to_string(options_.rank) + ": " + during + context + message_of(error));
+  throw DistributedError("rank " + std::to_string(options_.rank) + ": " + during + context + detail::error_text(error));
 }
 
 void ProcessGroup::broadcast(std::vector<torch::Tensor>& tensors, int root) {

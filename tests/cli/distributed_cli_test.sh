@@ -59,35 +59,32 @@ else
   [ "$took" -le 30 ] || fail "the launcher took $took s to end after rank 1 died"
 fi
 
-# 3. Ranks started with different settings: both fail naming the setting.
+# Ranks 0 and 1 started by hand, as torchrun would, each with its own arguments and port:
+#   by_hand NAME PORT0 PORT1 "RANK 0 ARGS" "RANK 1 ARGS"
+# Their stderr goes to $work/NAME0.err and NAME1.err, their statuses to status0 and status1.
+by_hand() {
+  local name="$1" port0="$2" port1="$3"
+  # shellcheck disable=SC2086  # the argument strings are split on purpose
+  RANK=0 WORLD_SIZE=2 MASTER_PORT=$port0 limited 60 "$feeder" train --epochs 1 $4 >/dev/null 2>"$work/${name}0.err" &
+  local r0=$!
+  # shellcheck disable=SC2086
+  RANK=1 WORLD_SIZE=2 MASTER_PORT=$port1 limited 60 "$feeder" train --epochs 1 $5 >/dev/null 2>"$work/${name}1.err"
+  status1=$?
+  wait "$r0"
+  status0=$?
+  [ "$status0" -ne 0 ] && [ "$status1" -ne 0 ] || fail "$name: the ranks exited $status0 and $status1"
+}
+
+# 3. Ranks started with different settings, or given different data: both fail naming them.
 port=$(free_port)
-RANK=0 WORLD_SIZE=2 MASTER_PORT=$port limited 60 "$feeder" train --epochs 1 --batch-size 512 --dist-timeout 10 \
-  >/dev/null 2>"$work/mismatch0.err" &
-r0=$!
-RANK=1 WORLD_SIZE=2 MASTER_PORT=$port limited 60 "$feeder" train --epochs 1 --batch-size 256 --dist-timeout 10 \
-  >/dev/null 2>"$work/mismatch1.err"
-status1=$?
-wait "$r0"
-status0=$?
+by_hand mismatch "$port" "$port" "--batch-size 512 --dist-timeout 10" "--batch-size 256 --dist-timeout 10"
 for rank in 0 1; do
-  status_var="status$rank"
-  [ "${!status_var}" -ne 0 ] || fail "rank $rank exited 0 with a mismatched batch size"
   grep -q "rank $rank: the ranks were started with different settings: batch size: rank 0 has 512, rank 1 has 256" \
     "$work/mismatch$rank.err" || fail "rank $rank's error: $(cat "$work/mismatch$rank.err")"
 done
-
-# 3b. Ranks given different data: both fail naming the training set.
 port=$(free_port)
-data=/usr/share/datasets/fashion-mnist
-RANK=0 WORLD_SIZE=2 MASTER_PORT=$port limited 60 "$feeder" train --epochs 1 --dist-timeout 10 \
-  >/dev/null 2>"$work/data0.err" &
-r0=$!
-RANK=1 WORLD_SIZE=2 MASTER_PORT=$port limited 60 "$feeder" train --epochs 1 --dist-timeout 10 \
-  --train "$data/t10k-images-idx3-ubyte.gz" --test "$data/t10k-images-idx3-ubyte.gz" >/dev/null 2>"$work/data1.err"
-status1=$?
-wait "$r0"
-status0=$?
-[ "$status0" -ne 0 ] && [ "$status1" -ne 0 ] || fail "ranks with different data exited $status0 and $status1"
+test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+by_hand data "$port" "$port" "--dist-timeout 10" "--dist-timeout 10 --train $test_images --test $test_images"
 for rank in 0 1; do
   grep -q "rank $rank: the ranks were started with different settings: .*training set: rank 0 has 60000 samples, fingerprint [0-9a-f]*, rank 1 has 10000 samples" \
     "$work/data$rank.err" || fail "rank $rank's error for different data: $(cat "$work/data$rank.err")"
@@ -105,13 +102,8 @@ grep -q "rank 1: joining the group at 127.0.0.1:$port" "$work/nomaster.err" || f
 
 port_a=$(free_port)
 port_b=$(free_port)
-RANK=0 WORLD_SIZE=2 MASTER_PORT=$port_a limited 60 "$feeder" train --epochs 1 --dist-timeout 2 >/dev/null 2>"$work/port0.err" &
-r0=$!
-RANK=1 WORLD_SIZE=2 MASTER_PORT=$port_b limited 60 "$feeder" train --epochs 1 --dist-timeout 2 >/dev/null 2>"$work/port1.err"
-status1=$?
-wait "$r0"
-status0=$?
-[ "$status0" -ne 0 ] && [ "$status1" -ne 0 ] || fail "ranks on different ports exited $status0 and $status1"
+while [ "$port_b" = "$port_a" ]; do port_b=$(free_port); done
+by_hand port "$port_a" "$port_b" "--dist-timeout 2" "--dist-timeout 2"
 grep -q "rank 0: joining the group" "$work/port0.err" || fail "rank 0's wrong-port error: $(cat "$work/port0.err")"
 grep -q "rank 1: joining the group" "$work/port1.err" || fail "rank 1's wrong-port error: $(cat "$work/port1.err")"
 
