@@ -1,6 +1,7 @@
 #include "cli/launch.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@ int launch_local_ranks(const LaunchOptions& options) {
   if (arguments.empty()) throw OptionsError("cannot read this program's arguments from /proc/self/cmdline");
 
   std::fflush(nullptr);
+  const pid_t launcher = ::getpid();
   std::vector<pid_t> ranks(static_cast<size_t>(options.nproc_per_node), -1);
   for (int local = 0; local < options.nproc_per_node; ++local) {
     const pid_t pid = ::fork();
@@ -69,6 +71,9 @@ int launch_local_ranks(const LaunchOptions& options) {
       throw OptionsError(std::string("cannot start a rank: fork failed: ") + std::strerror(errno));
     }
     if (pid == 0) {
+      // A rank outlives no launcher: killed with it (the check covers a launcher gone before prctl).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != launcher) ::_exit(1);
       const int rank = options.node_rank * options.nproc_per_node + local;
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);

@@ -29,8 +29,8 @@ bool is_launched_rank();
 
 // Re-executes this program (/proc/self/exe, same arguments) once per local rank and waits for them.
 // When a rank fails, the others are stopped (SIGTERM, then SIGKILL after `grace`), and the result
-// names the first rank that failed and how. Returns the exit status for the launcher: 0 when every
-// rank succeeded.
+// names the first rank that failed and how. A rank whose launcher dies is killed too. Returns the
+// exit status for the launcher: 0 when every rank succeeded.
 int launch_local_ranks(const LaunchOptions& options);
 
 }  // namespace feeder::cli
