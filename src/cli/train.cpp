@@ -36,7 +36,7 @@ struct TrainArgs {
   std::optional<std::filesystem::path> data_dir;
   std::optional<std::string> train_file;  // a file, a directory of Parquet shards or a glob
   std::optional<std::string> test_file;
-  int64_t memory_budget = 0;   // 0: default_memory_budget()
+  int64_t memory_budget = 0;   // 0: default_memory_budget(), divided among the local ranks
   int64_t shuffle_window = 0;  // 0: the largest the budget allows
   int64_t epochs = 5;
   int64_t batch_size = 512;
@@ -210,7 +210,9 @@ int run(const TrainArgs& args) {
   } restore_stdout{stdout_buffer};
 
   const auto [train_path, test_path] = find_data_files(args);
-  const int64_t memory_budget = args.memory_budget > 0 ? args.memory_budget : default_memory_budget();
+  // The default share of the machine's memory is divided among the ranks running on it.
+  const int local_ranks = distributed ? distributed->local_world_size : 1;
+  const int64_t memory_budget = args.memory_budget > 0 ? args.memory_budget : default_memory_budget() / local_ranks;
   const TrainTestSets sets =
       open_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */, memory_budget);
 
@@ -373,8 +375,8 @@ Command add_train_command(CLI::App& parent) {
       app->add_option("--train", *train_file, "training set: a file, a directory of Parquet shards or a glob (with --test)");
   CLI::Option* test = app->add_option("--test", *test_file, "test set: a file, a directory or a glob (with --train)");
   app->add_option("--memory-budget", *memory_budget,
-                  "memory for the data, e.g. 256MiB or 2GB (default: half the available memory); larger sets "
-                  "are streamed within it");
+                  "memory for each rank's data, e.g. 256MiB or 2GB (default: half the available memory, divided among "
+                  "this machine's ranks); larger sets are streamed within it");
   app->add_option("--shuffle-window", args->shuffle_window,
                   "samples shuffled together when streaming (default: the largest the budget allows)")
       ->check(at_least(1));
