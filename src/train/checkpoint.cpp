@@ -101,6 +101,15 @@ std::filesystem::path CheckpointStore::save(torch::nn::Module& model, torch::opt
     std::error_code ignored;  // a file already gone is what we wanted
     std::filesystem::remove(all[i], ignored);
   }
+  // A process killed while writing leaves its temporary file (checkpoint-N.pt.tmp-PID) behind.
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(kPrefix) && name.find(std::string(kSuffix) + ".tmp-") != std::string::npos) {
+      std::error_code ignored;
+      std::filesystem::remove(entry.path(), ignored);
+    }
+  }
   return target;
 }
 

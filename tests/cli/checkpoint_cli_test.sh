@@ -52,7 +52,7 @@ check_resume() {
   done
   [ "$killed" -eq 1 ] || { fail "$label: the run always finished before it could be killed"; return; }
   local files
-  files=$(ls "$dir/checkpoints" | wc -l)
+  files=$(compgen -G "$dir/checkpoints/checkpoint-*.pt" | wc -l)  # a write cut short leaves a .tmp- file too
   [ "$files" -ge 1 ] && [ "$files" -le 3 ] || fail "$label: $files checkpoints kept (expected 1..3)"
   timeout 300 "$feeder" train "${common[@]}" "$@" --checkpoint-dir "$dir/checkpoints" --checkpoint-every 3 --resume \
     --save "$dir/resumed.pt" >"$dir/resumed.log" 2>&1 || { fail "$label: resume failed: $(tail -3 "$dir/resumed.log")"; return; }

@@ -251,7 +251,8 @@ TEST(Distributed, RanksWithTheSameSettingsPass) {
   });
 }
 
-// Failures end within the timeout (2 s here) with an error naming the rank and what it was doing.
+// Failures end within a few times the timeout (2 s here: the store, then the group, may each wait it
+// out), with an error naming the rank and what it was doing; 30 s leaves room for a loaded machine.
 void expect_fails_within(const std::function<void()>& body, const std::string& starts_with, double max_seconds) {
   const auto start = std::chrono::steady_clock::now();
   const std::string error = error_of(body);
@@ -263,13 +264,13 @@ void expect_fails_within(const std::function<void()>& body, const std::string& s
 TEST(Distributed, AMasterThatNeverComesUpFailsWithinTheTimeout) {
   const int port = free_loopback_port();  // nobody listens there
   expect_fails_within([&] { ProcessGroup group(rank_options(1, 2, port, milliseconds(2000))); },
-                      "rank 1: joining the group at 127.0.0.1:" + std::to_string(port), 10);
+                      "rank 1: joining the group at 127.0.0.1:" + std::to_string(port), 30);
 }
 
 TEST(Distributed, ARankThatNeverComesFailsRankZeroWithinTheTimeout) {
   const int port = free_loopback_port();
   expect_fails_within([&] { ProcessGroup group(rank_options(0, 2, port, milliseconds(2000))); },
-                      "rank 0: joining the group at 127.0.0.1:" + std::to_string(port), 10);
+                      "rank 0: joining the group at 127.0.0.1:" + std::to_string(port), 30);
 }
 
 TEST(Distributed, ARankThatLeavesFailsTheOthersCollectiveWithinTheTimeout) {
@@ -285,7 +286,7 @@ TEST(Distributed, ARankThatLeavesFailsTheOthersCollectiveWithinTheTimeout) {
       torch::Tensor again = torch::ones({4});
       group.allreduce_sum(again);
     });
-    EXPECT_LE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+    EXPECT_LE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
   });
   EXPECT_EQ(error.substr(0, 8), "rank 0: ") << error;
 }

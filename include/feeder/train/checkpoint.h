@@ -43,7 +43,8 @@ class CheckpointStore {
   const std::filesystem::path& dir() const { return dir_; }
 
   // Saves the model's parameters and buffers, the optimizer's state, the default CPU generator's
-  // state and `checkpoint`; then removes the oldest files beyond `keep`. Returns the file written.
+  // state and `checkpoint`; then removes the oldest files beyond `keep`, and temporary files that
+  // a process killed while saving left behind. Returns the file written.
   std::filesystem::path save(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                              const TrainingCheckpoint& checkpoint);
 
