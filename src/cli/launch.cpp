@@ -1,4 +1,5 @@
 #include "cli/launch.h"
+#include "cli/process_setup.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -9,8 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,19 +20,6 @@
 
 namespace feeder::cli {
 namespace {
-
-std::vector<std::string> own_arguments() {
-  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
-  const std::string raw((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-  std::vector<std::string> arguments;
-  for (size_t begin = 0; begin < raw.size();) {
-    const size_t end = raw.find('\0', begin);
-    arguments.push_back(raw.substr(begin, end - begin));
-    if (end == std::string::npos) break;
-    begin = end + 1;
-  }
-  return arguments;
-}
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
@@ -83,10 +69,7 @@ int launch_local_ranks(const LaunchOptions& options) {
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
       ::setenv(kLaunchedRankVariable, std::to_string(rank).c_str(), 1);
-      std::vector<char*> argv;
-      for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
+      exec_self(arguments);
       std::fprintf(stderr, "feeder: rank %d: cannot start: %s\n", rank, std::strerror(errno));
       ::_exit(127);
     }

@@ -22,19 +22,10 @@ constexpr const char* kReexecMarker = "FEEDER_RUNTIME_REEXEC";
 
 // Re-executes /proc/self/exe with this process's arguments; returns only on failure.
 void reexec_self() {
-  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-  if (raw.empty()) return;
-  std::vector<char*> argv;
-  for (size_t begin = 0; begin < raw.size();) {
-    argv.push_back(raw.data() + begin);
-    begin = raw.find('\0', begin);
-    if (begin == std::string::npos) break;  // the last argument is NUL-terminated by std::string
-    ++begin;
-  }
-  argv.push_back(nullptr);
+  const std::vector<std::string> arguments = own_arguments();
+  if (arguments.empty()) return;
   std::fflush(nullptr);
-  ::execv("/proc/self/exe", argv.data());
+  exec_self(arguments);
 }
 
 // Sets OMP_NUM_THREADS and re-executes when it is not what was asked for.
@@ -52,6 +43,26 @@ void ensure_omp_num_threads(std::optional<int> wanted) {
 }
 
 }  // namespace
+
+std::vector<std::string> own_arguments() {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::vector<std::string> arguments;
+  for (size_t begin = 0; begin < raw.size();) {
+    const size_t end = raw.find('\0', begin);
+    arguments.push_back(raw.substr(begin, end - begin));
+    if (end == std::string::npos) break;  // the last argument is NUL-terminated
+    begin = end + 1;
+  }
+  return arguments;
+}
+
+void exec_self(const std::vector<std::string>& arguments) {
+  std::vector<char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+}
 
 void apply_process_settings(const ProcessSettings& settings) {
   ensure_omp_num_threads(settings.omp_num_threads);

@@ -4,6 +4,9 @@
 // library recommends (feeder/system/runtime.h) before LibTorch runs anything. Never part of a
 // library: a library inside someone else's program must leave the process alone.
 
+#include <string>
+#include <vector>
+
 #include "feeder/system/runtime.h"
 
 namespace feeder::cli {
@@ -15,5 +18,11 @@ namespace feeder::cli {
 // Then sets glibc's malloc thresholds (a warning on stderr when glibc refuses them).
 // Call first thing in main(), while the process has one thread: it changes the environment.
 void apply_process_settings(const ProcessSettings& settings);
+
+// This process's arguments, read from /proc/self/cmdline; empty when it cannot be read.
+std::vector<std::string> own_arguments();
+// Replaces this process with /proc/self/exe run with `arguments` (the program name first); returns
+// only when that fails, with errno set. The caller flushes its output first.
+void exec_self(const std::vector<std::string>& arguments);
 
 }  // namespace feeder::cli

@@ -3,6 +3,7 @@
 #include "cli/data_dir.h"
 #include "cli/launch.h"
 #include "cli/process_setup.h"
+#include "formats/detail/shard_index.h"  // hex64: fingerprints as feeder inspect prints them
 
 #include <unistd.h>
 
@@ -65,17 +66,13 @@ struct TrainArgs {
 std::vector<std::pair<std::string, std::string>> settings_to_agree_on(const TrainArgs& args, const TrainTestSets& sets,
                                                                       const TrainerConfig& config,
                                                                       const TensorLoader& train_loader) {
-  const auto hex = [](uint64_t value) {
-    char text[24];
-    std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
-    return std::string(text);
-  };
+  using detail::hex64;
   return {
       {"batch size", std::to_string(args.batch_size)},
       {"epochs", std::to_string(args.epochs)},
       {"seed", std::to_string(args.seed)},
-      {"training set", std::to_string(sets.train.source->size()) + " samples, fingerprint " + hex(sets.train.source->fingerprint())},
-      {"test set", std::to_string(sets.test.source->size()) + " samples, fingerprint " + hex(sets.test.source->fingerprint())},
+      {"training set", std::to_string(sets.train.source->size()) + " samples, fingerprint " + hex64(sets.train.source->fingerprint())},
+      {"test set", std::to_string(sets.test.source->size()) + " samples, fingerprint " + hex64(sets.test.source->fingerprint())},
       {"shuffle window", std::to_string(train_loader.loader().shuffle_window())},
       {"precision", std::string(to_string(config.precision))},
       {"learning rate", std::to_string(config.learning_rate)},
@@ -268,10 +265,10 @@ int run(const TrainArgs& args) {
   int64_t global_step = 0;
   std::optional<PassState> resume_pass;
   if (args.resume) {
-    const std::function<void(const std::string&)> warn = [&](const std::string& text) {
-      std::cerr << "feeder train: warning: " << text << "\n";
+    const auto warn = [&](const std::string& text) {
+      if (rank == 0) std::cerr << "feeder train: warning: " << text << "\n";
     };
-    const auto loaded = checkpoints->load_newest(*trainer.model(), trainer.optimizer(), rank == 0 ? warn : std::function<void(const std::string&)>());
+    const auto loaded = checkpoints->load_newest(*trainer.model(), trainer.optimizer(), warn);
     if (!loaded && !checkpoints->files().empty()) {
       throw DataError(checkpoints->dir().string() + ": no checkpoint in it loads; move them away to start over");
     }
@@ -299,13 +296,8 @@ int run(const TrainArgs& args) {
   }
   int64_t epoch = first_epoch;
   const auto save_checkpoint = [&](const PassState& pass) {
-    double totals[2] = {pass.loss_sum.item<double>(), static_cast<double>(pass.num_samples)};
-    if (group) {
-      torch::Tensor summed = torch::tensor({totals[0], totals[1]}, torch::kDouble);
-      group->allreduce_sum(summed);
-      totals[0] = summed[0].item<double>();
-      totals[1] = summed[1].item<double>();
-    }
+    std::vector<double> totals = {pass.loss_sum.item<double>(), static_cast<double>(pass.num_samples)};
+    if (group) totals = group->sum(totals);
     if (rank != 0) return;
     TrainingCheckpoint checkpoint;
     checkpoint.epoch = epoch;

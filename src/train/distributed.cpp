@@ -164,6 +164,12 @@ void ProcessGroup::wait_for(const c10::intrusive_ptr<c10d::Work>& work) {
 
 void ProcessGroup::allreduce_sum(torch::Tensor& tensor) { wait_for(allreduce_sum_async(tensor)); }
 
+std::vector<double> ProcessGroup::sum(const std::vector<double>& values) {
+  torch::Tensor totals = torch::tensor(values, torch::kDouble);
+  allreduce_sum(totals);
+  return std::vector<double>(totals.data_ptr<double>(), totals.data_ptr<double>() + totals.numel());
+}
+
 void ProcessGroup::barrier() {
   try {
     group_->barrier()->wait(options_.timeout);
@@ -244,6 +250,7 @@ GradientAverager::GradientAverager(ProcessGroup& group, std::vector<torch::Tenso
       throw OptionsError("GradientAverager: parameters must be float32 (found " +
                          std::string(c10::toString(parameter.scalar_type())) + ")");
     }
+    // A bucket closes once it holds bucket_bytes; with 0, every parameter starts one of its own.
     if (buckets_.empty() || bucket_elements * 4 >= bucket_bytes) {
       buckets_.emplace_back();
       bucket_elements = 0;
@@ -253,7 +260,6 @@ GradientAverager::GradientAverager(ProcessGroup& group, std::vector<torch::Tenso
     bucket.members.push_back(k);
     bucket.offsets.push_back(bucket_elements);
     bucket_elements += parameter.numel();
-    if (bucket_bytes == 0) bucket_elements = 1;  // closes the bucket: one parameter each
   }
   for (Bucket& bucket : buckets_) {
     int64_t elements = 0;

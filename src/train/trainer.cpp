@@ -219,17 +219,14 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   }
   // Samples trained before a resume count in the loss, not in this run's speed.
   int64_t carried_samples = resume ? resume->num_samples : 0;
+  double loss_total = loss_sum.item<double>();  // also waits for the device to finish
   if (group_) {
-    // Sums over the ranks, on the CPU where Gloo runs.
-    torch::Tensor totals = torch::stack({loss_sum.to(torch::kCPU),
-                                         torch::tensor(static_cast<double>(report.num_train_samples), torch::kDouble),
-                                         torch::tensor(static_cast<double>(carried_samples), torch::kDouble)});
-    group_->allreduce_sum(totals);
-    loss_sum = totals[0].to(loss_sum.device());
-    report.num_train_samples = static_cast<int64_t>(totals[1].item<double>());
-    carried_samples = static_cast<int64_t>(totals[2].item<double>());
+    const std::vector<double> totals = group_->sum(
+        {loss_total, static_cast<double>(report.num_train_samples), static_cast<double>(carried_samples)});
+    loss_total = totals[0];
+    report.num_train_samples = static_cast<int64_t>(totals[1]);
+    carried_samples = static_cast<int64_t>(totals[2]);
   }
-  const double loss_total = loss_sum.item<double>();  // also waits for the device to finish
   report.train_seconds = train_time.seconds();
   report.train_loss = report.num_train_samples > 0 ? loss_total / report.num_train_samples : 0.0;
   report.samples_per_second =
@@ -257,10 +254,10 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   }
   int64_t correct = num_correct.item<int64_t>();
   if (group_) {
-    torch::Tensor totals = torch::tensor({correct, report.num_test_samples}, torch::kLong);
-    group_->allreduce_sum(totals);
-    correct = totals[0].item<int64_t>();
-    report.num_test_samples = totals[1].item<int64_t>();
+    const std::vector<double> totals =
+        group_->sum({static_cast<double>(correct), static_cast<double>(report.num_test_samples)});
+    correct = static_cast<int64_t>(totals[0]);
+    report.num_test_samples = static_cast<int64_t>(totals[1]);
   }
   report.test_seconds = test_time.seconds();
   if (labeled && report.num_test_samples > 0) {

@@ -70,6 +70,8 @@ class ProcessGroup {
   void broadcast(std::vector<torch::Tensor>& tensors, int root = 0);
   // In place: every rank ends with the sum over ranks (the same bits on every rank).
   void allreduce_sum(torch::Tensor& tensor);
+  // Each value summed over the ranks (as doubles: counts below 2^53 stay exact). For run totals.
+  std::vector<double> sum(const std::vector<double>& values);
   // Starts an in-place sum over ranks; wait() for it with wait_for().
   c10::intrusive_ptr<c10d::Work> allreduce_sum_async(torch::Tensor& tensor);
   void wait_for(const c10::intrusive_ptr<c10d::Work>& work);

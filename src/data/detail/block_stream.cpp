@@ -87,7 +87,7 @@ int64_t BlockStream::block_of(int64_t sample) const {
 }
 
 int64_t BlockStream::block_bytes(int64_t block) const {
-  const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
+  const int64_t rows = source_->block_rows(block);
   return rows * (pixels_per_sample_ + static_cast<int64_t>(sizeof(int64_t)));
 }
 
@@ -303,7 +303,7 @@ bool BlockStream::next_read_ready() {
 }
 
 int64_t BlockStream::claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) {
-  const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
+  const int64_t rows = source_->block_rows(block);
   data = take_spare(rows, budget_bytes_ - held_bytes_);
   const int64_t bytes = data ? data->counted_bytes() : block_bytes(block);
   held_bytes_ += bytes;
@@ -316,7 +316,7 @@ std::exception_ptr BlockStream::read_into(int64_t block, std::unique_ptr<Decoded
                                           std::vector<uint8_t>& scratch) const {
   try {
     if (!data) {
-      const int64_t rows = block_starts_[static_cast<size_t>(block) + 1] - block_starts_[static_cast<size_t>(block)];
+      const int64_t rows = source_->block_rows(block);
       data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_);
     }
     source_->read_block(block, scratch, data->pixels(), data->labels());

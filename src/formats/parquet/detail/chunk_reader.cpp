@@ -86,10 +86,11 @@ void check_uncompressed_size(int64_t uncompressed, int64_t compressed, const std
   }
 }
 
-// Decompresses `in` into buffer (resized to `size`) unless the chunk is uncompressed, in which case
-// the stored bytes are used as they are.
+// Decompresses `in` into `destination` when given (room for `size` bytes), else into buffer
+// (resized to `size`), unless the chunk is uncompressed, in which case the stored bytes are used as
+// they are.
 std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64_t size, PageBuffer& buffer,
-                                 const std::string& context) {
+                                 const std::string& context, uint8_t* destination = nullptr) {
   if (codec == Codec::kUncompressed) {
     if (static_cast<int64_t>(in.size()) != size) {
       throw DataError(context + ": UNCOMPRESSED: page stores " + std::to_string(in.size()) +
@@ -99,7 +100,7 @@ std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64
   }
   if (size == 0 && in.empty()) return {};  // empty v2 value sections hold no codec frame at all
   check_uncompressed_size(size, static_cast<int64_t>(in.size()), context);
-  const std::span<uint8_t> out(buffer.get(static_cast<size_t>(size)), static_cast<size_t>(size));
+  const std::span<uint8_t> out(destination ? destination : buffer.get(static_cast<size_t>(size)), static_cast<size_t>(size));
   decompress(codec, in, out, context);
   return out;
 }
@@ -109,14 +110,11 @@ std::span<const uint8_t> inflate(Codec codec, std::span<const uint8_t> in, int64
 std::span<const uint8_t> inflate_values(const ChunkLocation& where, const DataPage& data, Codec codec,
                                         std::span<const uint8_t> in, int64_t size, PageBuffer& buffer,
                                         const DirectValues* direct, const std::string& context) {
-  const bool in_place = direct && codec != Codec::kUncompressed && where.column->max_definition_level == 0 &&
-                        data.encoding == Encoding::kPlain && size > 0 && size == data.num_values * direct->value_bytes;
-  if (!in_place) return inflate(codec, in, size, buffer, context);
-  check_uncompressed_size(size, static_cast<int64_t>(in.size()), context);
+  const bool in_place = direct && where.column->max_definition_level == 0 && data.encoding == Encoding::kPlain &&
+                        size > 0 && size == data.num_values * direct->value_bytes;
   // begin_data_page checked first_row + num_values <= the chunk's rows, which `direct` holds.
-  const std::span<uint8_t> out(direct->base + data.first_row * direct->value_bytes, static_cast<size_t>(size));
-  decompress(codec, in, out, context);
-  return out;
+  return inflate(codec, in, size, buffer, context,
+                 in_place ? direct->base + data.first_row * direct->value_bytes : nullptr);
 }
 
 // What the chunk's metadata must allow before any page is read.
