@@ -81,6 +81,15 @@ void print_file(const parquet::ParquetFile& file, std::ostream& out) {
 
 }  // namespace
 
+std::string inspect_report(const std::string& path) {
+  if (is_sharded_spec(path)) return describe_sharded_dataset(open_sharded_dataset(path));
+  const parquet::ParquetFile file = parquet::ParquetFile::open(path);
+  // The whole report is built before anything is shown, so a bad page header leaves no half listing.
+  std::ostringstream out;
+  print_file(file, out);
+  return out.str();
+}
+
 Command add_inspect_command(CLI::App& parent) {
   auto path = std::make_shared<std::string>();
   CLI::App* app = parent.add_subcommand(
@@ -88,15 +97,7 @@ Command add_inspect_command(CLI::App& parent) {
   app->add_option("FILE", *path, "a .parquet file, or a sharded set: a directory or a glob such as 'data/part-*.parquet'")
       ->required();
   return {app, [path] {
-            if (is_sharded_spec(*path)) {
-              std::cout << describe_sharded_dataset(open_sharded_dataset(*path));
-              return 0;
-            }
-            const parquet::ParquetFile file = parquet::ParquetFile::open(*path);
-            // Build the whole report first so a bad page header does not leave half a listing.
-            std::ostringstream out;
-            print_file(file, out);
-            std::cout << out.str();
+            std::cout << inspect_report(*path);
             return 0;
           }};
 }

@@ -98,6 +98,12 @@ void open_parquet(Candidate& candidate, int64_t share) {
 
 }  // namespace
 
+OpenedSet open_set(const std::string& spec, int64_t memory_budget) {
+  Candidate candidate = describe(spec);
+  if (candidate.dataset) open_parquet(candidate, memory_budget);
+  return std::move(candidate.set);
+}
+
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
                               const ImageShape& model_shape, int64_t memory_budget, bool require_labels) {
   Candidate train = describe(train_spec);

@@ -37,6 +37,17 @@ class ImageStore {
   // uninitialised on purpose: a reader's threads then touch the memory first, in parallel, instead
   // of one thread zero-filling tens of megabytes up front. Labels start as kNoLabel.
   ImageStore(ImageShape shape, int64_t num_images, bool labeled);
+  // Uses `pixels` ((num_images,C,H,W) uint8, contiguous) where it lies instead of copying it: the
+  // caller's array, kept alive by the shared_ptr (an aliasing one that owns the array's holder) for
+  // as long as the store lives. The caller must not change those pixels while a loader reads them.
+  // `labels` has num_images entries (all kNoLabel when `labeled` is false).
+  ImageStore(ImageShape shape, int64_t num_images, std::shared_ptr<uint8_t> pixels, std::vector<int64_t> labels,
+             bool labeled);
+  // Move-only: a copy would share the pixels it looks as if it owned.
+  ImageStore(ImageStore&&) = default;
+  ImageStore& operator=(ImageStore&&) = default;
+  ImageStore(const ImageStore&) = delete;
+  ImageStore& operator=(const ImageStore&) = delete;
 
   int64_t size() const { return num_images_; }
   const ImageShape& shape() const { return shape_; }
@@ -62,7 +73,7 @@ class ImageStore {
   bool labeled_ = false;
   size_t num_pixel_bytes() const { return static_cast<size_t>(num_images_ * shape_.num_pixels()); }
 
-  std::unique_ptr<uint8_t[], FreeDeleter> pixels_;  // (N,C,H,W)
+  std::shared_ptr<uint8_t> pixels_;  // (N,C,H,W): allocated here, or the caller's array
   std::vector<int64_t> labels_;  // (N)
 };
 

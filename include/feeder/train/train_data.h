@@ -38,6 +38,11 @@ struct OpenedSet {
   std::string choice;
 };
 
+// Opens one set as open_train_test does, with all of `memory_budget` for it: IDX and CSV files in
+// memory, a Parquet set in memory when its decoded size fits the budget, streamed within it
+// otherwise. Throws DataError naming the set.
+OpenedSet open_set(const std::string& spec, int64_t memory_budget);
+
 struct TrainTestSets {
   OpenedSet train;
   OpenedSet test;

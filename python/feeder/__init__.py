@@ -1,0 +1,328 @@
+"""feeder for PyTorch: a drop-in DataLoader over feeder's C++ loader.
+
+    import feeder
+    loader = feeder.DataLoader("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
+                               batch_size=512, shuffle=True, num_workers=2)
+    for epoch in range(5):
+        loader.set_epoch(epoch)
+        for images, labels in loader:      # float32 (B,C,H,W), int64 (B)
+            ...
+
+Batches are assembled by C++ threads straight into reusable buffers; the tensors handed out are
+those buffers (no copy), and a buffer goes back to the loader when its tensors are freed. The order
+of samples depends only on (seed, epoch, rank, world_size) and the data, never on num_workers.
+
+Errors: ValueError for bad options, feeder.DataError (an OSError) for bad or missing files, with the
+messages the `feeder` command prints; an error in a worker is raised by the next() that needed it.
+"""
+
+import json
+import os
+
+import numpy as np
+import torch  # loads libtorch_python before the extension, which links it
+
+from . import _feeder
+
+__version__ = _feeder.__version__
+DataError = _feeder.DataError
+
+__all__ = ["DataLoader", "DataError", "convert", "inspect", "__version__"]
+
+
+def _memory_budget_bytes(memory_budget):
+    if memory_budget is None:
+        return _feeder.default_memory_budget()
+    if isinstance(memory_budget, str):
+        return _feeder.parse_byte_size(memory_budget)
+    if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget <= 0:
+        raise ValueError(f"memory_budget must be a positive number of bytes or a size such as '256MiB', "
+                         f"got {memory_budget!r}")
+    return memory_budget
+
+
+def _normalization(normalize):
+    """(mean, std) as two floats; torchvision's one-channel form ((0.286,), (0.353,)) is accepted."""
+    if normalize is None:
+        return 0.0, 1.0
+    try:
+        mean, std = normalize
+        mean = float(mean[0] if isinstance(mean, (tuple, list)) and len(mean) == 1 else mean)
+        std = float(std[0] if isinstance(std, (tuple, list)) and len(std) == 1 else std)
+    except (TypeError, ValueError):
+        raise ValueError(f"normalize must be None or (mean, std) of the pixel values scaled to [0, 1], "
+                         f"got {normalize!r}") from None
+    return mean, std
+
+
+def _as_uint8_images(images):
+    """A C-contiguous uint8 (N,C,H,W) NumPy view of `images`; copies only what is not contiguous."""
+    if isinstance(images, torch.Tensor):
+        if images.device.type != "cpu":
+            raise ValueError(f"images must be in CPU memory, got a tensor on {images.device}")
+        if images.dtype != torch.uint8:
+            raise ValueError(f"images must be uint8 (raw pixels; feeder scales and normalises them per batch), "
+                             f"got {images.dtype}")
+        images = images.detach().numpy()
+    images = np.asarray(images)
+    if images.dtype != np.uint8:
+        raise ValueError(f"images must be uint8 (raw pixels; feeder scales and normalises them per batch), "
+                         f"got {images.dtype}")
+    if images.ndim == 3:
+        images = images[:, None, :, :]  # (N,H,W): one channel
+    if images.ndim != 4:
+        raise ValueError(f"images must be (N,C,H,W) or (N,H,W), got shape {tuple(images.shape)}")
+    return np.ascontiguousarray(images)
+
+
+def _as_int64_labels(labels):
+    if labels is None:
+        return None
+    if isinstance(labels, torch.Tensor):
+        labels = labels.detach().cpu().numpy()
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu":
+        raise ValueError(f"labels must be integers, got {labels.dtype}")
+    return np.ascontiguousarray(labels, dtype=np.int64)
+
+
+def _open_source(source, labels, memory_budget):
+    if isinstance(source, (str, os.PathLike)):
+        if labels is not None:
+            raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
+        return _feeder.open_path(os.fspath(source), memory_budget)
+    if isinstance(source, tuple) and len(source) == 2 and labels is None:
+        source, labels = source
+    return _feeder.from_arrays(_as_uint8_images(source), _as_int64_labels(labels))
+
+
+def _check_int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+class DataLoader:
+    """Iterates a dataset in batches of (images, labels) tensors, like torch.utils.data.DataLoader.
+
+    Args:
+        source: a path (an IDX ``*-images-idx3-ubyte[.gz]`` file, a CSV, a Parquet file, a directory
+            of Parquet shards, or a glob), or in-memory data: uint8 images (N,C,H,W) or (N,H,W) as a
+            torch tensor or NumPy array, with labels as ``(images, labels)`` or ``labels=``. A
+            C-contiguous uint8 array is used where it lies, not copied; do not change it while the
+            loader lives. Labels are copied (8 bytes an image).
+        batch_size: samples per batch (of this rank).
+        shuffle: shuffle every epoch; False keeps the data's order.
+        seed: the shuffle's seed. The order is a function of (seed, epoch, rank, world_size) only.
+        drop_last: drop the last, smaller batch.
+        num_workers: C++ threads assembling batches (0: on the calling thread, inside next()).
+            Threads, not processes: nothing is pickled or copied per worker.
+        prefetch: batches assembled ahead of the training loop, at most.
+        normalize: None (pixels / 255, the article's transform) or (mean, std), applied as
+            (pixels / 255 - mean) / std while converting to float32.
+        layout: "nchw", or "nhwc" for channels-last tensors (still shaped (B,C,H,W), with
+            torch.channels_last strides, as ``x.contiguous(memory_format=torch.channels_last)``).
+        rank, world_size: this process's share of every epoch, as DistributedSampler gives it: rank
+            r gets the r-th slice of each global batch of world_size * batch_size samples; the
+            epoch is padded with its first samples to a multiple of world_size.
+        memory_budget: the most memory a Parquet set may take, in bytes or as a string ("256MiB").
+            A set whose decoded size fits is read into memory; a larger one is streamed within the
+            budget. None: half the available memory.
+        shuffle_window: samples shuffled together when streaming (0: as many as the budget holds).
+        pin_memory: page-locked batch buffers when CUDA is available (ignored otherwise).
+        labels: the labels of in-memory images (see source).
+
+    Iterating yields ``(images, labels)``: float32 (B,C,H,W) and int64 (B) CPU tensors that share
+    the loader's buffers. A buffer returns to the loader when its tensors are freed, so keeping
+    every batch of an epoch costs a new buffer each; an unlabeled set yields labels of -1.
+
+    Epochs: like DistributedSampler, ``set_epoch(e)`` before iterating picks epoch e's shuffle;
+    without it each pass takes the next epoch number (0, 1, 2, ...), so every pass is shuffled
+    differently and reproducibly. One pass at a time: starting a new ``iter()`` ends the last one.
+
+    Resuming: ``state_dict()`` and ``load_state_dict()`` as torchdata's StatefulDataLoader has them;
+    after loading, the next ``iter()`` continues with exactly the batches that would have come next.
+    """
+
+    def __init__(self, source, batch_size=512, shuffle=True, seed=42, drop_last=False, num_workers=1,
+                 prefetch=4, normalize=None, layout="nchw", rank=0, world_size=1, memory_budget=None,
+                 shuffle_window=0, pin_memory=False, labels=None):
+        _check_int("batch_size", batch_size, 1)
+        _check_int("seed", seed, 0)
+        _check_int("num_workers", num_workers, 0)
+        _check_int("prefetch", prefetch, 1)
+        _check_int("world_size", world_size, 1)
+        _check_int("rank", rank, 0)
+        _check_int("shuffle_window", shuffle_window, 0)
+        if rank >= world_size:
+            raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
+        if not isinstance(layout, str) or layout.lower() not in ("nchw", "nhwc"):
+            raise ValueError(f"layout must be 'nchw' or 'nhwc', got {layout!r}")
+        mean, std = _normalization(normalize)
+        budget = _memory_budget_bytes(memory_budget)
+
+        self.batch_size = batch_size
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self.drop_last = bool(drop_last)
+        self.num_workers = num_workers
+        self.rank = rank
+        self.world_size = world_size
+        self._source = _open_source(source, labels, budget)
+        self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,
+                                      prefetch, mean, std, layout.lower(), rank, world_size, budget,
+                                      shuffle_window, bool(pin_memory))
+        self._next_epoch = 0          # the epoch the next iter() starts
+        self._epoch = None            # the epoch of the pass in progress or last run
+        self._num_yielded = 0         # batches of that epoch handed out
+        self._finished = False        # that pass reached its end
+        self._resume_pending = False  # load_state_dict() placed the loader mid-epoch
+        self._generation = 0          # which iter() is current
+
+    # ---------------------------------------------------------------- what it holds
+
+    def __len__(self):
+        """Batches per epoch of this rank."""
+        return self._loader.num_batches
+
+    @property
+    def num_samples(self):
+        """Samples per epoch of this rank (after drop_last, with the padding for ranks)."""
+        return self._loader.num_samples
+
+    @property
+    def dataset_size(self):
+        """Samples in the whole set."""
+        return self._source.num_samples
+
+    @property
+    def image_shape(self):
+        """(C, H, W) of one image."""
+        return self._source.shape
+
+    @property
+    def streaming(self):
+        """True when the set is read from disk within memory_budget rather than held in memory."""
+        return self._loader.streaming
+
+    @property
+    def source_description(self):
+        """What was opened and how: in memory, or streamed within the budget."""
+        return f"{self._source.name}: {self._source.choice}"
+
+    @property
+    def buffers_allocated(self):
+        """Batch buffers allocated so far; stays small while the training loop frees its batches."""
+        return self._loader.buffers_allocated
+
+    # ---------------------------------------------------------------- iteration
+
+    def set_epoch(self, epoch):
+        """Picks the epoch (and so the shuffle) of the next pass, as DistributedSampler.set_epoch."""
+        self._next_epoch = _check_int("epoch", epoch, 0)
+        self._resume_pending = False
+
+    def __iter__(self):
+        self._generation += 1
+        if self._resume_pending:
+            self._resume_pending = False  # load_state_dict() already placed the loader
+        else:
+            self._epoch = self._next_epoch
+            self._num_yielded = 0
+            self._loader.start_epoch(self._epoch)
+        self._next_epoch = self._epoch + 1
+        self._finished = False
+        return _EpochIterator(self, self._generation)
+
+    # ---------------------------------------------------------------- resume
+
+    def state_dict(self):
+        """Where the loader stands, as a dict of plain values (json-serialisable)."""
+        in_epoch = self._epoch is not None and not self._finished
+        return {
+            "_num_yielded": self._num_yielded,
+            "_iterator_finished": self._epoch is not None and self._finished,
+            "epoch": self._epoch,
+            "next_epoch": self._next_epoch,
+            "loader_state": json.loads(self._loader.state()) if in_epoch else None,
+        }
+
+    def load_state_dict(self, state_dict):
+        """Continues from `state_dict`: the next iter() yields exactly the batches that would have come
+        next. Raises ValueError when it is of another dataset, seed, batch size, rank or world size."""
+        try:
+            num_yielded = state_dict["_num_yielded"]
+            finished = state_dict["_iterator_finished"]
+            epoch = state_dict["epoch"]
+            next_epoch = state_dict["next_epoch"]
+            loader_state = state_dict["loader_state"]
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"not a feeder DataLoader state_dict (missing {error})") from None
+        self._generation += 1  # a pass in progress ends here
+        if loader_state is not None and not finished:
+            self._loader.restore(json.dumps(loader_state))
+            self._resume_pending = True
+        else:
+            self._resume_pending = False
+        self._epoch = epoch
+        self._num_yielded = num_yielded
+        self._finished = bool(finished)
+        self._next_epoch = next_epoch
+
+
+class _EpochIterator:
+    """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
+
+    __slots__ = ("_owner", "_generation", "_next")
+
+    def __init__(self, owner, generation):
+        self._owner = owner
+        self._generation = generation
+        self._next = owner._loader.next
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._owner)
+
+    def __next__(self):
+        owner = self._owner
+        if owner._generation != self._generation:
+            raise RuntimeError("this pass over the DataLoader was ended by a newer iter() or load_state_dict()")
+        batch = self._next()
+        if batch is None:
+            owner._finished = True
+            raise StopIteration
+        owner._num_yielded += 1
+        return batch
+
+
+# -------------------------------------------------------------------- the commands
+
+def convert(input, output, *, layout=None, codec=None, level=None, row_group_size=None, shard_rows=None,
+            shard_size=None, shape=None):
+    """Converts between CSV, IDX and Parquet (by extension), as ``feeder convert IN OUT`` does, and prints
+    its size report. An output directory (ending in '/', or with shard_rows/shard_size) gets a sharded
+    Parquet set with index.json. Options as the command's: layout "columns" | "image", codec "zstd" |
+    "snappy" | "gzip" | "lz4" | "brotli" | "none", level, row_group_size, shard_rows, shard_size ("256MB"),
+    shape (C, H, W)."""
+    args = [os.fspath(input), os.fspath(output)]
+    for flag, value in (("--layout", layout), ("--codec", codec), ("--level", level),
+                        ("--row-group-size", row_group_size), ("--shard-rows", shard_rows),
+                        ("--shard-size", shard_size)):
+        if value is not None:
+            args += [flag, str(value)]
+    if shape is not None:
+        try:
+            channels, height, width = (int(v) for v in shape)
+        except (TypeError, ValueError):
+            raise ValueError(f"shape must be (C, H, W), got {shape!r}") from None
+        args += ["--shape", f"{channels}x{height}x{width}"]
+    _feeder.convert(args)
+
+
+def inspect(path):
+    """What ``feeder inspect PATH`` prints, as a string: a Parquet file's schema, row groups, codecs and
+    encodings, or a summary of a sharded set (a directory or a glob)."""
+    return _feeder.inspect(os.fspath(path))

@@ -1,0 +1,257 @@
+// The C++ half of the Python package `feeder` (python/feeder/__init__.py is the other): loaders over
+// feeder's sources whose batches reach Python as torch tensors over the loader's own buffers, and
+// the convert and inspect commands. Everything here is a thin layer over the library; options are
+// checked by the library, so Python sees the messages the C++ side gives.
+//
+// The GIL is released whenever C++ waits or works for long: opening and loading a set, starting an
+// epoch, waiting for a batch, converting. Nothing that runs without the GIL touches a Python object.
+
+#include <torch/python.h>  // pybind11, and LibTorch's tensor <-> torch.Tensor casters (libtorch_python)
+#include <pybind11/numpy.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "cli/commands.h"
+#include "feeder/error.h"
+#include "feeder/data/loader.h"
+#include "feeder/data/source.h"
+#include "feeder/system/runtime.h"
+#include "feeder/torch/adapter.h"
+#include "feeder/train/train_data.h"
+#include "feeder/util/byte_size.h"
+#include "feeder/version.h"
+
+namespace py = pybind11;
+
+namespace feeder::python {
+namespace {
+
+// Counts the batch buffers a loader allocates, so that a user (and the tests) can see them being
+// reused once the tensors of a batch are freed. Called by the loader's threads and by tensor
+// deleters on any thread: the count is atomic, the inner allocator is thread safe.
+class CountingAllocator : public BufferAllocator {
+ public:
+  explicit CountingAllocator(std::shared_ptr<BufferAllocator> inner) : inner_(std::move(inner)) {}
+
+  void* allocate(size_t size_bytes) override {
+    allocations_.fetch_add(1, std::memory_order_relaxed);
+    if (inner_) return inner_->allocate(size_bytes);
+    void* data = std::aligned_alloc(kAlignment, (size_bytes + kAlignment - 1) / kAlignment * kAlignment);
+    if (!data) throw std::bad_alloc();
+    return data;
+  }
+  void deallocate(void* data, size_t size_bytes) override {
+    if (inner_) inner_->deallocate(data, size_bytes);
+    else std::free(data);
+  }
+  bool pinned() const override { return inner_ && inner_->pinned(); }
+  int64_t allocations() const { return allocations_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kAlignment = 64;
+  std::shared_ptr<BufferAllocator> inner_;  // nullptr: aligned heap memory
+  std::atomic<int64_t> allocations_{0};
+};
+
+// A set opened from a path, with what open_set chose for it.
+struct OpenedSource {
+  std::shared_ptr<const SampleSource> source;
+  bool streaming = false;
+  int64_t memory_budget = 0;
+  std::string choice;
+};
+
+OpenedSource open_path(const std::string& spec, int64_t memory_budget) {
+  py::gil_scoped_release release;
+  OpenedSet set = open_set(spec, memory_budget > 0 ? memory_budget : default_memory_budget());
+  return {std::move(set.source), set.streaming, set.memory_budget, std::move(set.choice)};
+}
+
+// An in-memory set over the caller's array: `images` is a C-contiguous uint8 (N,C,H,W) array that the
+// store uses where it lies, holding a reference to it; `labels` (N) int64 are copied.
+OpenedSource from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::optional<py::array_t<int64_t>> labels) {
+  if (images.ndim() != 4) throw OptionsError("images must have 4 dimensions (N,C,H,W), got " + std::to_string(images.ndim()));
+  const int64_t num_images = images.shape(0);
+  const ImageShape shape{images.shape(1), images.shape(2), images.shape(3)};
+  std::vector<int64_t> label_values(static_cast<size_t>(num_images), kNoLabel);
+  if (labels) {
+    if (labels->ndim() != 1 || labels->shape(0) != num_images)
+      throw OptionsError("labels must have shape (" + std::to_string(num_images) + ",) to match the images");
+    const auto view = labels->unchecked<1>();
+    for (int64_t i = 0; i < num_images; ++i) label_values[static_cast<size_t>(i)] = view(i);
+  }
+  // The array's reference is dropped with the GIL held, whichever thread frees the store last.
+  auto holder = std::shared_ptr<py::object>(new py::object(images), [](py::object* object) {
+    if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing left to release
+    py::gil_scoped_acquire gil;
+    delete object;
+  });
+  std::shared_ptr<uint8_t> pixels(holder, const_cast<uint8_t*>(images.data()));
+  auto store = std::make_shared<const ImageStore>(shape, num_images, std::move(pixels), std::move(label_values),
+                                                  labels.has_value());
+  OpenedSource opened;
+  opened.source = std::make_shared<InMemorySource>(store, "in-memory array");
+  opened.choice = "in memory (the caller's array)";
+  return opened;
+}
+
+// One Python DataLoader's loader. Not thread safe, like Loader: the Python object that owns it is
+// used from one thread at a time (the GIL serialises calls; next() releases it only while waiting).
+class PyLoader {
+ public:
+  PyLoader(const OpenedSource& opened, const LoaderOptions& options, bool pin_memory)
+      : opened_(opened),
+        allocator_(std::make_shared<CountingAllocator>(pin_memory ? make_pinned_allocator_if_cuda() : nullptr)) {
+    py::gil_scoped_release release;  // a streaming loader reads epoch 0's first blocks here
+    loader_ = std::make_unique<Loader>(opened_.source, options, allocator_);
+  }
+
+  void start_epoch(int64_t epoch) {
+    py::gil_scoped_release release;
+    loader_->start_epoch(epoch);
+  }
+
+  // (images, labels) over the batch's buffer, or None at the end of the epoch.
+  py::object next() {
+    std::optional<Batch> batch;
+    {
+      py::gil_scoped_release release;
+      batch = loader_->next();
+    }
+    if (!batch) return py::none();
+    last_images_ = reinterpret_cast<uintptr_t>(batch->images());
+    last_labels_ = reinterpret_cast<uintptr_t>(batch->labels());
+    TensorBatch tensors = to_tensors(*batch);
+    return py::make_tuple(std::move(tensors.images), std::move(tensors.labels));
+  }
+
+  std::string state() const { return loader_->state().to_json(); }
+  void restore(const std::string& state_json) {
+    const LoaderState state = LoaderState::from_json(state_json);
+    py::gil_scoped_release release;
+    loader_->restore(state);
+  }
+
+  const Loader& loader() const { return *loader_; }
+  const OpenedSource& opened() const { return opened_; }
+  int64_t buffers_allocated() const { return allocator_->allocations(); }
+  py::tuple last_batch_addresses() const { return py::make_tuple(last_images_, last_labels_); }
+
+ private:
+  OpenedSource opened_;
+  std::shared_ptr<CountingAllocator> allocator_;
+  std::unique_ptr<Loader> loader_;
+  uintptr_t last_images_ = 0;  // the buffers of the batch next() returned last
+  uintptr_t last_labels_ = 0;
+};
+
+LoaderOptions make_options(int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last, int num_workers,
+                           int prefetch, float mean, float std, const std::string& layout, int64_t rank,
+                           int64_t world_size, int64_t memory_budget, int64_t shuffle_window) {
+  LoaderOptions options;
+  options.batch_size = batch_size;
+  options.shuffle = shuffle;
+  options.seed = seed;
+  options.drop_last = drop_last;
+  options.num_workers = num_workers;
+  options.prefetch = prefetch;
+  options.normalization = {mean, std};
+  if (layout == "nchw") options.layout = ImageLayout::kNchw;
+  else if (layout == "nhwc") options.layout = ImageLayout::kNhwc;
+  else throw OptionsError("layout must be 'nchw' or 'nhwc', got '" + layout + "'");
+  options.rank = rank;
+  options.world_size = world_size;
+  options.memory_budget = memory_budget;
+  options.shuffle_window = shuffle_window;
+  return options;
+}
+
+// `feeder convert` with these arguments; the size report goes to standard output as the command's does.
+void convert(const std::vector<std::string>& args) {
+  {
+    py::gil_scoped_release release;
+    cli::call_single_command(cli::add_convert_command, args);
+  }
+  std::fflush(stdout);
+}
+
+std::string inspect(const std::string& path) {
+  py::gil_scoped_release release;
+  return cli::inspect_report(path);
+}
+
+}  // namespace
+}  // namespace feeder::python
+
+PYBIND11_MODULE(_feeder, m) {
+  using namespace feeder;
+  using namespace feeder::python;
+  m.doc() = "feeder's C++ loader, readers and converters; use the `feeder` package, not this module";
+  m.attr("__version__") = kVersion;
+
+  // Bad files are OSErrors (a DataError says which file and where); bad options ValueErrors (by
+  // pybind11's default for std::invalid_argument, which OptionsError is); filesystem errors OSErrors.
+  static py::exception<DataError> data_error(m, "DataError", PyExc_OSError);
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const DataError& e) {
+      data_error(e.what());
+    } catch (const std::system_error& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    }
+  });
+
+  py::class_<OpenedSource>(m, "Source")
+      .def_property_readonly("streaming", [](const OpenedSource& s) { return s.streaming; })
+      .def_property_readonly("choice", [](const OpenedSource& s) { return s.choice; })
+      .def_property_readonly("name", [](const OpenedSource& s) { return s.source->name(); })
+      .def_property_readonly("num_samples", [](const OpenedSource& s) { return s.source->size(); })
+      .def_property_readonly("labeled", [](const OpenedSource& s) { return s.source->labeled(); })
+      .def_property_readonly("shape", [](const OpenedSource& s) {
+        const ImageShape shape = s.source->shape();
+        return py::make_tuple(shape.channels, shape.height, shape.width);
+      });
+  m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
+  m.def("from_arrays", &from_arrays, py::arg("images"), py::arg("labels"));
+
+  py::class_<PyLoader>(m, "Loader")
+      .def(py::init([](const OpenedSource& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
+                       int num_workers, int prefetch, float mean, float std, const std::string& layout,
+                       int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window,
+                       bool pin_memory) {
+             const LoaderOptions options = make_options(batch_size, shuffle, seed, drop_last, num_workers, prefetch,
+                                                        mean, std, layout, rank, world_size,
+                                                        source.streaming ? memory_budget : 0, shuffle_window);
+             return std::make_unique<PyLoader>(source, options, pin_memory);
+           }),
+           py::arg("source"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"), py::arg("drop_last"),
+           py::arg("num_workers"), py::arg("prefetch"), py::arg("mean"), py::arg("std"), py::arg("layout"),
+           py::arg("rank"), py::arg("world_size"), py::arg("memory_budget"), py::arg("shuffle_window"),
+           py::arg("pin_memory"))
+      .def("start_epoch", &PyLoader::start_epoch)
+      .def("next", &PyLoader::next)
+      .def("state", &PyLoader::state)
+      .def("restore", &PyLoader::restore)
+      .def_property_readonly("num_batches", [](const PyLoader& l) { return l.loader().num_batches(); })
+      .def_property_readonly("num_samples", [](const PyLoader& l) { return l.loader().num_samples(); })
+      .def_property_readonly("streaming", [](const PyLoader& l) { return l.loader().streaming(); })
+      .def_property_readonly("shuffle_window", [](const PyLoader& l) { return l.loader().shuffle_window(); })
+      .def_property_readonly("memory_budget", [](const PyLoader& l) { return l.loader().memory_budget(); })
+      .def_property_readonly("pinned", [](const PyLoader& l) { return l.loader().pinned(); })
+      .def_property_readonly("buffers_allocated", &PyLoader::buffers_allocated)
+      .def("last_batch_addresses", &PyLoader::last_batch_addresses);
+
+  m.def("convert", &convert, py::arg("args"));
+  m.def("inspect", &inspect, py::arg("path"));
+  m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });
+  m.def("default_memory_budget", &default_memory_budget);
+}
