@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets feeder up on Debian 12: installs the packages it needs (only those missing), then configures
 # and builds it into build/.
-#   ./setup.sh          install + release build of the feeder executable (build/feeder)
+#   ./setup.sh          install + release build of the feeder executable (build/feeder) and of the
+#                       Python package, in the environment build/venv
 #   ./setup.sh --test   install + release build of everything, then the whole test suite, the core
 #                       again under ASan+UBSan, fuzzing, Parquet cross-checks and the ablation check
 set -euo pipefail
@@ -32,12 +33,14 @@ packages=(
   zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev  # Parquet codecs
   libthrift-dev thrift-compiler libboost-dev  # Parquet metadata; Thrift's headers include Boost's
   python3-torch python3-pandas gnuplot-nox  # the Python reference and charts of `feeder bench`
+  pybind11-dev python3-dev             # the Python package (build/venv: `import feeder`)
   libcli11-dev nlohmann-json3-dev      # command lines (CLI11) and JSON files (nlohmann/json)
   libxxhash-dev                        # content hashes of shards and dataset fingerprints (XXH3)
 )
 # Only the tests use these (the first command stays quick without them).
 test_packages=(
   libgtest-dev clang libclang-rt-14-dev  # tests, sanitizers, fuzzing
+  python3-pytest                       # the Python package's tests
   ca-certificates                      # npm's registry over https, for the Parquet cross-checks
 )
 if ((run_tests)); then packages+=("${test_packages[@]}"); fi

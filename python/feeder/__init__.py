@@ -26,6 +26,7 @@ from . import _feeder
 
 __version__ = _feeder.__version__
 DataError = _feeder.DataError
+DataError.__module__ = "feeder"
 
 __all__ = ["DataLoader", "DataError", "convert", "inspect", "__version__"]
 

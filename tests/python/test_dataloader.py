@@ -1,0 +1,310 @@
+"""feeder.DataLoader: its loader semantics, zero-copy hand-off, buffer reuse, resume and errors."""
+
+import gc
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import feeder
+
+
+def epoch_labels(loader):
+    """The labels of one pass, batch by batch."""
+    return [labels.tolist() for _, labels in loader]
+
+
+def flat(batches):
+    return [label for batch in batches for label in batch]
+
+
+# ------------------------------------------------------------------------ what an epoch holds
+
+@pytest.mark.parametrize("batch_size,drop_last", [(64, False), (64, True), (1000, False), (333, False)])
+def test_every_sample_once_per_epoch(numbered, batch_size, drop_last):
+    loader = feeder.DataLoader(numbered, batch_size=batch_size, drop_last=drop_last, num_workers=2)
+    expected_batches = 1000 // batch_size if drop_last else -(-1000 // batch_size)
+    assert len(loader) == expected_batches
+    for _ in range(2):
+        batches = epoch_labels(loader)
+        assert len(batches) == expected_batches
+        assert all(len(b) == batch_size for b in batches[:-1])
+        seen = flat(batches)
+        assert len(seen) == len(set(seen)) == loader.num_samples
+        if not drop_last:
+            assert sorted(seen) == list(range(1000))
+
+
+def test_batches_are_float_images_and_int64_labels(numbered):
+    images, _ = numbered
+    loader = feeder.DataLoader(numbered, batch_size=100, shuffle=False)
+    x, y = next(iter(loader))
+    assert x.dtype == torch.float32 and y.dtype == torch.int64
+    assert x.shape == (100, 1, 6, 5) and y.shape == (100,)
+    # shuffle=False keeps the data's order; pixels are x / 255 by default.
+    assert y.tolist() == list(range(100))
+    assert torch.allclose(x, torch.from_numpy(images[:100]).float() / 255, rtol=0, atol=1e-7)
+
+
+def test_normalize_and_channels_last():
+    rng = np.random.default_rng(3)
+    images = rng.integers(0, 256, size=(40, 3, 4, 5), dtype=np.uint8)
+    loader = feeder.DataLoader((images, np.zeros(40, dtype=np.int64)), batch_size=40, shuffle=False,
+                               normalize=(0.25, 0.5), layout="nhwc")
+    x, _ = next(iter(loader))
+    assert x.shape == (40, 3, 4, 5)
+    assert x.is_contiguous(memory_format=torch.channels_last)
+    expected = (torch.from_numpy(images).float() / 255 - 0.25) / 0.5
+    assert torch.allclose(x, expected, atol=1e-6)
+
+
+def test_order_depends_only_on_seed_and_epoch_not_workers(numbered):
+    runs = {}
+    for workers in (0, 1, 3):
+        loader = feeder.DataLoader(numbered, batch_size=64, seed=5, num_workers=workers, prefetch=2)
+        runs[workers] = [epoch_labels(loader) for _ in range(3)]
+    assert runs[0] == runs[1] == runs[3]
+    first, second, third = runs[0]
+    assert first != second != third  # each pass is shuffled anew
+    other_seed = feeder.DataLoader(numbered, batch_size=64, seed=6)
+    assert epoch_labels(other_seed) != first
+
+
+def test_set_epoch_picks_the_shuffle(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=128)
+    passes = [epoch_labels(loader) for _ in range(3)]
+    loader.set_epoch(1)
+    assert epoch_labels(loader) == passes[1]
+    loader.set_epoch(0)
+    assert epoch_labels(loader) == passes[0]
+    assert epoch_labels(loader) == passes[1]  # and the pass after it takes the next epoch
+
+
+def test_ranks_share_each_epoch_like_distributed_sampler(numbered):
+    world = 3
+    loaders = [feeder.DataLoader(numbered, batch_size=50, rank=r, world_size=world, num_workers=1)
+               for r in range(world)]
+    lengths = {len(loader) for loader in loaders}
+    assert lengths == {7}  # 1000 samples padded to 1002, 334 per rank in batches of 50
+    for epoch in range(2):
+        per_rank = []
+        for loader in loaders:
+            loader.set_epoch(epoch)
+            per_rank.append(flat(epoch_labels(loader)))
+        assert all(len(labels) == 334 for labels in per_rank)
+        together = flat(per_rank)
+        assert set(together) == set(range(1000))
+        assert len(together) - len(set(together)) == 2  # the padding repeats two samples
+        # Global batch b is rank 0's batch b, then rank 1's, then rank 2's; the last global batch
+        # (102 samples with the padding) is split in three slices of 34.
+        single = feeder.DataLoader(numbered, batch_size=150)
+        single.set_epoch(epoch)
+        rebuilt = [label for b in range(7) for r in range(world) for label in per_rank[r][b * 50:(b + 1) * 50]]
+        assert rebuilt[:1000] == flat(epoch_labels(single))
+
+
+# ------------------------------------------------------------------------ paths
+
+def test_reads_idx_csv_parquet_and_shards_alike(tmp_path, idx_set):
+    images_path, images, labels = idx_set
+    feeder.convert(images_path, tmp_path / "set.csv")
+    feeder.convert(images_path, tmp_path / "set.parquet", codec="lz4", row_group_size=128)
+    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=200)
+    sources = [images_path, tmp_path / "set.csv", str(tmp_path / "set.parquet"), str(tmp_path / "shards"),
+               str(tmp_path / "shards" / "part-*.parquet")]
+    for source in sources:
+        loader = feeder.DataLoader(source, batch_size=256, shuffle=False)
+        x = torch.cat([images for images, _ in loader])
+        y = torch.cat([labels for _, labels in loader])
+        assert torch.allclose(x, torch.from_numpy(images).float().unsqueeze(1) / 255, rtol=0, atol=1e-7), source
+        assert torch.equal(y, torch.from_numpy(labels)), source
+
+
+def test_streams_a_set_larger_than_its_budget(tmp_path, idx_set):
+    images_path, _, labels = idx_set
+    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=100, row_group_size=50, layout="image")
+    in_memory = feeder.DataLoader(tmp_path / "shards", batch_size=32, shuffle_window=100)
+    streamed = feeder.DataLoader(tmp_path / "shards", batch_size=32, memory_budget="1MiB", shuffle_window=100,
+                                 num_workers=2)
+    assert streamed.streaming and not in_memory.streaming
+    assert "streaming" in streamed.source_description
+    for _ in range(2):
+        assert epoch_labels(streamed) == epoch_labels(in_memory)
+
+
+# ------------------------------------------------------------------------ zero copy and buffers
+
+def test_batches_are_the_loaders_buffers(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=100, num_workers=2)
+    for images, labels in loader:
+        assert (images.data_ptr(), labels.data_ptr()) == loader._loader.last_batch_addresses()
+
+
+def test_in_memory_images_are_used_where_they_lie(numbered):
+    images, labels = numbered
+    loader = feeder.DataLoader(images, labels=labels, batch_size=10, shuffle=False, num_workers=0)
+    images[3] = 200  # after the loader was made: it reads the caller's array, not a copy
+    x, _ = next(iter(loader))
+    assert torch.allclose(x[3], torch.full_like(x[3], 200 / 255)) and torch.allclose(x[4], torch.full_like(x[4], 4 / 255))
+
+
+def test_tensor_images_are_used_where_they_lie(numbered):
+    images = torch.from_numpy(numbered[0].copy())
+    loader = feeder.DataLoader((images, torch.from_numpy(numbered[1])), batch_size=10, shuffle=False,
+                               num_workers=0)
+    images[0] = 17
+    x, y = next(iter(loader))
+    assert torch.allclose(x[0], torch.full_like(x[0], 17 / 255)) and y[0] == 0
+
+
+def test_buffers_are_reused_when_batches_are_freed(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=10, num_workers=2, prefetch=3)
+    for _ in range(3):
+        for images, labels in loader:
+            pass
+    del images, labels
+    steady = loader.buffers_allocated
+    # Workers, prefetched batches and the one the loop holds: never one per batch (100 a pass).
+    assert steady <= 2 + 3 + 2
+    kept = [batch for batch in loader]
+    assert loader.buffers_allocated >= len(kept) - 1  # each batch kept needs its own buffer
+    pointers = {images.data_ptr() for images, _ in kept}
+    assert len(pointers) == len(kept)
+    del kept
+    gc.collect()
+    after = loader.buffers_allocated
+    for _ in loader:
+        pass
+    assert loader.buffers_allocated == after  # the freed buffers came back to the loader
+
+
+def test_a_batch_outlives_its_loader(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=25, shuffle=False, num_workers=2)
+    images, labels = next(iter(loader))
+    del loader
+    gc.collect()
+    assert labels.tolist() == list(range(25))
+    assert torch.allclose(images, torch.from_numpy(numbered[0][:25]).float() / 255, rtol=0, atol=1e-7)
+
+
+def test_breaking_out_and_starting_again(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=10, num_workers=3, prefetch=4)
+    full = epoch_labels(loader)
+    for _ in range(5):
+        loader.set_epoch(0)
+        for i, _ in enumerate(loader):
+            if i == 2:
+                break
+    loader.set_epoch(0)
+    assert epoch_labels(loader) == full
+
+
+def test_a_new_pass_ends_the_old_one(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=100)
+    old = iter(loader)
+    next(old)
+    new = iter(loader)
+    next(new)
+    with pytest.raises(RuntimeError, match="ended by a newer iter"):
+        next(old)
+
+
+# ------------------------------------------------------------------------ resume
+
+@pytest.mark.parametrize("stop_after", [0, 1, 7, 10])
+def test_state_dict_resumes_with_the_batches_that_come_next(numbered, stop_after):
+    reference = feeder.DataLoader(numbered, batch_size=100, seed=9)
+    reference.set_epoch(2)
+    expected = epoch_labels(reference) + epoch_labels(reference)  # epoch 2, then epoch 3
+
+    loader = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=2)
+    loader.set_epoch(2)
+    seen = []
+    it = iter(loader)
+    for _ in range(stop_after):
+        seen.append(next(it)[1].tolist())
+    if stop_after == 10:
+        with pytest.raises(StopIteration):
+            next(it)
+    state = json.loads(json.dumps(loader.state_dict()))  # plain values: it survives a file
+    assert state["_num_yielded"] == stop_after
+    assert state["_iterator_finished"] == (stop_after == 10)
+    del loader, it
+
+    resumed = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=1)
+    resumed.load_state_dict(state)
+    seen += epoch_labels(resumed)  # the rest of epoch 2, or all of epoch 3 when 2 had ended
+    if stop_after < 10:
+        seen += epoch_labels(resumed)
+    assert seen == expected
+
+
+def test_state_dict_of_other_data_or_options_is_refused(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=100)
+    next(iter(loader))
+    state = loader.state_dict()
+    images, labels = numbered
+    other_data = feeder.DataLoader((images[::-1].copy(), labels), batch_size=100)
+    with pytest.raises(ValueError, match="cannot restore"):
+        other_data.load_state_dict(state)
+    other_batch = feeder.DataLoader(numbered, batch_size=50)
+    with pytest.raises(ValueError, match="batch"):
+        other_batch.load_state_dict(state)
+    with pytest.raises(ValueError, match="not a feeder DataLoader state_dict"):
+        loader.load_state_dict({"epoch": 0})
+
+
+# ------------------------------------------------------------------------ errors
+
+@pytest.mark.parametrize("options,message", [
+    (dict(batch_size=0), "batch_size must be an integer >= 1"),
+    (dict(num_workers=-1), "num_workers must be an integer >= 0"),
+    (dict(rank=2, world_size=2), "rank must be below world_size"),
+    (dict(layout="chw"), "layout must be 'nchw' or 'nhwc'"),
+    (dict(normalize=(0.5, 0.0)), "normalization std must be positive"),
+    (dict(normalize="imagenet"), "normalize must be None or"),
+    (dict(memory_budget="lots"), "memory_budget"),
+    (dict(num_workers=1000), "num_workers 1000 is absurd"),
+])
+def test_bad_options_are_value_errors(numbered, options, message):
+    with pytest.raises(ValueError, match=message):
+        feeder.DataLoader(numbered, **options)
+
+
+def test_bad_arrays_are_value_errors():
+    with pytest.raises(ValueError, match="must be uint8"):
+        feeder.DataLoader(np.zeros((4, 1, 2, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"\(N,C,H,W\) or \(N,H,W\)"):
+        feeder.DataLoader(np.zeros((4, 2), dtype=np.uint8))
+    with pytest.raises(ValueError, match="labels must have shape"):
+        feeder.DataLoader((np.zeros((4, 1, 2, 2), dtype=np.uint8), np.zeros(3, dtype=np.int64)))
+
+
+def test_missing_and_corrupt_files_are_data_errors(tmp_path, idx_set):
+    with pytest.raises(feeder.DataError, match="no such file or directory"):
+        feeder.DataLoader(tmp_path / "absent.parquet")
+    assert issubclass(feeder.DataError, OSError)
+    images_path, _, _ = idx_set
+    feeder.convert(images_path, tmp_path / "set.parquet")
+    data = (tmp_path / "set.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(data[:len(data) // 2])
+    with pytest.raises(feeder.DataError, match="cut.parquet"):
+        feeder.DataLoader(tmp_path / "cut.parquet")
+    (tmp_path / "bad.csv").write_text("label,pixel1,pixel2,pixel3,pixel4\n1,2,3,4,5\n4,5\n")
+    with pytest.raises(feeder.DataError, match="bad.csv: line 3"):
+        feeder.DataLoader(tmp_path / "bad.csv")
+
+
+def test_a_shard_that_vanishes_fails_the_next_batch_that_needs_it(tmp_path, idx_set):
+    images_path, _, _ = idx_set
+    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=100, row_group_size=50, layout="image")
+    loader = feeder.DataLoader(tmp_path / "shards", batch_size=20, memory_budget="1MiB", shuffle=False,
+                               num_workers=2)
+    assert loader.streaming
+    first = epoch_labels(loader)
+    assert len(first) == 100
+    (tmp_path / "shards" / "part-00006.parquet").unlink()
+    with pytest.raises(feeder.DataError, match="part-00006.parquet"):
+        for _ in loader:
+            pass
