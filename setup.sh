@@ -12,7 +12,7 @@ run_tests=0
 for arg in "$@"; do
   case "$arg" in
     --test) run_tests=1 ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test or nothing)" >&2; exit 2 ;;
   esac
 done

@@ -24,6 +24,10 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", choices=["v1", "v2"], default="v1",
                    help="v1: article's naive Dataset; v2: conversion once in __init__")
+    p.add_argument("--loader", choices=["torch", "feeder"], default="torch",
+                   help="torch: the article's Dataset + torch.utils.data.DataLoader; feeder: "
+                        "feeder.DataLoader over the same files (--num-workers C++ threads; "
+                        "--dataset and --persistent-workers do not apply)")
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--num-workers", type=int, default=0)
     p.add_argument("--persistent-workers", action="store_true")
@@ -46,7 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--limit-samples", type=int, default=0,
                    help="use only the first N samples of each split (0: all); for quick checks")
     a = p.parse_args(argv)
-    if a.persistent_workers and a.num_workers == 0:
+    if a.persistent_workers and a.num_workers == 0 and a.loader == "torch":
         p.error("--persistent-workers needs --num-workers > 0 (DataLoader refuses it otherwise)")
     if bool(a.train_csv) != bool(a.test_csv):
         p.error("--train-csv and --test-csv go together")
@@ -242,7 +246,7 @@ def run_report(args, device, epochs, load_seconds, rss_kib):
     total_test = sum(e["test_seconds"] for e in epochs)
     return {
         "options": {
-            "pipeline": "python-" + args.dataset,
+            "pipeline": "python-feeder" if args.loader == "feeder" else "python-" + args.dataset,
             "train_file": train_file,
             "test_file": test_file,
             "epochs": args.epochs,
@@ -284,24 +288,50 @@ def sync(device):
         torch.cuda.synchronize()
 
 
+def feeder_loaders(args):
+    """The two lines that put the article's loop on feeder: feeder.DataLoader over the same files."""
+    import feeder
+    if args.train_csv:
+        train_source, test_source = args.train_csv, args.test_csv
+    else:
+        train_source = os.path.join(args.data_dir, "train-images-idx3-ubyte.gz")
+        test_source = os.path.join(args.data_dir, "t10k-images-idx3-ubyte.gz")
+    if args.limit_samples:  # the first N samples, as in-memory arrays
+        def first(path):
+            images = _read_idx_gz(path)[:args.limit_samples]
+            labels = _read_idx_gz(path.replace("-images-idx3-", "-labels-idx1-"))[:args.limit_samples]
+            return images, labels.astype(np.int64)
+        train_source, test_source = first(train_source), first(test_source)
+    layout = "nhwc" if args.channels_last else "nchw"
+    kw = dict(batch_size=args.batch_size, num_workers=args.num_workers, pin_memory=args.pin_memory,
+              layout=layout, seed=args.seed)
+    return feeder.DataLoader(train_source, shuffle=True, **kw), feeder.DataLoader(test_source, shuffle=False, **kw)
+
+
 def run(args):
     torch.manual_seed(args.seed)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     t0 = time.perf_counter()
-    train_df, test_df = load_frames(args)
-    dataset_cls = MNISTDatasetV1 if args.dataset == "v1" else MNISTDatasetV2
-    train_dataset = dataset_cls(train_df)
-    test_dataset = dataset_cls(test_df)
-    if args.dataset == "v2":
-        del train_df, test_df  # v2 keeps only its tensors, as in the article
+    if args.loader == "feeder":
+        train_dataloader, test_dataloader = feeder_loaders(args)
+        has_labels = True
+    else:
+        train_df, test_df = load_frames(args)
+        dataset_cls = MNISTDatasetV1 if args.dataset == "v1" else MNISTDatasetV2
+        train_dataset = dataset_cls(train_df)
+        test_dataset = dataset_cls(test_df)
+        has_labels = getattr(test_dataset, "label_col", None) is not None
+        if args.dataset == "v2":
+            del train_df, test_df  # v2 keeps only its tensors, as in the article
     load_seconds = time.perf_counter() - t0
 
-    loader_kw = dict(batch_size=args.batch_size, num_workers=args.num_workers,
-                     persistent_workers=args.persistent_workers,
-                     pin_memory=args.pin_memory)
-    train_dataloader = DataLoader(train_dataset, shuffle=True, **loader_kw)
-    test_dataloader = DataLoader(test_dataset, shuffle=False, **loader_kw)
+    if args.loader == "torch":
+        loader_kw = dict(batch_size=args.batch_size, num_workers=args.num_workers,
+                         persistent_workers=args.persistent_workers,
+                         pin_memory=args.pin_memory)
+        train_dataloader = DataLoader(train_dataset, shuffle=True, **loader_kw)
+        test_dataloader = DataLoader(test_dataset, shuffle=False, **loader_kw)
 
     model = criterion = optimizer = None
     n_params = None
@@ -318,13 +348,15 @@ def run(args):
     fmt = torch.channels_last if args.channels_last else torch.contiguous_format
 
     def to_device(batch):
-        x = batch["image"].to(device)
-        y = batch["label"].to(device)
+        # The article's Dataset yields dicts; feeder.DataLoader yields (images, labels).
+        x, y = (batch["image"], batch["label"]) if isinstance(batch, dict) else batch
+        x = x.to(device)
+        y = y.to(device)
         if args.channels_last:
             x = x.contiguous(memory_format=fmt)
         return x, y
 
-    print(f"device={device.type} dataset={args.dataset} batch_size={args.batch_size} "
+    print(f"device={device.type} loader={args.loader} dataset={args.dataset} batch_size={args.batch_size} "
           f"num_workers={args.num_workers} persistent_workers={args.persistent_workers} "
           f"pin_memory={args.pin_memory} precision={args.precision} "
           f"channels_last={args.channels_last} threads={torch.get_num_threads()} "
@@ -370,7 +402,6 @@ def run(args):
         sync(device)
         test_seconds = time.perf_counter() - t0
 
-        has_labels = getattr(test_dataset, "label_col", None) is not None
         accuracy = correct / n_test if (model is not None and has_labels and n_test) else None
         # The keys of feeder's results schema (include/feeder/train/report.h), so the ablation
         # reads this file as it reads its C++ rows and `feeder train --report-json`.
