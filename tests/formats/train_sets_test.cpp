@@ -61,5 +61,17 @@ TEST_F(TrainSets, AMissingSetOrAnotherShapeIsNamed) {
             train() + ": images are 1x4x4; the model takes 1x28x28");
 }
 
+TEST_F(TrainSets, OneSetGetsTheWholeBudget) {
+  const OpenedSet in_memory = open_set(train(), 24000);
+  EXPECT_FALSE(in_memory.streaming);
+  EXPECT_EQ(in_memory.source->size(), 1000);
+  const OpenedSet streamed = open_set(train(), 23999);
+  EXPECT_TRUE(streamed.streaming);
+  EXPECT_EQ(streamed.memory_budget, 23999);
+  EXPECT_EQ(streamed.source->fingerprint(), in_memory.source->fingerprint());
+  EXPECT_EQ(testing::data_error_of([&] { open_set((dir_ / "absent.csv").string(), 1 << 20); }),
+            (dir_ / "absent.csv").string() + ": no such file or directory");
+}
+
 }  // namespace
 }  // namespace feeder
