@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -103,8 +104,10 @@ OpenedSource from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::o
   return opened;
 }
 
-// One Python DataLoader's loader. Not thread safe, like Loader: the Python object that owns it is
-// used from one thread at a time (the GIL serialises calls; next() releases it only while waiting).
+// One Python DataLoader's loader. Loader itself has one consumer thread; since next() lets go of the
+// GIL while it waits, mutex_ keeps a second Python thread from entering the loader meanwhile. The
+// mutex is taken only after the GIL is released, so the two locks are never waited on in the
+// opposite order.
 class PyLoader {
  public:
   PyLoader(const OpenedSource& opened, const LoaderOptions& options, bool pin_memory)
@@ -116,6 +119,7 @@ class PyLoader {
 
   void start_epoch(int64_t epoch) {
     py::gil_scoped_release release;
+    std::lock_guard lock(mutex_);
     loader_->start_epoch(epoch);
   }
 
@@ -124,6 +128,7 @@ class PyLoader {
     std::optional<Batch> batch;
     {
       py::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
       batch = loader_->next();
     }
     if (!batch) return py::none();
@@ -133,10 +138,15 @@ class PyLoader {
     return py::make_tuple(std::move(tensors.images), std::move(tensors.labels));
   }
 
-  std::string state() const { return loader_->state().to_json(); }
+  std::string state() {
+    py::gil_scoped_release release;
+    std::lock_guard lock(mutex_);
+    return loader_->state().to_json();
+  }
   void restore(const std::string& state_json) {
     const LoaderState state = LoaderState::from_json(state_json);
     py::gil_scoped_release release;
+    std::lock_guard lock(mutex_);
     loader_->restore(state);
   }
 
@@ -148,6 +158,7 @@ class PyLoader {
  private:
   OpenedSource opened_;
   std::shared_ptr<CountingAllocator> allocator_;
+  std::mutex mutex_;  // held by whichever thread is inside loader_
   std::unique_ptr<Loader> loader_;
   uintptr_t last_images_ = 0;  // the buffers of the batch next() returned last
   uintptr_t last_labels_ = 0;

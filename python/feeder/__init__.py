@@ -51,8 +51,8 @@ def _normalization(normalize):
         mean = float(mean[0] if isinstance(mean, (tuple, list)) and len(mean) == 1 else mean)
         std = float(std[0] if isinstance(std, (tuple, list)) and len(std) == 1 else std)
     except (TypeError, ValueError):
-        raise ValueError(f"normalize must be None or (mean, std) of the pixel values scaled to [0, 1], "
-                         f"got {normalize!r}") from None
+        raise ValueError(f"normalize must be None or (mean, std) of the pixel values scaled to [0, 1], one "
+                         f"mean and std for every channel, got {normalize!r}") from None
     return mean, std
 
 
