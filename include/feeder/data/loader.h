@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "feeder/data/epoch_range.h"
 #include "feeder/data/random.h"
 #include "feeder/data/source.h"
 #include "feeder/store/image_store.h"
@@ -178,6 +179,9 @@ class Loader {
   void start_epoch(int64_t epoch);
   // The next batch of the current epoch, or nothing at its end. Rethrows a worker's exception.
   std::optional<Batch> next();
+  // Epoch `epoch` as a range: `for (Batch& batch : loader.epoch(e))` is start_epoch(e) and then
+  // next() until the end (feeder/data/epoch_range.h). The loader must outlive the range.
+  EpochRange<Loader, Batch> epoch(int64_t epoch) { return {*this, epoch}; }
 
   // The position after the last batch next() returned (in the epoch start_epoch() or restore()
   // began). Valid once an epoch has started.
