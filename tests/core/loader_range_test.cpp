@@ -16,6 +16,7 @@ namespace feeder {
 namespace {
 
 using testing::numbered_store;
+using testing::options_with;
 
 static_assert(std::ranges::input_range<EpochRange<Loader, Batch>>);
 
@@ -42,14 +43,6 @@ Delivered with_range_for(Loader& loader, int64_t epoch) {
   Delivered delivered;
   for (Batch& batch : loader.epoch(epoch)) record(batch, delivered);
   return delivered;
-}
-
-LoaderOptions options_with(int64_t batch_size, int workers) {
-  LoaderOptions options;
-  options.batch_size = batch_size;
-  options.num_workers = workers;
-  options.seed = 11;
-  return options;
 }
 
 TEST(LoaderRange, YieldsExactlyWhatStartEpochAndNextYield) {

@@ -14,16 +14,9 @@ namespace feeder {
 namespace {
 
 using testing::numbered_store;
+using testing::options_with;
 
 static_assert(std::ranges::input_range<EpochRange<BatchSource, TensorBatch>>);
-
-LoaderOptions options_with(int64_t batch_size, int workers) {
-  LoaderOptions options;
-  options.batch_size = batch_size;
-  options.num_workers = workers;
-  options.seed = 5;
-  return options;
-}
 
 // Every batch's images and labels, copied out of the loader's buffers.
 std::vector<TensorBatch> with_next(TensorLoader& loader, int64_t epoch) {
