@@ -1,5 +1,13 @@
 #pragma once
 
+// The multithreaded batch loader: options in, batches out, one epoch at a time.
+//
+// Thread safety: one consumer thread drives a Loader (start_epoch, next, epoch, state, restore);
+// its worker and reader threads are its own. A Batch may be used and freed on any thread.
+// BufferAllocator implementations must be thread safe; a BatchTransform runs on the workers.
+// Ownership: the loader shares its source (shared_ptr) and its buffer pool with every Batch it hands
+// out, so a batch may outlive the loader; the destructor cancels the epoch and joins the threads.
+
 #include <cstddef>
 #include <cstdint>
 #include <exception>

@@ -2,6 +2,10 @@
 
 // The only bridge between the core loader and LibTorch: include this (and so <torch/torch.h>) only
 // in code that already needs LibTorch.
+//
+// Thread safety: a TensorLoader, like the Loader it wraps, is driven by one thread. The tensors of a
+// TensorBatch may be used and freed on any thread. Ownership: they hold a lease on the loader's
+// buffer (no copy), so they may outlive the loader; the buffer returns to the pool when they go.
 
 #include <torch/torch.h>
 
