@@ -68,7 +68,9 @@ case "$mode" in
     fi
     ;;
   add-subdirectory)
-    # Core only (no LibTorch) keeps this quick; the torch side is covered by find-package.
+    # Core only (no LibTorch) keeps this quick; the torch side is covered by find-package. FLAGS
+    # are for linking libraries built elsewhere: here everything is built afresh, without them.
+    flags=""
     configure_consumer -DFEEDER_SOURCE_DIR="$source_dir" -DFEEDER_WITH_TORCH=OFF
     run_core_consumer "$work/consumer/core_consumer"
     targets=$(ninja -C "$work/consumer" -t targets all)
