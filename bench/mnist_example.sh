@@ -3,13 +3,15 @@
 # train and test time and the process's peak RSS, for batch 64 (the example's) and 512, with 0 and
 # 2 loader workers. Every configuration runs in its own process, REPEATS times, alternating, and the
 # medians are printed with feeder's ratio to torch::data measured in the same run.
-# usage: bench/mnist_example.sh [BUILD_DIR] [REPEATS]    (needs build/feeder-mnist-example-bench)
+# usage: bench/mnist_example.sh [BUILD_DIR] [REPEATS]    (BUILD_DIR configured by ./setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 repeats=${2:-3}
 bench=$build/feeder-mnist-example-bench
-[ -x "$bench" ] || { echo "mnist_example.sh: $bench not found: build it first (ninja -C $build feeder-mnist-example-bench)" >&2; exit 1; }
+# Built before anything is timed (./setup.sh's build leaves it out).
+cmake --build "$build" --target feeder-mnist-example-bench >/dev/null ||
+  { echo "mnist_example.sh: could not build $bench (is $build configured? run ./setup.sh first)" >&2; exit 1; }
 # LibTorch's thread count must be set before start-up (set_num_threads afterwards runs slower).
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
