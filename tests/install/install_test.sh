@@ -56,6 +56,22 @@ case "$mode" in
                 lib/cmake/feeder/feederTargets.cmake lib/pkgconfig/feeder.pc lib/libfeeder_core.a; do
       [ -f "$work/prefix/$file" ] || fail "cmake --install did not install $file"
     done
+    # The package carries version.h's version: found when asked for exactly it, refused for another.
+    version=$(sed -n 's/.*kVersion = "\(.*\)".*/\1/p' "$source_dir/include/feeder/version.h")
+    mkdir -p "$work/version_check"
+    cat >"$work/version_check/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.21)
+project(version_check LANGUAGES CXX)
+find_package(feeder ${WANTED} ${MATCH} REQUIRED)
+message(STATUS "found feeder ${feeder_VERSION}")
+CMAKE
+    out=$(cmake -S "$work/version_check" -B "$work/version_check/exact" -DCMAKE_PREFIX_PATH="$work/prefix" \
+      -DWANTED="$version" -DMATCH=EXACT 2>&1) || fail "find_package(feeder $version EXACT) failed: $out"
+    grep -q "found feeder $version" <<<"$out" || fail "find_package(feeder $version EXACT) found another version: $out"
+    if cmake -S "$work/version_check" -B "$work/version_check/newer" -DCMAKE_PREFIX_PATH="$work/prefix" \
+      -DWANTED=99.0 -DMATCH= >"$work/version_check/newer.log" 2>&1; then
+      fail "find_package(feeder 99.0) accepted version $version"
+    fi
     configure_consumer -DCMAKE_PREFIX_PATH="$work/prefix" -DCONSUMER_WITH_TORCH="$with_torch"
     # The consumer took feeder from the prefix, not from the build tree.
     grep -q "feeder_DIR:PATH=$work/prefix/lib/cmake/feeder" "$work/consumer/CMakeCache.txt" ||
