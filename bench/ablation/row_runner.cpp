@@ -1,7 +1,5 @@
 #include "ablation/row_runner.h"
 
-#include <sys/resource.h>
-
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -14,6 +12,7 @@
 #include "common/memcpy_bound.h"
 #include "cli/data_dir.h"
 #include "common/mnist_dir.h"
+#include "common/peak_rss.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -26,12 +25,6 @@
 
 namespace feeder::bench {
 namespace {
-
-int64_t peak_rss_kib() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;  // KiB on Linux
-}
 
 TrainerOptions trainer_options(Arithmetic arithmetic) {
   TrainerOptions options;  // trainer_defaults: what `feeder train` runs with

@@ -8,7 +8,6 @@
 //   feeder-stream-bench rss-probe --data DIR --budget B     one streamed epoch, prints its peak RSS
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 #include <vector>
 
 #include "cli/command_line.h"
+#include "common/peak_rss.h"
 #include "cli/data_dir.h"
 #include "common/statistics.h"
 #include "feeder/data/loader.h"
@@ -267,9 +267,7 @@ int run_rss_probe(const std::string& dir, int64_t budget, int workers, int64_t b
   Loader loader(open_parquet_source(dataset), options);
   const int64_t samples = run_epoch(loader, 0);
   if (samples != dataset.num_rows) throw DataError("rss-probe: the epoch gave " + std::to_string(samples) + " samples");
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  std::printf("peak_rss_bytes %lld\n", static_cast<long long>(usage.ru_maxrss) * 1024);
+  std::printf("peak_rss_bytes %lld\n", static_cast<long long>(peak_rss_kib()) * 1024);
   std::fprintf(stderr, "rss-probe: stream held at most %s of decoded row groups\n",
                format_byte_size(loader.peak_stream_bytes()).c_str());
   return 0;

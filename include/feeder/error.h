@@ -1,5 +1,8 @@
 #pragma once
 
+// The exceptions feeder throws. Plain values that own their messages: a worker's exception is
+// carried to the consumer thread as a std::exception_ptr and rethrown there unchanged.
+
 #include <stdexcept>
 #include <string>
 

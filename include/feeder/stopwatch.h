@@ -1,6 +1,7 @@
 #pragma once
 
 // Elapsed wall time on the steady clock: the one timer every command and benchmark uses.
+// A small value: one thread reads and restarts it.
 
 #include <chrono>
 

@@ -25,6 +25,7 @@ namespace feeder {
 namespace {
 
 using testing::numbered_store;
+using testing::options_with;
 
 // Block b holds samples [starts[b], starts[b+1]) of `sizes`.
 std::vector<int64_t> starts_of(const std::vector<int64_t>& sizes) {
@@ -83,14 +84,6 @@ class StreamedStore : public SampleSource {
   mutable std::mutex mutex_;  // guards block_reads_
   mutable std::vector<int64_t> block_reads_;
 };
-
-LoaderOptions options_with(int64_t batch_size, int workers) {
-  LoaderOptions options;
-  options.batch_size = batch_size;
-  options.num_workers = workers;
-  options.seed = 11;
-  return options;
-}
 
 // Every batch of an epoch: its samples (by label) and the bytes of its images.
 struct Delivered {

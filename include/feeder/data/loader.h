@@ -1,5 +1,13 @@
 #pragma once
 
+// The multithreaded batch loader: options in, batches out, one epoch at a time.
+//
+// Thread safety: one consumer thread drives a Loader (start_epoch, next, epoch, state, restore);
+// its worker and reader threads are its own. A Batch may be used and freed on any thread.
+// BufferAllocator implementations must be thread safe; a BatchTransform runs on the workers.
+// Ownership: the loader shares its source (shared_ptr) and its buffer pool with every Batch it hands
+// out, so a batch may outlive the loader; the destructor cancels the epoch and joins the threads.
+
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -11,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "feeder/data/epoch_range.h"
 #include "feeder/data/random.h"
 #include "feeder/data/source.h"
 #include "feeder/store/image_store.h"
@@ -178,6 +187,9 @@ class Loader {
   void start_epoch(int64_t epoch);
   // The next batch of the current epoch, or nothing at its end. Rethrows a worker's exception.
   std::optional<Batch> next();
+  // Epoch `epoch` as a range: `for (Batch& batch : loader.epoch(e))` is start_epoch(e) and then
+  // next() until the end (feeder/data/epoch_range.h). The loader must outlive the range.
+  EpochRange<Loader, Batch> epoch(int64_t epoch) { return {*this, epoch}; }
 
   // The position after the last batch next() returned (in the epoch start_epoch() or restore()
   // began). Valid once an epoch has started.

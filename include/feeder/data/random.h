@@ -3,6 +3,9 @@
 // The generators behind every random choice feeder makes: the epoch order and the generator each
 // batch transform receives. Their output is fixed by definition (unlike the standard library's
 // engines' seeding and its distributions), so results are identical across compilers and machines.
+//
+// Thread safety: SplitMix64 is a small value with no shared state: one per thread.
+// batch_generator is a pure function.
 
 #include <cstdint>
 #include <limits>

@@ -3,6 +3,9 @@
 // The order in which an epoch visits samples, and how the batches of that order are shared among
 // ranks. Every function here is pure: the same inputs give the same order on every machine, for
 // any number of workers, so a run can resume at any batch from (seed, epoch, batch) alone.
+//
+// Thread safety: the functions are pure and EpochPlan is immutable once built: any thread, any
+// number at once. Ownership: the orders they return are plain vectors owned by the caller.
 
 #include <cstdint>
 #include <span>

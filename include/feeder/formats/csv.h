@@ -1,5 +1,11 @@
 #pragma once
 
+// Reading image sets from CSV files (the article's label,pixel1..pixelK layout).
+//
+// Thread safety: no state is kept between calls: any thread may call these, concurrently too. A
+// read uses threads of its own and joins them before returning. Ownership: the ImageStore returned
+// owns its pixels and labels.
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -1,5 +1,10 @@
 #pragma once
 
+// Picking a reader by file name, and finding the train or test file in a directory.
+//
+// Thread safety: no state is kept between calls: any thread may call these, concurrently too.
+// Ownership: the ImageStore returned owns its pixels and labels.
+
 #include <filesystem>
 #include <string>
 

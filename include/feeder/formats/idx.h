@@ -1,5 +1,10 @@
 #pragma once
 
+// Reading image sets from IDX files (the MNIST format), raw or gzipped.
+//
+// Thread safety: no state is kept between calls: any thread may call these, concurrently too.
+// Ownership: the ImageStore returned owns its pixels and labels; the byte views are only read.
+
 #include <cstdint>
 #include <filesystem>
 #include <span>

@@ -8,6 +8,10 @@
 // feeder's own sets carry an index, `index.json`, written last and atomically: rows per shard and per
 // row group, shape, label range, sizes and XXH3 content hashes. Sets without one are described from
 // their footers, read once when opened.
+//
+// Thread safety: ShardedDataset is a plain value; opening and writing keep no state between calls.
+// The source open_parquet_source returns may be read from any number of threads (source.h).
+// Ownership: the source owns its open files and is shared (shared_ptr) by the loaders reading it.
 
 #include <cstdint>
 #include <filesystem>

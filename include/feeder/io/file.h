@@ -1,5 +1,11 @@
 #pragma once
 
+// Reading whole files (gzip inflated transparently, or mapped) and writing files atomically.
+//
+// Thread safety: the functions keep no state: any thread. MappedFile and FileBytes are read-only
+// once made and may be read from several threads; an AtomicFileWriter is used by one thread.
+// Ownership: each class owns its mapping, buffer or temporary file and releases it when destroyed.
+
 #include <cstdint>
 #include <filesystem>
 #include <span>

@@ -1,5 +1,8 @@
 #pragma once
 
+// Memory for large arrays. Thread safety: may be called from any thread. Ownership: the
+// unique_ptr returned owns the memory and frees it with FreeDeleter.
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>

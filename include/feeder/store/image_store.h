@@ -1,5 +1,11 @@
 #pragma once
 
+// The in-memory image set: one contiguous uint8 (N,C,H,W) array and int64 labels.
+//
+// Thread safety: immutable once filled, so any number of threads read it at once; it is filled by
+// one reader before it is shared. Ownership: the store owns its pixels and labels; loaders share it
+// as shared_ptr<const ImageStore>, so it lives as long as any loader or source reading it.
+
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -2,12 +2,17 @@
 
 // The only bridge between the core loader and LibTorch: include this (and so <torch/torch.h>) only
 // in code that already needs LibTorch.
+//
+// Thread safety: a TensorLoader, like the Loader it wraps, is driven by one thread. The tensors of a
+// TensorBatch may be used and freed on any thread. Ownership: they hold a lease on the loader's
+// buffer (no copy), so they may outlive the loader; the buffer returns to the pool when they go.
 
 #include <torch/torch.h>
 
 #include <memory>
 #include <optional>
 
+#include "feeder/data/epoch_range.h"
 #include "feeder/data/loader.h"
 
 namespace feeder {
@@ -40,6 +45,9 @@ class BatchSource {
   virtual void start_epoch(int64_t epoch) = 0;
   // The next batch, or nothing at the end of the epoch.
   virtual std::optional<TensorBatch> next() = 0;
+  // Epoch `epoch` as a range: `for (TensorBatch& batch : source.epoch(e))` is start_epoch(e) and
+  // then next() until the end (feeder/data/epoch_range.h). The source must outlive the range.
+  EpochRange<BatchSource, TensorBatch> epoch(int64_t epoch) { return {*this, epoch}; }
 };
 
 // A Loader that hands out tensors; `pin_memory` takes effect when CUDA is present.

@@ -2,6 +2,7 @@
 
 // `feeder train --diagnose`: turns measured epochs into one line saying what to change. No LibTorch
 // here, so the rules are tested on plain numbers.
+// Pure functions over plain values: any thread.
 
 #include <string>
 #include <vector>

@@ -6,6 +6,7 @@
 //
 // Threads: a ProcessGroup and a GradientAverager are driven by the one training thread; Gloo runs
 // its collectives on threads of its own.
+// Ownership: a GradientAverager borrows its ProcessGroup, which must outlive it.
 
 #include <torch/torch.h>
 

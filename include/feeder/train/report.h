@@ -8,6 +8,8 @@
 // {"options": {...}, "machine": {...}, "epochs": [{...}, ...], "summary": {...}}; the keys are
 // listed in report.cpp. Numbers that are not finite, and results that do not exist (accuracy of an
 // unlabeled test set), are null.
+//
+// Thread safety: plain values, and functions that keep no state: any thread.
 
 #include <cstdint>
 #include <optional>

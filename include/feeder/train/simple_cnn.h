@@ -1,5 +1,10 @@
 #pragma once
 
+// The article's SimpleCNN as a LibTorch module.
+//
+// Thread safety: as any torch::nn::Module, trained by one thread at a time. Ownership: SimpleCNN is
+// a ModuleHolder (a shared_ptr to the module): copies share the same parameters.
+
 #include <torch/torch.h>
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 
 // The two image sets a training run reads, loaded and checked once for `feeder train` and the
 // ablation's rows alike. No LibTorch here.
+// Thread safety: no state between calls. Ownership: the stores are shared_ptr<const ImageStore>,
+// read by any number of loaders and threads.
 
 #include <filesystem>
 #include <memory>

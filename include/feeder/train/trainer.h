@@ -1,5 +1,10 @@
 #pragma once
 
+// The training loop: next batch -> forward -> loss -> backward -> step, with its timings.
+//
+// Thread safety: one thread drives a Trainer. Ownership: the trainer owns its model and optimizer;
+// the batch sources and a process group are borrowed and must outlive the calls that use them.
+
 #include <torch/torch.h>
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #pragma once
 
+// Sizes in bytes as people write them ("256MiB") and read them. Pure functions: any thread.
+
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -8,7 +8,7 @@ find_program(FEEDER_THRIFT_COMPILER thrift REQUIRED)
 # The footer and page-header structs are generated from the IDL at build time, so the IDL is the
 # only description of the format in the tree.
 set(FEEDER_PARQUET_IDL ${PROJECT_SOURCE_DIR}/third_party/parquet-format/parquet.thrift)
-set(FEEDER_PARQUET_GEN_DIR ${CMAKE_BINARY_DIR}/generated/parquet_format)
+set(FEEDER_PARQUET_GEN_DIR ${PROJECT_BINARY_DIR}/generated/parquet_format)
 add_custom_command(
   OUTPUT ${FEEDER_PARQUET_GEN_DIR}/parquet_types.cpp ${FEEDER_PARQUET_GEN_DIR}/parquet_types.h
   COMMAND ${CMAKE_COMMAND} -E make_directory ${FEEDER_PARQUET_GEN_DIR}

@@ -3,6 +3,9 @@
 // A plain C++ view of a Parquet footer: schema leaves, row groups and column chunks, with every
 // offset and size already checked against the file. The reader, `feeder inspect` and tests use it;
 // the Thrift structs stay internal (src/formats/parquet/detail/thrift.h).
+//
+// Thread safety and ownership: plain values that own their strings and vectors (nothing points
+// into the file), immutable once parsed: share them between threads freely.
 
 #include <cstdint>
 #include <optional>

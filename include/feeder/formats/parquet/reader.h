@@ -2,6 +2,10 @@
 
 // Reading Parquet files of flat schemas (top-level primitive columns): a generic column API for
 // tools and tests, and a direct path into the ImageStore for image datasets.
+//
+// Thread safety: the free functions keep no state between calls; a ParquetFile's methods are const
+// and may be called from several threads. Ownership: ParquetFile owns the file's bytes; what is read
+// from it (metadata, columns, image stores) owns its data (see ParquetFile below).
 
 #include <cstdint>
 #include <filesystem>

@@ -13,6 +13,9 @@
 // the file, column, row group (when the file has several), row within the row group and the value:
 //   part-00003.parquet: column 'pixel12' row group 2 row 517: value 300 out of range 0..255
 // Sets of float images (0..1 normalised, say) are out of scope: convert them to uint8 first.
+//
+// Thread safety: a ParquetRowGroupReader's methods are const and may be called from any number of
+// threads at once. Ownership: it owns its open file; the caller owns the buffers it reads into.
 
 #include <cstdint>
 #include <filesystem>

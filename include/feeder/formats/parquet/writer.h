@@ -1,5 +1,11 @@
 #pragma once
 
+// Writing image sets as Parquet files that pandas, DuckDB, polars and Spark read.
+//
+// Thread safety: no state is kept between calls: any thread may write, concurrently to different
+// paths. A write uses threads of its own and joins them before returning. Ownership: the store is
+// only read; the file is written through a temporary file and renamed into place.
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
