@@ -3,7 +3,8 @@
 // The in-memory image set: one contiguous uint8 (N,C,H,W) array and int64 labels.
 //
 // Thread safety: immutable once filled, so any number of threads read it at once; it is filled by
-// one reader before it is shared. Ownership: the store owns its pixels and labels; loaders share it
+// one reader before it is shared. Ownership: the store owns its labels and its pixels, or shares the
+// ownership of a caller's pixel array (the borrowing constructor); loaders share it
 // as shared_ptr<const ImageStore>, so it lives as long as any loader or source reading it.
 
 #include <cstdint>
