@@ -35,6 +35,9 @@ def parse_args(argv=None):
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--pool-first", action="store_true",
+                   help="SimpleCNN with each max-pool before its ReLU, as `feeder train` runs it: the same "
+                        "function (ReLU is monotonic), less work; for comparing the loops on one model")
     p.add_argument("--max-batches", type=int, default=0,
                    help="stop each train/test pass after N batches (0: full pass)")
     p.add_argument("--threads", type=int, default=2,
@@ -176,8 +179,9 @@ class MNISTDatasetV2(Dataset):
 # ---------------------------------------------------------------- model
 
 class SimpleCNN(nn.Module):
-    def __init__(self, num_classes=10):
+    def __init__(self, num_classes=10, pool_first=False):
         super().__init__()
+        self.pool_first = pool_first
         self.conv1 = nn.Conv2d(1, 16, 3, padding=1)   # [B,1,28,28] -> [B,16,28,28]
         self.pool = nn.MaxPool2d(2, 2)                # halves H and W
         self.conv2 = nn.Conv2d(16, 32, 3, padding=1)  # [B,16,14,14] -> [B,32,14,14]
@@ -185,8 +189,12 @@ class SimpleCNN(nn.Module):
         self.fc2 = nn.Linear(128, num_classes)
 
     def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
+        if self.pool_first:  # max(relu(a), relu(b)) == relu(max(a, b)): the same outputs and gradients
+            x = F.relu(self.pool(self.conv1(x)))
+            x = F.relu(self.pool(self.conv2(x)))
+        else:
+            x = self.pool(F.relu(self.conv1(x)))
+            x = self.pool(F.relu(self.conv2(x)))
         x = torch.flatten(x, 1)
         x = F.relu(self.fc1(x))
         return self.fc2(x)
@@ -336,7 +344,7 @@ def run(args):
     model = criterion = optimizer = None
     n_params = None
     if not args.loader_only:
-        model = SimpleCNN().to(device)
+        model = SimpleCNN(pool_first=args.pool_first).to(device)
         n_params = sum(p.numel() for p in model.parameters())
         assert n_params == EXPECTED_PARAMS, f"SimpleCNN has {n_params} parameters"
         if args.channels_last:
