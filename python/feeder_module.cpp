@@ -265,4 +265,9 @@ PYBIND11_MODULE(_feeder, m) {
   m.def("inspect", &inspect, py::arg("path"));
   m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });
   m.def("default_memory_budget", &default_memory_budget);
+  m.def("recommended_process_settings", [](int threads) {
+    const ProcessSettings settings = recommended_process_settings(threads);
+    return py::make_tuple(settings.omp_num_threads ? py::object(py::int_(*settings.omp_num_threads)) : py::object(py::none()),
+                          settings.malloc_mmap_threshold_bytes, settings.malloc_trim_threshold_bytes);
+  });
 }

@@ -8,7 +8,8 @@ An epoch's time is its train + test pass; a pipeline's figure is the median over
 its data wait the largest share of any training pass. Ratios are against `feeder train` at the same
 precision (goal: the Python loop on feeder within 10%) and against the torch DataLoader. The
 Python loop runs the article's SimpleCNN and, in one more row, the model as `feeder train` runs it
-(each max-pool before its ReLU: the same function, less work).
+(each max-pool before its ReLU: the same function, less work). Every process starts with the
+environment `feeder train` gives itself (feeder.recommended_environment: threads, malloc thresholds).
 
     build/venv/bin/python3 bench/python/train_bench.py [--epochs 3] [--repeats 3] [--json FILE]
 """
@@ -54,6 +55,10 @@ def main():
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
 
+    # The Python loops get the process settings `feeder train` gives itself (glibc's malloc
+    # thresholds; threads through --threads), so that the rows differ only in language and loader.
+    import feeder
+    environment = {**os.environ, **feeder.recommended_environment(args.threads)}
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for precision in args.precisions.split(","):
@@ -63,7 +68,7 @@ def main():
                     report = os.path.join(tmp, "run.json")
                     cmd = command(pipeline, precision, args.epochs, args.threads, report, args.feeder)
                     print(f"[{precision} {repeat + 1}/{args.repeats}] {pipeline}", file=sys.stderr, flush=True)
-                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=environment)
                     with open(report) as f:
                         run = json.load(f)
                     entry = results.setdefault(precision, {}).setdefault(

@@ -28,7 +28,22 @@ __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "DataError", "convert", "inspect", "__version__"]
+__all__ = ["DataLoader", "DataError", "convert", "inspect", "recommended_environment", "__version__"]
+
+
+def recommended_environment(threads=0):
+    """The environment feeder recommends for training on the CPU, as `feeder train` sets it for itself:
+    OMP_NUM_THREADS (`threads`; 0: keep a set OMP_NUM_THREADS, else one per usable CPU) and glibc's
+    malloc thresholds, which keep LibTorch's per-step activation buffers in the heap instead of
+    returning them to the kernel (far fewer page faults). They take effect only in a process started
+    with them: pass them to the training process, e.g. ``subprocess.run(cmd, env={**os.environ,
+    **feeder.recommended_environment()})``. feeder never changes the process it runs in."""
+    omp_threads, mmap_threshold, trim_threshold = _feeder.recommended_process_settings(
+        _check_int("threads", threads, 0))
+    environment = {"MALLOC_MMAP_THRESHOLD_": str(mmap_threshold), "MALLOC_TRIM_THRESHOLD_": str(trim_threshold)}
+    if omp_threads is not None:
+        environment["OMP_NUM_THREADS"] = str(omp_threads)
+    return environment
 
 
 def _memory_budget_bytes(memory_budget):

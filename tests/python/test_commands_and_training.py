@@ -42,6 +42,19 @@ def test_convert_and_inspect_errors_are_the_commands(tmp_path, idx_set):
         feeder.inspect(tmp_path / "junk.parquet")
 
 
+def test_recommended_environment_is_what_feeder_train_sets():
+    environment = feeder.recommended_environment(3)
+    assert environment == {"OMP_NUM_THREADS": "3", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+                           "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+    default = feeder.recommended_environment()  # keeps a set OMP_NUM_THREADS, else one per usable CPU
+    if "OMP_NUM_THREADS" in os.environ:
+        assert "OMP_NUM_THREADS" not in default
+    else:
+        assert default["OMP_NUM_THREADS"] == str(len(os.sched_getaffinity(0)))
+    with pytest.raises(ValueError, match="threads"):
+        feeder.recommended_environment(-1)
+
+
 class SimpleCNN(nn.Module):
     """The article's model."""
 
