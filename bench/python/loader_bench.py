@@ -43,25 +43,28 @@ def samples_per_second(loader, epochs):
     return statistics.median(rates), min(rates), max(rates)
 
 
-def python_cost_per_batch(batches=200_000):
+def python_cost_per_batch(batches=100_000, repeats=5):
     """Microseconds per batch of one 1x1x1 image: through DataLoader's iterator, and the extension's
-    next() called directly (what the C++ loader and the tensor hand-off cost without the iterator)."""
+    next() called directly (what the C++ loader and the tensor hand-off cost without the iterator).
+    Medians of `repeats` alternated passes of each."""
     images = np.zeros((batches, 1, 1, 1), dtype=np.uint8)
     loader = feeder.DataLoader((images, np.zeros(batches, dtype=np.int64)), batch_size=1, shuffle=False,
                                num_workers=0)
     for _ in loader:  # warm-up
         pass
-    start = time.perf_counter()
-    for _ in loader:
-        pass
-    through_iterator = (time.perf_counter() - start) / batches * 1e6
     raw = loader._loader
-    raw.start_epoch(0)
-    start = time.perf_counter()
-    while raw.next() is not None:
-        pass
-    direct = (time.perf_counter() - start) / batches * 1e6
-    return through_iterator, direct
+    through_iterator, direct = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in loader:
+            pass
+        through_iterator.append((time.perf_counter() - start) / batches * 1e6)
+        raw.start_epoch(0)
+        start = time.perf_counter()
+        while raw.next() is not None:
+            pass
+        direct.append((time.perf_counter() - start) / batches * 1e6)
+    return statistics.median(through_iterator), statistics.median(direct)
 
 
 def main():
@@ -99,7 +102,7 @@ def main():
     print(f"\nfeeder.DataLoader (best) / torch DataLoader (best): {best_feeder / best_torch:.1f}x")
 
     through_iterator, direct = python_cost_per_batch()
-    print(f"Per batch of one 1x1x1 image (0 workers): {through_iterator:.2f} us through DataLoader's iterator, "
+    print(f"Per batch of one 1x1x1 image (0 workers, medians of 5): {through_iterator:.2f} us through DataLoader's iterator, "
           f"{direct:.2f} us through the extension's next() alone; the iterator adds "
           f"{through_iterator - direct:.2f} us")
 
