@@ -9,10 +9,7 @@
 #include <torch/python.h>  // pybind11, and LibTorch's tensor <-> torch.Tensor casters (libtorch_python)
 #include <pybind11/numpy.h>
 
-#include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,50 +32,14 @@ namespace py = pybind11;
 namespace feeder::python {
 namespace {
 
-// Counts the batch buffers a loader allocates, so that a user (and the tests) can see them being
-// reused once the tensors of a batch are freed. Called by the loader's threads and by tensor
-// deleters on any thread: the count is atomic, the inner allocator is thread safe.
-class CountingAllocator : public BufferAllocator {
- public:
-  explicit CountingAllocator(std::shared_ptr<BufferAllocator> inner) : inner_(std::move(inner)) {}
-
-  void* allocate(size_t size_bytes) override {
-    allocations_.fetch_add(1, std::memory_order_relaxed);
-    if (inner_) return inner_->allocate(size_bytes);
-    void* data = std::aligned_alloc(kAlignment, (size_bytes + kAlignment - 1) / kAlignment * kAlignment);
-    if (!data) throw std::bad_alloc();
-    return data;
-  }
-  void deallocate(void* data, size_t size_bytes) override {
-    if (inner_) inner_->deallocate(data, size_bytes);
-    else std::free(data);
-  }
-  bool pinned() const override { return inner_ && inner_->pinned(); }
-  int64_t allocations() const { return allocations_.load(std::memory_order_relaxed); }
-
- private:
-  static constexpr size_t kAlignment = 64;
-  std::shared_ptr<BufferAllocator> inner_;  // nullptr: aligned heap memory
-  std::atomic<int64_t> allocations_{0};
-};
-
-// A set opened from a path, with what open_set chose for it.
-struct OpenedSource {
-  std::shared_ptr<const SampleSource> source;
-  bool streaming = false;
-  int64_t memory_budget = 0;
-  std::string choice;
-};
-
-OpenedSource open_path(const std::string& spec, int64_t memory_budget) {
+OpenedSet open_path(const std::string& spec, int64_t memory_budget) {
   py::gil_scoped_release release;
-  OpenedSet set = open_set(spec, memory_budget > 0 ? memory_budget : default_memory_budget());
-  return {std::move(set.source), set.streaming, set.memory_budget, std::move(set.choice)};
+  return open_set(spec, memory_budget > 0 ? memory_budget : default_memory_budget());
 }
 
 // An in-memory set over the caller's array: `images` is a C-contiguous uint8 (N,C,H,W) array that the
 // store uses where it lies, holding a reference to it; `labels` (N) int64 are copied.
-OpenedSource from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::optional<py::array_t<int64_t>> labels) {
+OpenedSet from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::optional<py::array_t<int64_t>> labels) {
   if (images.ndim() != 4) throw OptionsError("images must have 4 dimensions (N,C,H,W), got " + std::to_string(images.ndim()));
   const int64_t num_images = images.shape(0);
   const ImageShape shape{images.shape(1), images.shape(2), images.shape(3)};
@@ -98,8 +59,10 @@ OpenedSource from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::o
   std::shared_ptr<uint8_t> pixels(holder, const_cast<uint8_t*>(images.data()));
   auto store = std::make_shared<const ImageStore>(shape, num_images, std::move(pixels), std::move(label_values),
                                                   labels.has_value());
-  OpenedSource opened;
-  opened.source = std::make_shared<InMemorySource>(store, "in-memory array");
+  OpenedSet opened;
+  opened.spec = "in-memory array";
+  opened.source = std::make_shared<InMemorySource>(store, opened.spec);
+  opened.decoded_bytes = opened.source->decoded_bytes();
   opened.choice = "in memory (the caller's array)";
   return opened;
 }
@@ -110,11 +73,10 @@ OpenedSource from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::o
 // opposite order.
 class PyLoader {
  public:
-  PyLoader(const OpenedSource& opened, const LoaderOptions& options, bool pin_memory)
-      : opened_(opened),
-        allocator_(std::make_shared<CountingAllocator>(pin_memory ? make_pinned_allocator_if_cuda() : nullptr)) {
+  PyLoader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options, bool pin_memory) {
     py::gil_scoped_release release;  // a streaming loader reads epoch 0's first blocks here
-    loader_ = std::make_unique<Loader>(opened_.source, options, allocator_);
+    loader_ = std::make_unique<Loader>(std::move(source), options,
+                                       pin_memory ? make_pinned_allocator_if_cuda() : nullptr);
   }
 
   void start_epoch(int64_t epoch) {
@@ -151,13 +113,9 @@ class PyLoader {
   }
 
   const Loader& loader() const { return *loader_; }
-  const OpenedSource& opened() const { return opened_; }
-  int64_t buffers_allocated() const { return allocator_->allocations(); }
   py::tuple last_batch_addresses() const { return py::make_tuple(last_images_, last_labels_); }
 
  private:
-  OpenedSource opened_;
-  std::shared_ptr<CountingAllocator> allocator_;
   std::mutex mutex_;  // held by whichever thread is inside loader_
   std::unique_ptr<Loader> loader_;
   uintptr_t last_images_ = 0;  // the buffers of the batch next() returned last
@@ -221,13 +179,13 @@ PYBIND11_MODULE(_feeder, m) {
     }
   });
 
-  py::class_<OpenedSource>(m, "Source")
-      .def_property_readonly("streaming", [](const OpenedSource& s) { return s.streaming; })
-      .def_property_readonly("choice", [](const OpenedSource& s) { return s.choice; })
-      .def_property_readonly("name", [](const OpenedSource& s) { return s.source->name(); })
-      .def_property_readonly("num_samples", [](const OpenedSource& s) { return s.source->size(); })
-      .def_property_readonly("labeled", [](const OpenedSource& s) { return s.source->labeled(); })
-      .def_property_readonly("shape", [](const OpenedSource& s) {
+  py::class_<OpenedSet>(m, "Source")
+      .def_property_readonly("streaming", [](const OpenedSet& s) { return s.streaming; })
+      .def_property_readonly("choice", [](const OpenedSet& s) { return s.choice; })
+      .def_property_readonly("name", [](const OpenedSet& s) { return s.source->name(); })
+      .def_property_readonly("num_samples", [](const OpenedSet& s) { return s.source->size(); })
+      .def_property_readonly("labeled", [](const OpenedSet& s) { return s.source->labeled(); })
+      .def_property_readonly("shape", [](const OpenedSet& s) {
         const ImageShape shape = s.source->shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
@@ -235,14 +193,15 @@ PYBIND11_MODULE(_feeder, m) {
   m.def("from_arrays", &from_arrays, py::arg("images"), py::arg("labels"));
 
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init([](const OpenedSource& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
+      .def(py::init([](const OpenedSet& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
                        int num_workers, int prefetch, float mean, float std, const std::string& layout,
                        int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window,
                        bool pin_memory) {
+             // The budget counts only for a streamed set; one in memory is already held.
              const LoaderOptions options = make_options(batch_size, shuffle, seed, drop_last, num_workers, prefetch,
-                                                        mean, std, layout, rank, world_size,
-                                                        source.streaming ? memory_budget : 0, shuffle_window);
-             return std::make_unique<PyLoader>(source, options, pin_memory);
+                                                        mean, std, layout, rank, world_size, memory_budget,
+                                                        shuffle_window);
+             return std::make_unique<PyLoader>(source.source, options, pin_memory);
            }),
            py::arg("source"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"), py::arg("drop_last"),
            py::arg("num_workers"), py::arg("prefetch"), py::arg("mean"), py::arg("std"), py::arg("layout"),
@@ -258,7 +217,7 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("shuffle_window", [](const PyLoader& l) { return l.loader().shuffle_window(); })
       .def_property_readonly("memory_budget", [](const PyLoader& l) { return l.loader().memory_budget(); })
       .def_property_readonly("pinned", [](const PyLoader& l) { return l.loader().pinned(); })
-      .def_property_readonly("buffers_allocated", &PyLoader::buffers_allocated)
+      .def_property_readonly("buffers_allocated", [](const PyLoader& l) { return l.loader().buffers_allocated(); })
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
   m.def("convert", &convert, py::arg("args"));

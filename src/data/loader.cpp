@@ -68,6 +68,7 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
     auto owned = std::make_unique<BatchBuffer>();
     owned->size_bytes = images_bytes + 2 * labels_bytes;
     owned->memory = allocator_->allocate(owned->size_bytes);
+    num_allocated_.fetch_add(1, std::memory_order_relaxed);
     auto* base = static_cast<char*>(owned->memory);
     owned->images = reinterpret_cast<float*>(base);
     owned->labels = reinterpret_cast<int64_t*>(base + images_bytes);
@@ -255,6 +256,7 @@ Loader::~Loader() {
 }
 
 bool Loader::pinned() const { return pool_->pinned(); }
+int64_t Loader::buffers_allocated() const { return pool_->num_allocated(); }
 
 int64_t Loader::peak_stream_bytes() const { return shared_->stream ? shared_->stream->peak_bytes() : 0; }
 

@@ -307,6 +307,7 @@ TEST(Loader, ReusesBuffersAcrossBatchesAndEpochs) {
     // At most prefetch batches in flight, plus the one being consumed, plus one per worker
     // finishing as another is handed out.
     EXPECT_LE(allocator->allocations.load(), 3 + 1 + 2);
+    EXPECT_EQ(loader.buffers_allocated(), allocator->allocations.load());
   }
   EXPECT_EQ(allocator->allocations.load(), allocator->deallocations.load());
 }

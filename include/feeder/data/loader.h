@@ -176,6 +176,9 @@ class Loader {
   int64_t num_batches() const { return num_batches_; }  // per epoch, of this rank
   int64_t num_samples() const { return num_samples_; }  // per epoch, of this rank, after drop_last
   bool pinned() const;
+  // Batch buffers allocated so far. A buffer goes back to the loader when its batch (and every
+  // tensor over it) is freed, so this stays at a few while a training loop drops its batches.
+  int64_t buffers_allocated() const;
   bool streaming() const { return source_->in_memory() == nullptr; }
   // The shuffle window in effect, in samples (the whole set when it fits one window).
   int64_t shuffle_window() const { return shuffle_window_; }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
   std::shared_ptr<BatchBuffer> acquire();
   bool pinned() const { return allocator_->pinned(); }
+  // Buffers allocated so far (the free list's plus those handed out).
+  int64_t num_allocated() const { return num_allocated_.load(std::memory_order_relaxed); }
 
  private:
   void release(BatchBuffer* buffer);
@@ -38,6 +41,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   int64_t pixels_per_image_;
   std::mutex mutex_;
   std::vector<BatchBuffer*> free_;  // guarded by mutex_
+  std::atomic<int64_t> num_allocated_{0};
 };
 
 }  // namespace feeder::detail
