@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <charconv>
@@ -289,16 +290,30 @@ void GradientAverager::start_step() {
     bucket.work.reset();
   }
   next_to_launch_ = 0;
+  repeated_parameter_.reset();
 }
 
+// Runs before autograd adds `grad` to the parameter's .grad, so .grad still holds what the step's
+// earlier backwards (under no_sync) accumulated: the bucket gets their sum with this backward's part.
 void GradientAverager::gradient_ready(size_t parameter_idx, const torch::Tensor& grad) {
-  if (seen_[parameter_idx]) return;  // the first gradient is the whole one for a leaf
+  if (no_sync_depth_ > 0) return;  // autograd accumulates it into .grad; sent with the last backward
+  if (seen_[parameter_idx]) {
+    // Its bucket may have been sent already: this part would be lost. finish() refuses the step.
+    repeated_parameter_ = std::min(parameter_idx, repeated_parameter_.value_or(parameter_idx));
+    return;
+  }
   seen_[parameter_idx] = 1;
   const auto [bucket_idx, member] = slot_of_[parameter_idx];
   Bucket& bucket = buckets_[bucket_idx];
   const torch::Tensor& parameter = parameters_[parameter_idx];
   torch::NoGradGuard no_grad;
-  bucket.flat.narrow(0, bucket.offsets[member], parameter.numel()).view(parameter.sizes()).copy_(grad);
+  torch::Tensor slot = bucket.flat.narrow(0, bucket.offsets[member], parameter.numel()).view(parameter.sizes());
+  const torch::Tensor& accumulated = parameter.grad();
+  if (accumulated.defined()) {
+    torch::add_out(slot, accumulated, grad);  // as autograd's accumulation will: .grad + new part
+  } else {
+    slot.copy_(grad);
+  }
   ++bucket.ready;
   launch_ready_buckets();
 }
@@ -314,8 +329,9 @@ void GradientAverager::launch_ready_buckets() {
 
 void GradientAverager::finish() {
   torch::NoGradGuard no_grad;
-  // Gradients that no hook delivered (without overlap, or parameters backward did not reach):
-  // taken from .grad, zeros when there is none.
+  // Gradients that no hook delivered (without overlap, under no_sync, or parameters the last
+  // backward did not reach): taken from .grad, which holds the step's accumulated gradient; zeros
+  // when there is none.
   for (size_t k = 0; k < parameters_.size(); ++k) {
     if (!parameters_[k].requires_grad() || seen_[k]) continue;
     seen_[k] = 1;
@@ -331,6 +347,8 @@ void GradientAverager::finish() {
     ++bucket.ready;
   }
   launch_ready_buckets();
+  // Every bucket's allreduce is waited for, even when the step is refused below: the ranks'
+  // collectives stay paired and no allreduce still writes into a bucket of the next step.
   const double scale = 1.0 / group_.world_size();
   for (Bucket& bucket : buckets_) {
     group_.wait_for(bucket.work);
@@ -344,6 +362,14 @@ void GradientAverager::finish() {
         parameter.mutable_grad() = averaged.clone(at::MemoryFormat::Preserve);
       }
     }
+  }
+  const std::optional<size_t> repeated = repeated_parameter_;
+  start_step();  // ready for the next step, also after the error below
+  if (repeated) {
+    throw DistributedError("rank " + std::to_string(group_.rank()) + ": GradientAverager: a second backward reached parameter " +
+                           std::to_string(*repeated) +
+                           " before finish(); run every backward but the step's last under no_sync(), or call "
+                           "finish() after each backward");
   }
 }
 

@@ -10,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +130,124 @@ TEST(Distributed, GradientAveragerGivesTheMeanForAnyBucketingWithAndWithoutOverl
   }
 }
 
+double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).norm().item<double>() / b.norm().item<double>();
+}
+
+// Gradient accumulation. A step's global batch is 2k micro-batches of 8 synthetic images; rank r
+// of 2 takes micro-batches r, r+2, r+4... Each micro-batch's loss is divided by the micro-batches
+// its process sums, so the averaged gradients must be those of one rank over all 2k.
+constexpr int kMicroStepsPerRank = 3;
+
+torch::Tensor micro_batch_loss(SimpleCNN& model, int micro_batch_idx, int num_micro_batches) {
+  const float shift = static_cast<float>(micro_batch_idx);
+  const torch::Tensor images = torch::sin(torch::arange(8 * 28 * 28, torch::kFloat) * 0.37f + shift).view({8, 1, 28, 28});
+  const torch::Tensor labels = (torch::arange(8, torch::kLong) * 7 + micro_batch_idx) % 10;
+  return torch::cross_entropy_loss(model->forward(images), labels) / num_micro_batches;
+}
+
+torch::Tensor flat_gradients(SimpleCNN& model) {
+  std::vector<torch::Tensor> flat;
+  for (const torch::Tensor& parameter : model->parameters()) flat.push_back(parameter.grad().reshape(-1).clone());
+  return torch::cat(flat);
+}
+
+// One rank, every micro-batch of the step, gradients accumulated by autograd.
+torch::Tensor one_rank_accumulated_gradients(int num_micro_batches) {
+  SimpleCNN model = make_simple_cnn(42);
+  for (int j = 0; j < num_micro_batches; ++j) micro_batch_loss(model, j, num_micro_batches).backward();
+  return flat_gradients(model);
+}
+
+// How a rank tells the averager which backward is the step's last.
+enum class Accumulation {
+  kNoSync,           // every backward but the last under no_sync(), finish() once
+  kFinishEach,       // finish() after every backward
+  kBackwardsThenFinish,  // nothing said: only correct without overlap (finish() reads .grad)
+};
+
+void expect_accumulation_matches_one_rank(Accumulation accumulation, const std::vector<bool>& overlaps) {
+  const int num_micro_batches = 2 * kMicroStepsPerRank;
+  const torch::Tensor expected = one_rank_accumulated_gradients(num_micro_batches);
+  for (const int64_t bucket_bytes : {int64_t{0}, GradientAverager::kDefaultBucketBytes}) {
+    for (const bool overlap : overlaps) {
+      SCOPED_TRACE("bucket bytes " + std::to_string(bucket_bytes) + (overlap ? ", overlapped" : ""));
+      const int port = free_loopback_port();
+      std::vector<torch::Tensor> grads(2);
+      run_ranks(2, [&](int rank) {
+        ProcessGroup group(rank_options(rank, 2, port));
+        SimpleCNN model = make_simple_cnn(42);
+        GradientAverager averager(group, model->parameters(), bucket_bytes, overlap);
+        for (int step = 0; step < 2; ++step) {  // the second step must not see the first's state
+          for (torch::Tensor& parameter : model->parameters()) parameter.mutable_grad() = torch::Tensor();
+          averager.start_step();
+          for (int m = 0; m < kMicroStepsPerRank; ++m) {
+            const bool last = m + 1 == kMicroStepsPerRank;
+            std::optional<GradientAverager::NoSync> local;
+            if (accumulation == Accumulation::kNoSync && !last) local.emplace(averager.no_sync());
+            micro_batch_loss(model, 2 * m + rank, kMicroStepsPerRank).backward();
+            if (accumulation == Accumulation::kFinishEach || last) averager.finish();
+          }
+        }
+        grads[static_cast<size_t>(rank)] = flat_gradients(model);
+      });
+      EXPECT_TRUE(torch::equal(grads[0], grads[1]));  // the same bits on every rank
+      const double difference = relative_difference(grads[0], expected);
+      EXPECT_LE(difference, 1e-6);
+      std::printf("relative difference to one rank's accumulated gradients: %.3g\n", difference);
+    }
+  }
+  // The micro-batches matter: one rank's first micro-batch alone is far from the step's gradient.
+  EXPECT_GT(relative_difference(one_rank_accumulated_gradients(1), expected), 1e-2);
+}
+
+TEST(Distributed, AccumulatingUnderNoSyncEqualsOneRankWithEveryMicroBatch) {
+  expect_accumulation_matches_one_rank(Accumulation::kNoSync, {true, false});
+}
+
+TEST(Distributed, AccumulatingWithFinishAfterEachBackwardEqualsOneRankWithEveryMicroBatch) {
+  expect_accumulation_matches_one_rank(Accumulation::kFinishEach, {true, false});
+}
+
+TEST(Distributed, AccumulatingWithoutOverlapNeedsNoNoSync) {
+  expect_accumulation_matches_one_rank(Accumulation::kBackwardsThenFinish, {false});
+}
+
+// Overlapped, a second backward's gradient would come after its bucket's allreduce has left:
+// refused by finish() on every rank, which can then go on with a correct step.
+TEST(Distributed, ASecondBackwardOutsideNoSyncFailsFinishAndTheNextStepIsRight) {
+  const int port = free_loopback_port();
+  std::vector<std::string> errors(2);
+  std::vector<torch::Tensor> after(2);
+  run_ranks(2, [&](int rank) {
+    ProcessGroup group(rank_options(rank, 2, port));
+    std::vector<torch::Tensor> parameters{torch::zeros({7}, torch::requires_grad()),
+                                          torch::zeros({3, 5}, torch::requires_grad())};
+    GradientAverager averager(group, parameters, /*bucket_bytes=*/0);
+    const auto backward = [&] {
+      torch::Tensor loss = torch::zeros({});
+      for (const torch::Tensor& parameter : parameters) loss = loss + (parameter * static_cast<float>(rank + 1)).sum();
+      loss.backward();
+    };
+    averager.start_step();
+    backward();
+    backward();
+    errors[static_cast<size_t>(rank)] = error_of([&] { averager.finish(); });
+    for (torch::Tensor& parameter : parameters) parameter.mutable_grad() = torch::Tensor();
+    averager.start_step();
+    backward();
+    averager.finish();
+    after[static_cast<size_t>(rank)] = parameters[1].grad().clone();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(errors[static_cast<size_t>(rank)],
+              "rank " + std::to_string(rank) +
+                  ": GradientAverager: a second backward reached parameter 0 before finish(); run every backward "
+                  "but the step's last under no_sync(), or call finish() after each backward");
+    EXPECT_TRUE(torch::equal(after[static_cast<size_t>(rank)], torch::full({3, 5}, 1.5f)));
+  }
+}
+
 TrainerConfig fp32_config() {
   TrainerConfig config;
   config.device = torch::kCPU;
@@ -187,10 +306,6 @@ Trained train(int rank, int world_size, int64_t batch_size, int64_t steps, Proce
   for (const torch::Tensor& parameter : trainer.model()->parameters()) flat.push_back(parameter.detach().reshape(-1));
   result.parameters = torch::cat(flat);
   return result;
-}
-
-double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / b.norm().item<double>();
 }
 
 // The equivalence: world size 2 x batch 256 sees the global batches of world size 1 x

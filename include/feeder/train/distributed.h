@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace c10d {
@@ -99,6 +100,38 @@ class ProcessGroup {
 // gradient is ready, while backward goes on with the layers before it. finish() waits for them and
 // writes the averages back. bucket_bytes 0 gives one bucket per parameter (one allreduce each),
 // `overlap` false starts every allreduce after backward.
+//
+// One step, one backward:
+//
+//   optimizer.zero_grad();
+//   loss.backward();
+//   averager.finish();  // every .grad: the mean over ranks of the ranks' .grad
+//   optimizer.step();
+//
+// Gradient accumulation, with DistributedDataParallel's no_sync() semantics: k micro-batches per
+// step on W ranks give the gradients of one rank with the k*W micro-batches (to rounding), when
+// every micro-batch's loss is scaled the same way (e.g. divided by k here, by k*W on one rank).
+// Every backward but the step's last runs under no_sync(): autograd accumulates into .grad locally
+// and nothing is communicated; the last backward sends each parameter's accumulated gradient (its
+// .grad plus the new part) as it is produced:
+//
+//   optimizer.zero_grad();
+//   for (int m = 0; m < k; ++m) {
+//     std::optional<GradientAverager::NoSync> local;
+//     if (m + 1 < k) local.emplace(averager.no_sync());
+//     (loss(m) / k).backward();
+//   }
+//   averager.finish();
+//   optimizer.step();
+//
+// finish() after each micro-batch's backward (without zero_grad in between) is correct too, with
+// one round of communication per micro-batch: .grad then holds the mean so far, which the next
+// finish() carries over. What is refused is a second backward that reaches a parameter before
+// finish() without no_sync() around the first: its allreduce may already have left with the first
+// part only. finish() then throws DistributedError ("rank R: GradientAverager: a second backward
+// ...") after the step's collectives have completed, so the ranks stay paired and the averager can
+// be used again; the .grad it leaves must not be stepped on. Without overlap there are no hooks and
+// finish() sends .grad as it is, so any number of backwards before it accumulate correctly.
 class GradientAverager {
  public:
   static constexpr int64_t kDefaultBucketBytes = 256 * 1024;
@@ -109,11 +142,36 @@ class GradientAverager {
   GradientAverager(const GradientAverager&) = delete;
   GradientAverager& operator=(const GradientAverager&) = delete;
 
+  // While one is alive, backward only accumulates into .grad on this rank (no hook copies or
+  // communicates). Returned by no_sync(); the averager must outlive it. Guards nest.
+  class [[nodiscard]] NoSync {
+   public:
+    NoSync(NoSync&& other) noexcept : averager_(std::exchange(other.averager_, nullptr)) {}
+    NoSync& operator=(NoSync&&) = delete;
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    ~NoSync() {
+      if (averager_) --averager_->no_sync_depth_;
+    }
+
+   private:
+    friend class GradientAverager;
+    explicit NoSync(GradientAverager& averager) : averager_(&averager) { ++averager_->no_sync_depth_; }
+    GradientAverager* averager_;
+  };
+
   int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
 
-  // Before backward: forgets the last step's progress.
+  // The backwards run while the returned guard lives are not a step's last micro-step: their
+  // gradients stay in .grad, to be sent with the last one's.
+  NoSync no_sync() { return NoSync(*this); }
+
+  // Before a step's first backward: forgets the progress of a step that was not finished (after an
+  // exception). finish() leaves the averager ready for the next step by itself.
   void start_step();
-  // After backward: every parameter's gradient is the mean over ranks.
+  // After the step's last backward: every parameter's gradient is the mean over ranks of the
+  // ranks' accumulated .grad. DistributedError when a second backward reached a parameter outside
+  // no_sync() (see above).
   void finish();
 
  private:
@@ -133,8 +191,12 @@ class GradientAverager {
   std::vector<Bucket> buckets_;
   std::vector<std::pair<size_t, size_t>> slot_of_;  // per parameter: (bucket, member)
   bool overlap_ = true;
-  std::vector<uint8_t> seen_;  // per parameter: its gradient arrived this step
+  std::vector<uint8_t> seen_;  // per parameter: its gradient is in its bucket this step
   size_t next_to_launch_ = 0;  // buckets before this one have their allreduce started
+  int no_sync_depth_ = 0;      // live NoSync guards: hooks leave gradients to autograd
+  // The lowest-numbered parameter a second backward reached this step outside no_sync(); finish()
+  // throws naming it.
+  std::optional<size_t> repeated_parameter_;
   std::vector<unsigned> hooks_;  // the gradient hooks, removed at destruction
 };
 
