@@ -69,6 +69,14 @@ std::optional<DistributedOptions> distributed_from_environment() {
   options.local_world_size = env_int("LOCAL_WORLD_SIZE", options.world_size);
   if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) options.master_addr = addr;
   options.master_port = env_int("MASTER_PORT", options.master_port);
+  // torch.distributed compares with str(True): any other value leaves rank 0 serving the store.
+  if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string_view(agent) == "True") {
+    if (const char* count = std::getenv("TORCHELASTIC_RESTART_COUNT"); !count || !*count) {
+      throw OptionsError("TORCHELASTIC_RESTART_COUNT is not set (TORCHELASTIC_USE_AGENT_STORE=True is: torchrun sets both)");
+    }
+    options.use_agent_store = true;
+    options.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", std::nullopt);
+  }
   check_distributed_options(options);
   return options;
 }
@@ -88,6 +96,9 @@ void check_distributed_options(const DistributedOptions& options) {
   }
   if (options.master_addr.empty()) throw OptionsError("master address is empty");
   if (options.timeout.count() <= 0) throw OptionsError("the distributed timeout must be positive");
+  if (options.restart_count < 0) {
+    throw OptionsError("the restart count must not be negative, got " + std::to_string(options.restart_count));
+  }
 }
 
 ProcessGroup::ProcessGroup(const DistributedOptions& options) : options_(options) {
@@ -95,11 +106,17 @@ ProcessGroup::ProcessGroup(const DistributedOptions& options) : options_(options
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<uint16_t>(options_.master_port);
-    store_options.isServer = options_.rank == 0;
+    // With torchrun's store every rank is a client (rank 0 would fail to bind its port).
+    store_options.isServer = options_.rank == 0 && !options_.use_agent_store;
     store_options.numWorkers = static_cast<size_t>(options_.world_size);
-    store_options.waitWorkers = true;  // rank 0 waits for every rank to connect, within the timeout
+    store_options.waitWorkers = true;  // a serving rank 0 waits for every rank to connect, within the timeout
     store_options.timeout = options_.timeout;
     store_ = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
+    if (options_.use_agent_store) {
+      // The prefix torch.distributed's env:// rendezvous puts on the agent's store.
+      store_ = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(options_.restart_count),
+                                                      store_);
+    }
     auto gloo = c10d::ProcessGroupGloo::Options::create();
     gloo->timeout = options_.timeout;
     // Gloo listens on local_addr; by default, on one machine (a loopback master) on the master's

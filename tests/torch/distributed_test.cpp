@@ -3,6 +3,7 @@
 // every wait is bounded by the group's timeout.
 
 #include <gtest/gtest.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -422,6 +423,33 @@ TEST(Distributed, TwoNodesOnTheirOwnLoopbackAddressesTrainLikeOne) {
   });
   EXPECT_TRUE(torch::equal(ranks[0].parameters, ranks[1].parameters));
   EXPECT_LE(relative_difference(ranks[0].parameters, single.parameters), 1e-4);
+}
+
+// torchrun's agent serves the store itself (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 must not
+// bind the port, and feeder's keys go under torch.distributed's prefix for the attempt.
+TEST(Distributed, RanksJoinTorchrunsAgentStoreAsClientsUnderTheAttemptPrefix) {
+  const int port = free_loopback_port();
+  c10d::TCPStoreOptions agent_options;
+  agent_options.port = static_cast<uint16_t>(port);
+  agent_options.isServer = true;
+  agent_options.waitWorkers = false;
+  agent_options.timeout = milliseconds(20000);
+  const auto agent_store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", agent_options);
+  std::vector<torch::Tensor> sums(2);
+  run_ranks(2, [&](int rank) {
+    DistributedOptions options = rank_options(rank, 2, port);
+    options.use_agent_store = true;
+    options.restart_count = 3;
+    ProcessGroup group(options);
+    group.check_same({{"batch size", "512"}});
+    torch::Tensor sum = torch::full({3}, static_cast<float>(rank + 1));
+    group.allreduce_sum(sum);
+    sums[static_cast<size_t>(rank)] = sum;
+    group.barrier();
+  });
+  for (const torch::Tensor& sum : sums) EXPECT_TRUE(torch::equal(sum, torch::full({3}, 3.0f)));
+  EXPECT_TRUE(agent_store->check({"/worker/attempt_3/feeder/settings/0/0"}));
+  EXPECT_FALSE(agent_store->check({"feeder/settings/0/0"}));
 }
 
 TEST(DistributedOptions, ChecksRanksAndPort) {

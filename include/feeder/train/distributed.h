@@ -39,11 +39,21 @@ struct DistributedOptions {
   // How long the rendezvous waits for every rank, and any collective for the others: a rank that
   // died or never came ends every other rank with an error after this long at most.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  // torchrun's agent already serves the store at master_addr:master_port and says so with
+  // TORCHELASTIC_USE_AGENT_STORE=True (torch 1.13 for its default static rendezvous, torch 2.x by
+  // default). Then every rank, rank 0 too, connects to it as a client, and every key goes under
+  // "/worker/attempt_<restart_count>" (TORCHELASTIC_RESTART_COUNT), as torch.distributed's env://
+  // rendezvous does: feeder's keys never meet the agent's, nor a restarted attempt those of the one
+  // before.
+  bool use_agent_store = false;
+  int restart_count = 0;
 };
 
-// torchrun's variables: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
-// nullopt when WORLD_SIZE is not set; OptionsError naming the variable when one is malformed or
-// inconsistent (RANK outside 0..WORLD_SIZE-1, a port outside 1..65535).
+// torchrun's variables: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+// and TORCHELASTIC_USE_AGENT_STORE ("True": use_agent_store, as torch.distributed reads it) with
+// TORCHELASTIC_RESTART_COUNT. nullopt when WORLD_SIZE is not set; OptionsError naming the variable
+// when one is malformed or inconsistent (RANK outside 0..WORLD_SIZE-1, a port outside 1..65535, the
+// agent's store without a restart count).
 std::optional<DistributedOptions> distributed_from_environment();
 
 // A TCP port free on 127.0.0.1 now (bound to port 0, read back, closed), as torchrun --standalone
@@ -54,7 +64,8 @@ int free_loopback_port();
 void check_distributed_options(const DistributedOptions& options);
 
 // One process's membership of the group: joins at construction (rank 0 serves the store at
-// master_addr:master_port; the others connect to it), leaves at destruction. Errors (a master that
+// master_addr:master_port and the others connect to it; with use_agent_store, all connect to
+// torchrun's), leaves at destruction. Errors (a master that
 // never comes up, a rank that dies, a collective past the timeout) are DistributedError naming
 // this rank and the cause.
 class ProcessGroup {
