@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "feeder/error.h"
@@ -26,6 +28,22 @@ std::string describe_status(int status) {
   if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
                                   strsignal(WTERMSIG(status)) + ")";
   return "ended with wait status " + std::to_string(status);
+}
+
+// `prefix` then `error` in decimal and a newline on stderr, with write(2) only: safe in a child
+// forked from a multithreaded process, where neither strerror nor stdio may be used.
+void write_errno_message(const std::string& prefix, int error) noexcept {
+  char digits[16];
+  size_t num_digits = 0;
+  unsigned value = error < 0 ? 0u : static_cast<unsigned>(error);
+  do {
+    digits[sizeof(digits) - 1 - num_digits++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0 && num_digits < sizeof(digits) - 1);
+  // Nothing to do when stderr itself fails.
+  if (::write(STDERR_FILENO, prefix.data(), prefix.size()) < 0) return;
+  if (::write(STDERR_FILENO, digits + sizeof(digits) - num_digits, num_digits) < 0) return;
+  if (::write(STDERR_FILENO, "\n", 1) < 0) return;
 }
 
 }  // namespace
@@ -46,6 +64,29 @@ int launch_local_ranks(const LaunchOptions& options) {
   const std::vector<std::string> arguments = own_arguments();
   if (arguments.empty()) throw OptionsError("cannot read this program's arguments from /proc/self/cmdline");
 
+  // Each rank's arguments, environment and exec-failure message, built before any fork: the
+  // launcher may have threads by now, and a forked child may only call async-signal-safe functions.
+  std::vector<std::unique_ptr<PreparedExec>> programs;
+  std::vector<std::string> exec_failures;  // "feeder: rank R: cannot start, execve failed: errno "
+  for (int local = 0; local < options.nproc_per_node; ++local) {
+    const int rank = options.node_rank * options.nproc_per_node + local;
+    const std::vector<std::pair<std::string, std::string>> variables = {
+        {"RANK", std::to_string(rank)},
+        {"WORLD_SIZE", std::to_string(world_size)},
+        {"LOCAL_RANK", std::to_string(local)},
+        {"LOCAL_WORLD_SIZE", std::to_string(options.nproc_per_node)},
+        {"MASTER_ADDR", options.master_addr},
+        {"MASTER_PORT", std::to_string(port)},
+        {"OMP_NUM_THREADS", std::to_string(threads)},
+        {kLaunchedRankVariable, std::to_string(rank)},
+    };
+    // Rank 0 serves the store at the port chosen here, even when the launcher itself runs under
+    // torchrun, whose variable would make every rank a client of a store nobody serves.
+    programs.push_back(
+        std::make_unique<PreparedExec>(arguments, environment_with(variables, {"TORCHELASTIC_USE_AGENT_STORE"})));
+    exec_failures.push_back("feeder: rank " + std::to_string(rank) + ": cannot start, execve failed: errno ");
+  }
+
   std::fflush(nullptr);
   const pid_t launcher = ::getpid();
   std::vector<pid_t> ranks(static_cast<size_t>(options.nproc_per_node), -1);
@@ -57,20 +98,12 @@ int launch_local_ranks(const LaunchOptions& options) {
       throw OptionsError(std::string("cannot start a rank: fork failed: ") + std::strerror(errno));
     }
     if (pid == 0) {
+      // Async-signal-safe calls only from here on (prctl, getppid, execve, write, _exit).
       // A rank outlives no launcher: killed with it (the check covers a launcher gone before prctl).
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != launcher) ::_exit(1);
-      const int rank = options.node_rank * options.nproc_per_node + local;
-      ::setenv("RANK", std::to_string(rank).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", std::to_string(options.nproc_per_node).c_str(), 1);
-      ::setenv("MASTER_ADDR", options.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
-      ::setenv(kLaunchedRankVariable, std::to_string(rank).c_str(), 1);
-      exec_self(arguments);
-      std::fprintf(stderr, "feeder: rank %d: cannot start: %s\n", rank, std::strerror(errno));
+      exec_self(*programs[static_cast<size_t>(local)]);
+      write_errno_message(exec_failures[static_cast<size_t>(local)], errno);
       ::_exit(127);
     }
     ranks[static_cast<size_t>(local)] = pid;

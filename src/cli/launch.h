@@ -28,6 +28,9 @@ inline constexpr const char* kLaunchedRankVariable = "FEEDER_LAUNCHED_RANK";
 bool is_launched_rank();
 
 // Re-executes this program (/proc/self/exe, same arguments) once per local rank and waits for them.
+// Each rank's environment is this process's with torchrun's variables set for it and
+// TORCHELASTIC_USE_AGENT_STORE left out (its rank 0 serves the store); it is built before fork, so
+// the forked child only calls async-signal-safe functions before execve.
 // When a rank fails, the others are stopped (SIGTERM, then SIGKILL after `grace`), and the result
 // names the first rank that failed and how. A rank whose launcher dies is killed too. Returns the
 // exit status for the launcher: 0 when every rank succeeded.

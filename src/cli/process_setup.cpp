@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace feeder::cli {
@@ -63,6 +64,32 @@ void exec_self(const std::vector<std::string>& arguments) {
   argv.push_back(nullptr);
   ::execv("/proc/self/exe", argv.data());
 }
+
+std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& set,
+                                          const std::vector<std::string>& removed) {
+  const auto named = [](const std::string& entry, const std::string& name) {
+    return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=';
+  };
+  std::vector<std::string> environment;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    const std::string text(*entry);
+    const bool replaced = std::any_of(set.begin(), set.end(), [&](const auto& variable) { return named(text, variable.first); });
+    const bool dropped = std::any_of(removed.begin(), removed.end(), [&](const std::string& name) { return named(text, name); });
+    if (!replaced && !dropped) environment.push_back(text);
+  }
+  for (const auto& [name, value] : set) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+PreparedExec::PreparedExec(std::vector<std::string> arguments, std::vector<std::string> environment)
+    : arguments_(std::move(arguments)), environment_(std::move(environment)) {
+  for (std::string& argument : arguments_) argv_.push_back(argument.data());
+  argv_.push_back(nullptr);
+  for (std::string& variable : environment_) envp_.push_back(variable.data());
+  envp_.push_back(nullptr);
+}
+
+void exec_self(const PreparedExec& program) noexcept { ::execve("/proc/self/exe", program.argv(), program.envp()); }
 
 void apply_process_settings(const ProcessSettings& settings) {
   ensure_omp_num_threads(settings.omp_num_threads);

@@ -44,7 +44,10 @@ grep -q '^\[default1\]:' "$work/torchrun.out" && fail "rank 1 printed: $(grep '^
 grep -q '2 ranks (batch 256 each)' "$work/torchrun.out" || fail "the run under torchrun does not say it has 2 ranks"
 [ -s "$work/torchrun.pt" ] || fail "rank 0 saved no model under torchrun"
 
-limited 300 "$feeder" train "${small[@]}" --nproc-per-node 2 --save "$work/launcher.pt" >/dev/null 2>"$work/launcher.err" ||
+# feeder's launcher, started with torchrun's variable in its environment (as from inside a torchrun
+# worker): its ranks must not inherit it, rank 0 serves the launcher's own store.
+TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RESTART_COUNT=0 limited 300 "$feeder" train "${small[@]}" \
+  --nproc-per-node 2 --save "$work/launcher.pt" >/dev/null 2>"$work/launcher.err" ||
   fail "feeder's launcher failed: $(tail -3 "$work/launcher.err")"
 if [ -s "$work/torchrun.pt" ] && [ -s "$work/launcher.pt" ]; then
   cmp -s "$work/torchrun.pt" "$work/launcher.pt" || fail "torchrun and --nproc-per-node 2 trained different parameters"
