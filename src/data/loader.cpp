@@ -1,10 +1,8 @@
 #include "feeder/data/loader.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
@@ -15,6 +13,7 @@
 #include "data/detail/block_stream.h"
 #include "data/detail/buffer_pool.h"
 #include "data/detail/convert.h"
+#include "util/mutex.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
 #include "feeder/system/runtime.h"
@@ -55,7 +54,7 @@ BufferPool::~BufferPool() {
 std::shared_ptr<BatchBuffer> BufferPool::acquire() {
   BatchBuffer* buffer = nullptr;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!free_.empty()) {
       buffer = free_.back();
       free_.pop_back();
@@ -67,7 +66,13 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
     const size_t labels_bytes = round_up(batch * sizeof(int64_t));
     auto owned = std::make_unique<BatchBuffer>();
     owned->size_bytes = images_bytes + 2 * labels_bytes;
-    owned->memory = allocator_->allocate(owned->size_bytes);
+    try {
+      owned->memory = allocator_->allocate(owned->size_bytes);
+    } catch (const std::bad_alloc&) {
+      throw OptionsError("cannot allocate a batch buffer of " + format_byte_size(static_cast<int64_t>(owned->size_bytes)) +
+                         " (batch_size " + std::to_string(batch_size_) + " x " + std::to_string(pixels_per_image_) +
+                         " float pixels, labels and indices): lower batch_size");
+    }
     num_allocated_.fetch_add(1, std::memory_order_relaxed);
     auto* base = static_cast<char*>(owned->memory);
     owned->images = reinterpret_cast<float*>(base);
@@ -79,7 +84,7 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
 }
 
 void BufferPool::release(BatchBuffer* buffer) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   free_.push_back(buffer);
 }
 
@@ -105,6 +110,10 @@ struct BatchResult {
   std::exception_ptr error;
 };
 
+// Far above any batch that fits a machine's memory, and low enough that batch_size * world_size *
+// prefetch cannot overflow.
+constexpr int64_t kMaxBatchSize = int64_t{1} << 30;
+
 // Thrown inside a worker whose batch was cancelled by a new epoch; its result is dropped.
 struct Cancelled {};
 
@@ -115,8 +124,13 @@ void validate(const LoaderOptions& options) {
                        std::to_string(options.num_workers));
   if (options.num_workers > 256)
     throw OptionsError("num_workers " + std::to_string(options.num_workers) + " is absurd; use at most 256");
+  if (options.batch_size > kMaxBatchSize)
+    throw OptionsError("batch_size " + std::to_string(options.batch_size) + " is absurd; use at most " +
+                       std::to_string(kMaxBatchSize));
   if (options.prefetch < 1)
     throw OptionsError("prefetch must be at least 1 batch, got " + std::to_string(options.prefetch));
+  if (options.prefetch > 1024)
+    throw OptionsError("prefetch " + std::to_string(options.prefetch) + " is absurd; use at most 1024");
   if (!(options.normalization.std > 0.0f))
     throw OptionsError("normalization std must be positive, got " + std::to_string(options.normalization.std));
   if (options.memory_budget < 0)
@@ -166,22 +180,23 @@ int64_t required_rows(const SampleSource& source, const LoaderOptions& options, 
 // while no claim is possible and no worker is assembling (busy == 0), and read by workers only
 // while assembling a claimed batch.
 struct Loader::Shared {
-  std::mutex mutex;
-  std::condition_variable work_available;  // workers wait for a batch to claim or for stop
-  std::condition_variable batch_done;      // the consumer waits for a batch or for busy == 0
-  bool stopping = false;
-  bool epoch_started = false;
-  uint64_t generation = 0;  // bumped by each start_epoch(); stale results are dropped
+  detail::Mutex mutex;
+  detail::CondVar work_available;  // workers wait for a batch to claim or for stop
+  detail::CondVar batch_done;      // the consumer waits for a batch or for busy == 0
+  bool stopping GUARDED_BY(mutex) = false;
+  bool epoch_started GUARDED_BY(mutex) = false;
+  uint64_t generation GUARDED_BY(mutex) = 0;  // bumped by each start_epoch(); stale results are dropped
   EpochPlan plan;
   std::vector<int64_t> window_begins;  // where the shuffle windows start in the order
   int64_t epoch = 0;
-  int64_t epoch_batches = 0;  // batches claimable in this epoch; 0 while switching epochs
-  int64_t next_to_claim = 0;
-  int64_t next_to_deliver = 0;
-  int busy = 0;  // workers assembling right now
-  std::map<int64_t, BatchResult> ready;  // finished batches by index, waiting for delivery
+  int64_t epoch_batches GUARDED_BY(mutex) = 0;  // batches claimable in this epoch; 0 while switching epochs
+  int64_t next_to_claim GUARDED_BY(mutex) = 0;
+  int64_t next_to_deliver GUARDED_BY(mutex) = 0;
+  int busy GUARDED_BY(mutex) = 0;  // workers assembling right now
+  std::map<int64_t, BatchResult> ready GUARDED_BY(mutex);  // finished batches by index, waiting for delivery
+  // Set by the constructor, reset by the destructor after the workers are joined.
   std::unique_ptr<detail::BlockStream> stream;  // streaming sources only
-  std::vector<std::thread> workers;
+  std::vector<std::thread> workers;             // the consumer's: started and joined by it
 };
 
 Loader::Loader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
@@ -189,61 +204,87 @@ Loader::Loader(std::shared_ptr<const ImageStore> store, const LoaderOptions& opt
     : Loader(store ? std::make_shared<InMemorySource>(std::move(store)) : nullptr, options, std::move(allocator),
              std::move(transform)) {}
 
+namespace {
+
+const SampleSource& checked_source(const std::shared_ptr<const SampleSource>& source) {
+  if (!source) throw OptionsError("Loader needs a sample source (an image store or a dataset), got none");
+  return *source;
+}
+
+// The options in effect, resolved once (as leveldb's SanitizeOptions): checked, and every default
+// replaced by its value: shuffle_window by the window in effect (the whole set in memory; without
+// shuffle, 1 when streaming), memory_budget by the budget when streaming (0 in memory). Throws
+// OptionsError saying what to change when a streaming budget cannot hold the batches in flight.
+LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& given) {
+  LoaderOptions options = given;
+  const int64_t size = source.size();
+  EpochPlan::check(size, options.batch_size, options.drop_last, options.rank, options.world_size, source.name());
+  validate(options);
+  if (source.in_memory()) {
+    options.shuffle_window = options.shuffle_window == 0 ? size : std::min(options.shuffle_window, size);
+    options.memory_budget = 0;
+    return options;
+  }
+  options.memory_budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
+  const int64_t sample_bytes = source.decoded_sample_bytes();
+  const int64_t overhead = stream_overhead_bytes(source, options);
+  const int64_t block_budget = options.memory_budget - overhead;
+  if (!options.shuffle) {
+    options.shuffle_window = 1;
+  } else if (options.shuffle_window > 0) {
+    options.shuffle_window = std::min(options.shuffle_window, size);
+  } else {
+    // The largest window that fits: required_rows grows by 2 rows per sample of window.
+    const int64_t fixed_rows = required_rows(source, options, 0);
+    options.shuffle_window = std::max<int64_t>(1, std::min(size, (block_budget / sample_bytes - fixed_rows) / 2));
+  }
+  const int64_t window = options.shuffle_window;
+  if (block_budget < required_rows(source, options, window) * sample_bytes) {
+    throw OptionsError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
+                       " is too small: the stream needs " + format_byte_size(overhead) +
+                       " for the epoch order and read buffers plus " +
+                       format_byte_size(required_rows(source, options, window) * sample_bytes) +
+                       " of decoded row groups (the batches in flight: prefetch " + std::to_string(options.prefetch) +
+                       " x world_size " + std::to_string(options.world_size) + " x batch_size " +
+                       std::to_string(options.batch_size) + " samples, and two shuffle windows of " +
+                       std::to_string(window) + " samples plus a row group of " +
+                       std::to_string(max_block_rows(source)) +
+                       " rows each); raise the budget, or lower the shuffle window, prefetch or batch size");
+  }
+  return options;
+}
+
+}  // namespace
+
 Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options,
                std::shared_ptr<BufferAllocator> allocator, BatchTransform transform)
-    : source_(std::move(source)), options_(options), transform_(std::move(transform)), shared_(new Shared) {
-  if (!source_) throw OptionsError("Loader needs a sample source (an image store or a dataset), got none");
+    : source_(std::move(source)),
+      store_(checked_source(source_).in_memory()),
+      options_(resolve_options(*source_, options)),
+      transform_(std::move(transform)),
+      shared_(new Shared) {
   const int64_t size = source_->size();
-  EpochPlan::check(size, options_.batch_size, options_.drop_last, options_.rank, options_.world_size, source_->name());
-  validate(options_);
-  store_ = source_->in_memory();
   num_samples_ = EpochPlan::count_samples(size, options_.batch_size, options_.drop_last, options_.world_size);
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
-
-  if (store_) {
-    shuffle_window_ = options_.shuffle_window == 0 ? size : std::min(options_.shuffle_window, size);
-  } else {
-    memory_budget_ = options_.memory_budget > 0 ? options_.memory_budget : default_memory_budget();
-    const int64_t sample_bytes = source_->decoded_sample_bytes();
-    const int64_t overhead = stream_overhead_bytes(*source_, options_);
-    const int64_t block_budget = memory_budget_ - overhead;
-    const int64_t fixed_rows = required_rows(*source_, options_, 0);
-    const auto explain = [&](int64_t window) {
-      return "the stream needs " + format_byte_size(overhead) + " for the epoch order and read buffers plus " +
-             format_byte_size(required_rows(*source_, options_, window) * sample_bytes) +
-             " of decoded row groups (the batches in flight: prefetch " + std::to_string(options_.prefetch) +
-             " x world_size " + std::to_string(options_.world_size) + " x batch_size " +
-             std::to_string(options_.batch_size) + " samples, and two shuffle windows of " + std::to_string(window) +
-             " samples plus a row group of " + std::to_string(max_block_rows(*source_)) + " rows each)";
-    };
-    if (!options_.shuffle) {
-      shuffle_window_ = 1;
-    } else if (options_.shuffle_window > 0) {
-      shuffle_window_ = std::min(options_.shuffle_window, size);
-    } else {
-      // The largest window that fits: required_rows grows by 2 rows per sample of window.
-      shuffle_window_ = std::min(size, (block_budget / sample_bytes - fixed_rows) / 2);
-      if (shuffle_window_ < 1) shuffle_window_ = 1;  // too small even so: reported below
-    }
-    if (block_budget < required_rows(*source_, options_, shuffle_window_) * sample_bytes) {
-      throw OptionsError(source_->name() + ": memory_budget " + format_byte_size(memory_budget_) +
-                         " is too small: " + explain(shuffle_window_) +
-                         "; raise the budget, or lower the shuffle window, prefetch or batch size");
-    }
-    shared_->stream = std::make_unique<detail::BlockStream>(source_, num_readers(options_), block_budget);
+  if (!store_) {
+    const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_);
+    shared_->stream = std::make_unique<detail::BlockStream>(source_, num_readers(options_), block_budget,
+                                                            options_.background_readers);
     // Most programs start with epoch 0: its first window is read while they set up the model.
-    shared_->stream->read_ahead(first_window_blocks(source_->block_starts(), shuffle_window_, options_.shuffle,
-                                                    options_.seed, 0));
+    shared_->stream->read_ahead(first_window_blocks(source_->block_starts(), options_.shuffle_window,
+                                                    options_.shuffle, options_.seed, 0));
   }
 
   if (!options_.pin_memory && allocator && allocator->pinned()) allocator = nullptr;
-  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), options_.batch_size, source_->shape().num_pixels());
+  // No batch holds more than this rank's samples: a batch_size above them costs no memory.
+  const int64_t largest_batch = std::min(options_.batch_size, std::max<int64_t>(1, num_samples_));
+  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), largest_batch, source_->shape().num_pixels());
   for (int i = 0; i < options_.num_workers; ++i) shared_->workers.emplace_back([this] { worker_loop(); });
 }
 
 Loader::~Loader() {
   {
-    std::lock_guard lock(shared_->mutex);
+    detail::MutexLock lock(shared_->mutex);
     shared_->stopping = true;
     ++shared_->generation;
   }
@@ -259,21 +300,22 @@ bool Loader::pinned() const { return pool_->pinned(); }
 int64_t Loader::buffers_allocated() const { return pool_->num_allocated(); }
 
 int64_t Loader::peak_stream_bytes() const { return shared_->stream ? shared_->stream->peak_bytes() : 0; }
+int64_t Loader::peak_decoded_bytes() const { return shared_->stream ? shared_->stream->peak_live_bytes() : 0; }
 
 void Loader::start_epoch(int64_t epoch) { begin_epoch(epoch, 0); }
 
 void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
-  std::unique_lock lock(shared_->mutex);
+  detail::MutexLock lock(shared_->mutex);
   ++shared_->generation;
   shared_->epoch_batches = 0;  // nothing can be claimed while the order is replaced
   shared_->ready.clear();
   // Workers waiting for blocks give up their batch, so busy drops to 0.
   if (shared_->stream) shared_->stream->cancel();
-  shared_->batch_done.wait(lock, [&] { return shared_->busy == 0; });
+  while (shared_->busy != 0) shared_->batch_done.wait(shared_->mutex);
   shared_->plan = EpochPlan();  // free the last order before building the next
   // A window covering the set gives epoch_order's full shuffle, the in-memory default.
   BlockShuffle shuffled =
-      block_shuffle_order(source_->block_starts(), shuffle_window_, options_.shuffle, options_.seed, epoch);
+      block_shuffle_order(source_->block_starts(), options_.shuffle_window, options_.shuffle, options_.seed, epoch);
   shared_->window_begins.clear();
   for (const ShuffleWindow& window : shuffled.windows) shared_->window_begins.push_back(window.begin);
   shared_->plan = EpochPlan(std::move(shuffled.order), options_.batch_size, options_.drop_last, options_.rank,
@@ -284,7 +326,7 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
     // Epochs usually follow each other: the next one's first window can be read during this one's
     // last, instead of while the model waits for the next epoch's first batch.
     shared_->stream->read_ahead(
-        first_window_blocks(source_->block_starts(), shuffle_window_, options_.shuffle, options_.seed, epoch + 1));
+        first_window_blocks(source_->block_starts(), options_.shuffle_window, options_.shuffle, options_.seed, epoch + 1));
   }
   shared_->epoch = epoch;
   shared_->next_to_claim = first_batch;
@@ -296,7 +338,7 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
 }
 
 std::optional<Batch> Loader::next() {
-  std::unique_lock lock(shared_->mutex);
+  detail::MutexLock lock(shared_->mutex);
   if (!shared_->epoch_started) throw std::logic_error("Loader::next() called before start_epoch()");
   if (shared_->next_to_deliver >= shared_->epoch_batches) return std::nullopt;
   if (options_.num_workers == 0) {
@@ -306,7 +348,7 @@ std::optional<Batch> Loader::next() {
     transform(batch, shared_->epoch);
     return batch;
   }
-  shared_->batch_done.wait(lock, [&] { return shared_->ready.count(shared_->next_to_deliver) > 0; });
+  while (shared_->ready.count(shared_->next_to_deliver) == 0) shared_->batch_done.wait(shared_->mutex);
   auto node = shared_->ready.extract(shared_->next_to_deliver);
   ++shared_->next_to_deliver;
   lock.unlock();
@@ -316,43 +358,59 @@ std::optional<Batch> Loader::next() {
   return std::move(result.batch);
 }
 
-LoaderState Loader::state() const {
-  std::lock_guard lock(shared_->mutex);
-  if (!shared_->epoch_started) throw std::logic_error("Loader::state() called before start_epoch() or restore()");
+// Every field of a LoaderState, once: its JSON key, the name restore() gives it (nullptr for the
+// position, epoch and batches_delivered, which say where the state is, not what it is of), and the
+// member of `a` and of `b`. to_json, from_json, state() and restore() all walk this list, in the
+// order restore() reports differences.
+template <class A, class B, class Visit>
+void zip_state_fields(A& a, B& b, Visit&& visit) {
+  visit("num_samples", "samples", a.num_samples, b.num_samples);
+  visit("dataset_fingerprint", "fingerprint", a.dataset_fingerprint, b.dataset_fingerprint);
+  visit("world_size", "world_size", a.world_size, b.world_size);
+  visit("rank", "rank", a.rank, b.rank);
+  visit("batch_size", "batch_size", a.batch_size, b.batch_size);
+  visit("seed", "seed", a.seed, b.seed);
+  visit("shuffle", "shuffle", a.shuffle, b.shuffle);
+  visit("drop_last", "drop_last", a.drop_last, b.drop_last);
+  visit("shuffle_window", "shuffle_window", a.shuffle_window, b.shuffle_window);
+  visit("epoch", nullptr, a.epoch, b.epoch);
+  visit("batches_delivered", nullptr, a.batches_delivered, b.batches_delivered);
+}
+
+LoaderState Loader::state_at(int64_t epoch, int64_t batches_delivered) const {
   LoaderState state;
-  state.seed = options_.seed;
-  state.epoch = shared_->epoch;
-  state.batches_delivered = shared_->next_to_deliver;
-  state.rank = options_.rank;
+  state.num_samples = source_->size();
+  state.dataset_fingerprint = source_->fingerprint();
   state.world_size = options_.world_size;
+  state.rank = options_.rank;
   state.batch_size = options_.batch_size;
+  state.seed = options_.seed;
   state.shuffle = options_.shuffle;
   state.drop_last = options_.drop_last;
-  state.shuffle_window = shuffle_window_;
-  state.dataset_fingerprint = source_->fingerprint();
-  state.num_samples = source_->size();
+  state.shuffle_window = options_.shuffle_window;
+  state.epoch = epoch;
+  state.batches_delivered = batches_delivered;
   return state;
 }
 
+LoaderState Loader::state() const {
+  detail::MutexLock lock(shared_->mutex);
+  if (!shared_->epoch_started) throw std::logic_error("Loader::state() called before start_epoch() or restore()");
+  return state_at(shared_->epoch, shared_->next_to_deliver);
+}
+
 void Loader::restore(const LoaderState& state) {
+  const LoaderState here = state_at(state.epoch, state.batches_delivered);
   std::string differs;
-  const auto check = [&](const char* what, auto saved, auto here) {
-    if (saved != here) {
-      differs += std::string(differs.empty() ? "" : ", ") + what + " " + std::to_string(saved) + " in the state, " +
-                 std::to_string(here) + " here";
+  zip_state_fields(state, here, [&](const char*, const char* name, const auto& saved, const auto& mine) {
+    if (name == nullptr || saved == mine) return;
+    differs += differs.empty() ? "" : ", ";
+    if (std::string_view(name) == "fingerprint") {
+      differs += "the dataset's fingerprint differs (another dataset)";
+    } else {
+      differs += std::string(name) + " " + std::to_string(saved) + " in the state, " + std::to_string(mine) + " here";
     }
-  };
-  check("samples", state.num_samples, source_->size());
-  if (state.dataset_fingerprint != source_->fingerprint()) {
-    differs += std::string(differs.empty() ? "" : ", ") + "the dataset's fingerprint differs (another dataset)";
-  }
-  check("world_size", state.world_size, options_.world_size);
-  check("rank", state.rank, options_.rank);
-  check("batch_size", state.batch_size, options_.batch_size);
-  check("seed", state.seed, options_.seed);
-  check("shuffle", static_cast<int>(state.shuffle), static_cast<int>(options_.shuffle));
-  check("drop_last", static_cast<int>(state.drop_last), static_cast<int>(options_.drop_last));
-  check("shuffle_window", state.shuffle_window, shuffle_window_);
+  });
   if (!differs.empty()) throw OptionsError("cannot restore this loader state on " + source_->name() + ": " + differs);
   if (state.batches_delivered < 0 || state.batches_delivered > num_batches_)
     throw OptionsError("cannot restore this loader state: batches_delivered " + std::to_string(state.batches_delivered) +
@@ -362,12 +420,12 @@ void Loader::restore(const LoaderState& state) {
 
 void Loader::worker_loop() {
   Shared& shared = *shared_;
-  std::unique_lock lock(shared.mutex);
+  detail::MutexLock lock(shared.mutex);
   for (;;) {
-    shared.work_available.wait(lock, [&] {
-      return shared.stopping || (shared.next_to_claim < shared.epoch_batches &&
-                                 shared.next_to_claim < shared.next_to_deliver + options_.prefetch);
-    });
+    while (!shared.stopping && !(shared.next_to_claim < shared.epoch_batches &&
+                                 shared.next_to_claim < shared.next_to_deliver + options_.prefetch)) {
+      shared.work_available.wait(shared.mutex);
+    }
     if (shared.stopping) return;
     const int64_t index = shared.next_to_claim++;
     const uint64_t generation = shared.generation;
@@ -410,16 +468,10 @@ Batch Loader::assemble(int64_t batch_index) const {
   // batch holds until it is assembled.
   thread_local std::vector<detail::SampleRef> refs;
   refs.resize(static_cast<size_t>(count));
-  detail::BlockStream* stream = shared_->stream.get();
-  if (stream) {
-    try {
-      if (!stream->acquire(batch_index, refs)) throw Cancelled{};
-    } catch (const Cancelled&) {
-      throw;
-    } catch (...) {
-      stream->release(batch_index);
-      throw;
-    }
+  std::optional<detail::BlockLease> lease;
+  if (shared_->stream) {
+    lease.emplace(*shared_->stream, batch_index);
+    if (!lease->acquire(refs)) throw Cancelled{};
   } else {
     for (int64_t i = 0; i < count; ++i) {
       const int64_t sample = shared_->plan.sample_at(first + i);
@@ -439,7 +491,7 @@ Batch Loader::assemble(int64_t batch_index) const {
       detail::convert_pixels(ref.pixels, dst, pixels, scale, bias);
   }
   detail::finish_streaming();
-  if (stream) stream->release(batch_index);
+  lease.reset();
   // Positions past the order's end are the padding (EpochPlan), and come last in a rank's slice.
   const auto order_size = static_cast<int64_t>(shared_->plan.order().size());
   const int64_t num_padding = std::max<int64_t>(0, last - std::max(first, order_size));
@@ -447,20 +499,8 @@ Batch Loader::assemble(int64_t batch_index) const {
 }
 
 std::string LoaderState::to_json() const {
-  const nlohmann::json json = {
-      {"format", "feeder.loader_state.v1"},
-      {"seed", seed},
-      {"epoch", epoch},
-      {"batches_delivered", batches_delivered},
-      {"rank", rank},
-      {"world_size", world_size},
-      {"batch_size", batch_size},
-      {"shuffle", shuffle},
-      {"drop_last", drop_last},
-      {"shuffle_window", shuffle_window},
-      {"dataset_fingerprint", dataset_fingerprint},
-      {"num_samples", num_samples},
-  };
+  nlohmann::json json = {{"format", "feeder.loader_state.v1"}};
+  zip_state_fields(*this, *this, [&](const char* key, const char*, const auto& value, const auto&) { json[key] = value; });
   return json.dump();
 }
 
@@ -470,17 +510,9 @@ LoaderState LoaderState::from_json(std::string_view text) {
     if (json.value("format", "") != "feeder.loader_state.v1")
       throw OptionsError("not a feeder loader state (format is not feeder.loader_state.v1)");
     LoaderState state;
-    state.seed = json.at("seed").get<uint64_t>();
-    state.epoch = json.at("epoch").get<int64_t>();
-    state.batches_delivered = json.at("batches_delivered").get<int64_t>();
-    state.rank = json.at("rank").get<int64_t>();
-    state.world_size = json.at("world_size").get<int64_t>();
-    state.batch_size = json.at("batch_size").get<int64_t>();
-    state.shuffle = json.at("shuffle").get<bool>();
-    state.drop_last = json.at("drop_last").get<bool>();
-    state.shuffle_window = json.at("shuffle_window").get<int64_t>();
-    state.dataset_fingerprint = json.at("dataset_fingerprint").get<uint64_t>();
-    state.num_samples = json.at("num_samples").get<int64_t>();
+    zip_state_fields(state, state, [&](const char* key, const char*, auto& value, auto&) {
+      value = json.at(key).get<std::remove_reference_t<decltype(value)>>();
+    });
     return state;
   } catch (const nlohmann::json::exception& e) {
     throw OptionsError(std::string("malformed loader state: ") + e.what());

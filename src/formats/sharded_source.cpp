@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <list>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -12,6 +11,7 @@
 #include "feeder/error.h"
 #include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/formats/sharded.h"
+#include "util/mutex.h"
 
 namespace feeder {
 
@@ -71,7 +71,7 @@ class ParquetShardSource final : public SampleSource {
   // The open reader of a shard: from the cache, else opened and checked against the set.
   std::shared_ptr<const ParquetRowGroupReader> open_shard(size_t shard_idx, int64_t row_group_idx) const {
     {
-      const std::lock_guard lock(mutex_);
+      detail::MutexLock lock(mutex_);
       const auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& entry) { return entry.first == shard_idx; });
       if (it != open_.end()) {
         open_.splice(open_.begin(), open_, it);  // most recently used first
@@ -81,7 +81,7 @@ class ParquetShardSource final : public SampleSource {
     // Opened outside the lock, so threads reading other shards do not wait on this one's I/O. Two
     // threads missing the same shard both open it; the second to finish keeps the first's reader.
     auto reader = std::make_shared<const ParquetRowGroupReader>(open_and_check(shard_idx, row_group_idx));
-    const std::lock_guard lock(mutex_);
+    detail::MutexLock lock(mutex_);
     const auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& entry) { return entry.first == shard_idx; });
     if (it != open_.end()) return it->second;
     open_.emplace_front(shard_idx, reader);
@@ -142,9 +142,9 @@ class ParquetShardSource final : public SampleSource {
   std::vector<int64_t> shard_first_block_;  // (num_shards + 1) first block of each shard, then num_blocks
   int64_t max_read_bytes_ = 0;
 
-  mutable std::mutex mutex_;  // guards open_
+  mutable detail::Mutex mutex_;  // the stream's reader threads open shards at once
   // Open shards, most recently used first, at most kMaxOpenShards: (shard index, reader).
-  mutable std::list<std::pair<size_t, std::shared_ptr<const ParquetRowGroupReader>>> open_;
+  mutable std::list<std::pair<size_t, std::shared_ptr<const ParquetRowGroupReader>>> open_ GUARDED_BY(mutex_);
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
 #include "core/numbered_store.h"
+#include "core/streamed_store.h"
 
 namespace feeder {
 namespace {
@@ -27,63 +28,9 @@ namespace {
 using testing::numbered_store;
 using testing::options_with;
 
-// Block b holds samples [starts[b], starts[b+1]) of `sizes`.
-std::vector<int64_t> starts_of(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> starts{0};
-  for (int64_t size : sizes) starts.push_back(starts.back() + size);
-  return starts;
-}
-
-std::vector<int64_t> uniform_blocks(int64_t num_samples, int64_t rows) {
-  std::vector<int64_t> sizes;
-  for (int64_t first = 0; first < num_samples; first += rows) sizes.push_back(std::min(rows, num_samples - first));
-  return sizes;
-}
-
-// A store presented as a stream: the loader sees no store and reads blocks. Blocks in `failing`
-// throw the DataError a Parquet shard would. Counts reads, in all and per block.
-class StreamedStore : public SampleSource {
- public:
-  StreamedStore(std::shared_ptr<const ImageStore> store, std::vector<int64_t> block_sizes, std::set<int64_t> failing = {})
-      : store_(std::move(store)),
-        starts_(starts_of(block_sizes)),
-        failing_(std::move(failing)),
-        block_reads_(block_sizes.size(), 0) {}
-
-  int64_t size() const override { return store_->size(); }
-  ImageShape shape() const override { return store_->shape(); }
-  bool labeled() const override { return true; }
-  uint64_t fingerprint() const override { return 0x5eed0000u + static_cast<uint64_t>(store_->size()); }
-  std::string name() const override { return "streamed"; }
-  std::span<const int64_t> block_starts() const override { return starts_; }
-  int64_t max_read_bytes() const override { return 0; }
-  void read_block(int64_t b, std::vector<uint8_t>&, uint8_t* pixels, int64_t* labels) const override {
-    ++reads;
-    {
-      const std::lock_guard lock(mutex_);
-      ++block_reads_[static_cast<size_t>(b)];
-    }
-    if (failing_.count(b)) throw DataError("part-00001.parquet: row group " + std::to_string(b) + ": truncated");
-    const int64_t first = starts_[static_cast<size_t>(b)];
-    const int64_t rows = starts_[static_cast<size_t>(b) + 1] - first;
-    std::copy_n(store_->image(first), rows * store_->image_bytes(), pixels);
-    std::copy_n(store_->labels().begin() + first, rows, labels);
-  }
-
-  std::vector<int64_t> block_reads() const {
-    const std::lock_guard lock(mutex_);
-    return block_reads_;
-  }
-
-  mutable std::atomic<int64_t> reads{0};
-
- private:
-  std::shared_ptr<const ImageStore> store_;
-  std::vector<int64_t> starts_;
-  std::set<int64_t> failing_;
-  mutable std::mutex mutex_;  // guards block_reads_
-  mutable std::vector<int64_t> block_reads_;
-};
+using testing::StreamedStore;
+using testing::starts_of;
+using testing::uniform_blocks;
 
 // Every batch of an epoch: its samples (by label) and the bytes of its images.
 struct Delivered {
@@ -359,7 +306,6 @@ TEST(LoaderStream, HoldsNoMoreThanTheBudgetAndReadsEveryBlockOnceWithAWideWindow
   auto source = std::make_shared<StreamedStore>(store, uniform_blocks(5000, 50));  // 100 blocks of 50
   LoaderOptions options = options_with(32, 2);
   options.memory_budget = 128 * 1024;  // the order takes 40,000 bytes, the set decodes to 120,000
-  detail::DecodedBlock::reset_peak_live_bytes();
   Loader loader(source, options);
   EXPECT_TRUE(loader.streaming());
   const int64_t overhead = 5000 * 8;  // the epoch order
@@ -371,8 +317,8 @@ TEST(LoaderStream, HoldsNoMoreThanTheBudgetAndReadsEveryBlockOnceWithAWideWindow
   EXPECT_GT(loader.peak_stream_bytes(), 0);
   EXPECT_LE(loader.peak_stream_bytes(), options.memory_budget - overhead);
   // Counted apart from the stream's accounting: the decoded blocks actually alive at once.
-  EXPECT_LE(detail::DecodedBlock::peak_live_bytes(), options.memory_budget - overhead);
-  EXPECT_GT(detail::DecodedBlock::peak_live_bytes(), 0);
+  EXPECT_LE(loader.peak_decoded_bytes(), options.memory_budget - overhead);
+  EXPECT_GT(loader.peak_decoded_bytes(), 0);
   // Each block read once (loads never overlap blocks), and the next epoch's first window at most
   // once more, read ahead.
   const std::vector<int64_t> ahead = first_window_blocks(source->block_starts(), loader.shuffle_window(), true,
@@ -442,11 +388,10 @@ TEST(LoaderStream, BlocksReadAheadForAnotherEpochAreNotUsed) {
     std::vector<int64_t> labels;
     loader.start_epoch(5);
     while (auto batch = loader.next()) labels.insert(labels.end(), batch->labels(), batch->labels() + batch->size());
+    EXPECT_LE(loader.peak_decoded_bytes(), options.memory_budget);
     return labels;
   };
-  detail::DecodedBlock::reset_peak_live_bytes();
   const std::vector<int64_t> after_epoch_0 = labels_of_epoch_5(true);
-  EXPECT_LE(detail::DecodedBlock::peak_live_bytes(), options.memory_budget);
   EXPECT_EQ(after_epoch_0.size(), 5000u);
   EXPECT_EQ(after_epoch_0, labels_of_epoch_5(false));
 }

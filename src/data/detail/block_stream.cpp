@@ -13,15 +13,9 @@ namespace feeder::detail {
 
 namespace {
 constexpr int kReaderNice = 19;
-std::atomic<int64_t> g_live_bytes{0};
-std::atomic<int64_t> g_peak_live_bytes{0};
 }  // namespace
 
-int64_t DecodedBlock::live_bytes() { return g_live_bytes.load(); }
-int64_t DecodedBlock::peak_live_bytes() { return g_peak_live_bytes.load(); }
-void DecodedBlock::reset_peak_live_bytes() { g_peak_live_bytes.store(g_live_bytes.load()); }
-
-DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample) {
+DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample, LiveBytes& live) : live_(live) {
   const auto pixel_bytes = static_cast<size_t>(rows * pixels_per_sample);
   labels_offset_ = (pixel_bytes + 63) / 64 * 64;
   size_bytes_ = labels_offset_ + static_cast<size_t>(rows) * sizeof(int64_t);
@@ -30,18 +24,16 @@ DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample) {
   if (memory_ == MAP_FAILED) throw std::bad_alloc();
   rows_capacity_ = rows;
   counted_bytes_ = rows * (pixels_per_sample + static_cast<int64_t>(sizeof(int64_t)));
-  const int64_t live = g_live_bytes.fetch_add(counted_bytes_) + counted_bytes_;
-  int64_t peak = g_peak_live_bytes.load();
-  while (live > peak && !g_peak_live_bytes.compare_exchange_weak(peak, live)) {
-  }
+  live_.add(counted_bytes_);
 }
 
 DecodedBlock::~DecodedBlock() {
   ::munmap(memory_, size_bytes_);
-  g_live_bytes.fetch_sub(counted_bytes_);
+  live_.subtract(counted_bytes_);
 }
 
-BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes)
+BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes,
+                         bool background_readers)
     : source_(std::move(source)), budget_bytes_(budget_bytes) {
   const auto starts = source_->block_starts();
   block_starts_.assign(starts.begin(), starts.end());
@@ -57,12 +49,14 @@ BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_rea
     while (block + 1 < num_blocks && block_starts_[static_cast<size_t>(block) + 1] <= first_sample) ++block;
     bucket_first_block_[k] = block;
   }
-  for (int i = 0; i < num_readers; ++i) readers_.emplace_back([this] { reader_loop(); });
+  for (int i = 0; i < num_readers; ++i) {
+    readers_.emplace_back([this, background_readers] { reader_loop(background_readers); });
+  }
 }
 
 BlockStream::~BlockStream() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
     ++generation_;
   }
@@ -73,8 +67,8 @@ BlockStream::~BlockStream() {
 
 void BlockStream::cancel() {
   {
-    std::lock_guard lock(mutex_);
-    ++generation_;
+    MutexLock lock(mutex_);
+    cancelled_ = true;
   }
   block_ready_.notify_all();
 }
@@ -109,9 +103,12 @@ void BlockStream::keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_b
 }
 
 std::unique_ptr<DecodedBlock> BlockStream::take_spare(int64_t rows, int64_t max_bytes) {
-  // Row groups mostly have one size: the last spare usually fits.
+  // Row groups mostly have one size: the last spare usually fits. Only a spare of exactly the
+  // block's rows will do: a larger one would hold more than the block's bytes, which the budget's
+  // arithmetic (Loader: required_rows) does not allow for, and readers and workers could then wait
+  // for each other with the budget full of oversized spares.
   for (size_t i = spares_.size(); i-- > 0;) {
-    if (spares_[i]->rows_capacity() >= rows && spares_[i]->counted_bytes() <= max_bytes) {
+    if (spares_[i]->rows_capacity() == rows && spares_[i]->counted_bytes() <= max_bytes) {
       std::unique_ptr<DecodedBlock> block = std::move(spares_[i]);
       spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
       spare_bytes_ -= block->counted_bytes();
@@ -129,12 +126,13 @@ void BlockStream::trim_spares() {
 }
 
 void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   ++generation_;
+  cancelled_ = false;
   // Blocks read ahead: claim no more, and wait for those in flight (a read per reader at most), so
   // that each is now either ready to take or not read.
   next_ahead_ = ahead_.size();
-  ahead_done_.wait(lock, [&] { return ahead_reading_ == 0; });
+  while (ahead_reading_ != 0) ahead_done_.wait(mutex_);
   std::vector<int32_t> ahead_ready(block_starts_.size() - 1, -1);  // per block: its ready ahead_ entry
   for (size_t i = 0; i < ahead_.size(); ++i) {
     if (ahead_[i].state == SlotState::kReady) ahead_ready[static_cast<size_t>(ahead_[i].block)] = static_cast<int32_t>(i);
@@ -211,7 +209,7 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
 
 void BlockStream::read_ahead(std::vector<int64_t> blocks) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     for (const int64_t block : blocks) {
       AheadBlock ahead;
       ahead.block = block;
@@ -239,23 +237,17 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
   size_t window_hint = 0;
   for (int64_t p = first; p < last; ++p) slots.push_back(slot_of(p, plan_->sample_at(p), window_hint));
 
-  std::unique_lock lock(mutex_);
-  const uint64_t generation = generation_;
-  const auto slot = [&](SlotId id) -> Slot& {
-    return loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
-  };
-  // Waiting on the first slot not ready, then the next, checks each slot once per wake-up.
+  MutexLock lock(mutex_);
+  // Waiting on the first slot not ready, then the next, checks each slot once per wake-up. A
+  // cancel() before this call counts as well as one during it: the batch was claimed before the
+  // cancel, and the readers may already have dropped the reads it would wait for.
   size_t waiting_on = 0;
-  block_ready_.wait(lock, [&] {
-    if (generation_ != generation) return true;
-    for (; waiting_on < slots.size(); ++waiting_on) {
-      const SlotState state = slot(slots[waiting_on]).state;
-      if (state == SlotState::kFailed) return true;
-      if (state != SlotState::kReady) return false;
-    }
-    return true;
-  });
-  if (generation_ != generation) return false;
+  for (;;) {
+    if (cancelled_ || stopping_) return false;
+    while (waiting_on < slots.size() && slot(slots[waiting_on]).state == SlotState::kReady) ++waiting_on;
+    if (waiting_on == slots.size() || slot(slots[waiting_on]).state == SlotState::kFailed) break;
+    block_ready_.wait(mutex_);
+  }
   if (waiting_on < slots.size()) std::rethrow_exception(slot(slots[waiting_on]).error);
 
   refs.resize(slots.size());
@@ -270,7 +262,7 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
 
 void BlockStream::release(int64_t batch_idx) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const int64_t offset = batch_idx - first_batch_;
     if (offset < 0 || offset >= static_cast<int64_t>(assembled_.size())) return;
     assembled_[static_cast<size_t>(offset)] = 1;
@@ -284,16 +276,14 @@ void BlockStream::release(int64_t batch_idx) {
 }
 
 int64_t BlockStream::peak_bytes() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return peak_bytes_;
 }
 
 bool BlockStream::next_read_ready() {
-  const auto slot = [&](SlotId id) -> const Slot& {
-    return loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
-  };
   // Skip slots whose load was freed before they were read (the batches needing them failed).
   while (next_read_ < read_queue_.size() && slot(read_queue_[next_read_]).state == SlotState::kFreed) ++next_read_;
+  if (cancelled_) return false;  // nobody may acquire until start(): reading on would be wasted
   if (next_read_ < read_queue_.size()) {
     const int64_t bytes = block_bytes(slot(read_queue_[next_read_]).block);
     return held_bytes_ == 0 || held_bytes_ + bytes <= budget_bytes_;
@@ -317,7 +307,7 @@ std::exception_ptr BlockStream::read_into(int64_t block, std::unique_ptr<Decoded
   try {
     if (!data) {
       const int64_t rows = source_->block_rows(block);
-      data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_);
+      data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_, live_bytes_);
     }
     source_->read_block(block, scratch, data->pixels(), data->labels());
   } catch (...) {
@@ -326,17 +316,18 @@ std::exception_ptr BlockStream::read_into(int64_t block, std::unique_ptr<Decoded
   return nullptr;
 }
 
-void BlockStream::reader_loop() {
-  // Readers work a window or more ahead of the batches: they run at the lowest priority, below
-  // the threads that wait for data (workers, the training loop), so that the burst of reads when
-  // a window is freed does not delay those (with feeder train streaming, the data wait fell from
-  // about 2% of an epoch to about 1%). When workers wait for a block, nothing else is runnable and the
-  // readers get the cores. Best effort: a failure leaves the default priority.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kReaderNice);
+void BlockStream::reader_loop(bool background) {
+  // Readers work a window or more ahead of the batches: in the background they run at the lowest
+  // priority, below the threads that wait for data (workers, the training loop), so that the burst
+  // of reads when a window is freed does not delay those (with feeder train streaming, the data
+  // wait fell from about 2% of an epoch to about 1%). When workers wait for a block, nothing else is
+  // runnable and the readers get the cores. Best effort: a failure (or a system without per-thread
+  // priorities) leaves the default priority.
+  if (background) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kReaderNice);
   std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every block
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   for (;;) {
-    work_.wait(lock, [&] { return stopping_ || next_read_ready(); });
+    while (!stopping_ && !next_read_ready()) work_.wait(mutex_);
     if (stopping_) return;
     if (next_read_ >= read_queue_.size()) {
       // A block read ahead; start() waits for it, so ahead_ keeps its entry until it is back.

@@ -3,33 +3,43 @@
 // Internal to the loader: the blocks (row groups) of a streaming source, read ahead of the batches
 // that need them and freed behind them, within a byte budget.
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "feeder/data/sampler.h"
 #include "feeder/data/source.h"
+#include "util/mutex.h"
 
 namespace feeder::detail {
 
+// Bytes of one stream's decoded blocks alive now, and the most there have been: counted where
+// blocks are mapped and unmapped, apart from the stream's own accounting, so that the budget can be
+// checked against what really exists. Any thread.
+struct LiveBytes {
+  std::atomic<int64_t> now{0};
+  std::atomic<int64_t> peak{0};
+  void add(int64_t bytes) {
+    const int64_t live = now.fetch_add(bytes) + bytes;
+    int64_t seen = peak.load();
+    while (live > seen && !peak.compare_exchange_weak(seen, live)) {
+    }
+  }
+  void subtract(int64_t bytes) { now.fetch_sub(bytes); }
+};
+
 // One block's decoded samples in an anonymous mapping of its own, so that freeing it returns the
-// memory to the system at once, whatever the allocator's thresholds.
+// memory to the system at once, whatever the allocator's thresholds. Counted in `live`, which must
+// outlive it.
 class DecodedBlock {
  public:
-  DecodedBlock(int64_t rows, int64_t pixels_per_sample);
+  DecodedBlock(int64_t rows, int64_t pixels_per_sample, LiveBytes& live);
   ~DecodedBlock();
   DecodedBlock(const DecodedBlock&) = delete;
   DecodedBlock& operator=(const DecodedBlock&) = delete;
-
-  // Bytes of every DecodedBlock alive in the process now, and the most there have been since the
-  // last reset: a count kept apart from the stream's own accounting, for tests of the budget.
-  static int64_t live_bytes();
-  static int64_t peak_live_bytes();
-  static void reset_peak_live_bytes();
 
   int64_t rows_capacity() const { return rows_capacity_; }
   // The bytes the budget counts for it: rows_capacity * (pixels + label).
@@ -44,6 +54,7 @@ class DecodedBlock {
   int64_t rows_capacity_ = 0;
   int64_t counted_bytes_ = 0;  // rows * (pixels + label), as the budget counts them
   size_t labels_offset_ = 0;
+  LiveBytes& live_;
 };
 
 // Where one sample of a batch is, while the batch holds its blocks.
@@ -66,28 +77,33 @@ struct SampleRef {
 // parts (set by start() before any acquire()).
 class BlockStream {
  public:
-  BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes);
+  // `background_readers`: the readers run at the lowest scheduling priority (see LoaderOptions).
+  BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes,
+              bool background_readers);
   ~BlockStream();
   BlockStream(const BlockStream&) = delete;
   BlockStream& operator=(const BlockStream&) = delete;
 
-  // Makes every acquire() waiting now return false and drops reads in flight when they finish.
-  void cancel();
+  // Makes every acquire() return false, those waiting now and those called later, until the next
+  // start(); readers claim nothing more until then.
+  void cancel() EXCLUDES(mutex_);
   // Schedules batches [first_batch, plan.num_batches()) of `plan`, whose order has the shuffle
   // windows starting at `window_begins`. `plan` must stay alive and unchanged until the next start().
-  void start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch);
+  void start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) EXCLUDES(mutex_);
   // Once every read the current schedule needs is under way, reads `blocks` too while the budget
   // has room: the loader's guess at the next epoch's first window, so that epoch's first batch need
   // not wait for a whole window. The next start() takes those of its first window's blocks already
   // read; the rest become spare memory. Called by the consumer after start().
-  void read_ahead(std::vector<int64_t> blocks);
+  void read_ahead(std::vector<int64_t> blocks) EXCLUDES(mutex_);
   // Waits until every block batch `batch_idx` needs is decoded and fills `refs` (one per sample, in
   // batch order); false when cancelled. Rethrows the error of a block that failed to read.
-  bool acquire(int64_t batch_idx, std::vector<SampleRef>& refs);
+  bool acquire(int64_t batch_idx, std::vector<SampleRef>& refs) EXCLUDES(mutex_);
   // Batch `batch_idx` is assembled or failed: it no longer needs its blocks.
-  void release(int64_t batch_idx);
+  void release(int64_t batch_idx) EXCLUDES(mutex_);
 
-  int64_t peak_bytes() const;
+  int64_t peak_bytes() const EXCLUDES(mutex_);
+  // The most bytes of decoded blocks alive at once (LiveBytes).
+  int64_t peak_live_bytes() const { return live_bytes_.peak.load(); }
 
  private:
   enum class SlotState { kPending, kReading, kReady, kFailed, kFreed };
@@ -116,22 +132,25 @@ class BlockStream {
   };
 
   SlotId slot_of(int64_t position, int64_t sample, size_t& window_hint) const;
+  Slot& slot(SlotId id) REQUIRES(mutex_) {
+    return loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
+  }
   int64_t block_of(int64_t sample) const;
   int64_t block_bytes(int64_t block) const;
-  void reader_loop();
+  void reader_loop(bool background) EXCLUDES(mutex_);
   // The next read to claim, if the budget has room for it: a slot of the schedule, else a block
-  // to read ahead. Called with mutex_ held.
-  bool next_read_ready();
+  // to read ahead.
+  bool next_read_ready() REQUIRES(mutex_);
   // Counts `block`'s bytes as held, with a spare's memory in `data` when one fits.
-  int64_t claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data);
+  int64_t claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) REQUIRES(mutex_);
   // Reads `block` into `data` (claim_bytes' spare, else a new block); the error, if any.
   std::exception_ptr read_into(int64_t block, std::unique_ptr<DecodedBlock>& data, std::vector<uint8_t>& scratch) const;
-  void free_load(Load& load);
+  void free_load(Load& load) REQUIRES(mutex_);
   // Keeps a freed block's memory for the next read (refilling it costs no page faults, unlike a
   // fresh mapping); spares count against the budget and are unmapped when room is needed.
-  void keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_bytes);
-  std::unique_ptr<DecodedBlock> take_spare(int64_t rows, int64_t max_bytes);
-  void trim_spares();
+  void keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_bytes) REQUIRES(mutex_);
+  std::unique_ptr<DecodedBlock> take_spare(int64_t rows, int64_t max_bytes) REQUIRES(mutex_);
+  void trim_spares() REQUIRES(mutex_);
 
   std::shared_ptr<const SampleSource> source_;
   std::vector<int64_t> block_starts_;
@@ -139,8 +158,15 @@ class BlockStream {
   std::vector<int64_t> bucket_first_block_;  // per bucket: the block holding its first sample
   int64_t pixels_per_sample_ = 0;
   int64_t budget_bytes_ = 0;
+  mutable LiveBytes live_bytes_;  // declared before every holder of a DecodedBlock: destroyed after them
 
-  // The schedule, rebuilt by start().
+  mutable Mutex mutex_;
+  CondVar block_ready_;  // acquire() waits for blocks
+  CondVar work_;         // readers wait for a block to read and room in the budget
+  CondVar ahead_done_;   // start() waits for reads ahead in flight
+
+  // The schedule, rebuilt by start() under mutex_ while no acquire() runs; acquire() reads these
+  // without the lock (it is called only after the start() that set them, see the class comment).
   const EpochPlan* plan_ = nullptr;
   std::vector<int64_t> window_begins_;
   int64_t num_samples_ = 0;              // positions at and past this are the padding
@@ -148,28 +174,52 @@ class BlockStream {
   int32_t padding_load_ = -1;
   std::vector<int32_t> block_slot_;      // per block: its slot in its window's load
   std::vector<int32_t> padding_slot_;    // per block: its slot in the padding's load, or -1
-  std::vector<Load> loads_;
-  std::vector<SlotId> read_queue_;       // every slot, in the order batches first need them
-  int64_t first_batch_ = 0;
-  std::vector<AheadBlock> ahead_;        // read_ahead()'s blocks, claimed in order
-  size_t next_ahead_ = 0;
-  int ahead_reading_ = 0;                // reads of ahead_ blocks in flight
 
-  mutable std::mutex mutex_;
-  std::condition_variable block_ready_;  // acquire() waits for blocks
-  std::condition_variable work_;         // readers wait for a block to read and room in the budget
-  std::condition_variable ahead_done_;   // start() waits for reads ahead in flight
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
-  size_t next_read_ = 0;
-  size_t next_free_ = 0;                 // loads before this one are freed
-  std::vector<uint8_t> assembled_;       // per batch from first_batch_
-  int64_t frontier_ = 0;                 // every batch before this one is assembled
-  int64_t held_bytes_ = 0;               // decoded blocks held plus reads in flight
-  std::vector<std::unique_ptr<DecodedBlock>> spares_;  // freed blocks' memory, ready for reuse
-  int64_t spare_bytes_ = 0;
-  int64_t peak_bytes_ = 0;
+  std::vector<Load> loads_ GUARDED_BY(mutex_);
+  std::vector<SlotId> read_queue_ GUARDED_BY(mutex_);   // every slot, in the order batches first need them
+  int64_t first_batch_ GUARDED_BY(mutex_) = 0;
+  std::vector<AheadBlock> ahead_ GUARDED_BY(mutex_);    // read_ahead()'s blocks, claimed in order
+  size_t next_ahead_ GUARDED_BY(mutex_) = 0;
+  int ahead_reading_ GUARDED_BY(mutex_) = 0;            // reads of ahead_ blocks in flight
+  uint64_t generation_ GUARDED_BY(mutex_) = 0;          // bumped by start(): reads of an older schedule are dropped
+  bool cancelled_ GUARDED_BY(mutex_) = false;           // set by cancel() until the next start()
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  size_t next_read_ GUARDED_BY(mutex_) = 0;
+  size_t next_free_ GUARDED_BY(mutex_) = 0;             // loads before this one are freed
+  std::vector<uint8_t> assembled_ GUARDED_BY(mutex_);   // per batch from first_batch_
+  int64_t frontier_ GUARDED_BY(mutex_) = 0;             // every batch before this one is assembled
+  int64_t held_bytes_ GUARDED_BY(mutex_) = 0;           // decoded blocks held plus reads in flight
+  std::vector<std::unique_ptr<DecodedBlock>> spares_ GUARDED_BY(mutex_);  // freed blocks' memory, ready for reuse
+  int64_t spare_bytes_ GUARDED_BY(mutex_) = 0;
+  int64_t peak_bytes_ GUARDED_BY(mutex_) = 0;
   std::vector<std::thread> readers_;
+};
+
+// Holds batch `batch`'s blocks from a successful acquire() until it is destroyed, then releases
+// them: on every path, an exception after acquire() included, so the stream's frontier always
+// moves past the batch and no later epoch stalls on it.
+class BlockLease {
+ public:
+  BlockLease(BlockStream& stream, int64_t batch) : stream_(stream), batch_(batch) {}
+  ~BlockLease() {
+    if (held_) stream_.release(batch_);
+  }
+  BlockLease(const BlockLease&) = delete;
+  BlockLease& operator=(const BlockLease&) = delete;
+
+  // acquire() for the batch: false when the stream was cancelled (nothing is then held). Any
+  // error, a block's DataError included, releases the batch when the lease ends.
+  bool acquire(std::vector<SampleRef>& refs) {
+    held_ = true;  // a failed block fails the batch: it is released too
+    if (stream_.acquire(batch_, refs)) return true;
+    held_ = false;
+    return false;
+  }
+
+ private:
+  BlockStream& stream_;
+  int64_t batch_;
+  bool held_ = false;
 };
 
 }  // namespace feeder::detail

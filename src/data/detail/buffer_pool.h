@@ -4,10 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "feeder/data/loader.h"
+#include "util/mutex.h"
 
 namespace feeder::detail {
 
@@ -39,8 +39,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   std::shared_ptr<BufferAllocator> allocator_;
   int64_t batch_size_;
   int64_t pixels_per_image_;
-  std::mutex mutex_;
-  std::vector<BatchBuffer*> free_;  // guarded by mutex_
+  Mutex mutex_;
+  std::vector<BatchBuffer*> free_ GUARDED_BY(mutex_);
   std::atomic<int64_t> num_allocated_{0};
 };
 
