@@ -157,7 +157,8 @@ class DataLoader:
     differently and reproducibly. One pass at a time: starting a new ``iter()`` ends the last one.
 
     Resuming: ``state_dict()`` and ``load_state_dict()`` as torchdata's StatefulDataLoader has them;
-    after loading, the next ``iter()`` continues with exactly the batches that would have come next.
+    after loading, the next ``iter()`` continues with exactly the batches that would have come next,
+    with or without ``set_epoch()`` of the saved epoch before it (see set_epoch).
     """
 
     def __init__(self, source, batch_size=512, shuffle=True, seed=42, drop_last=False, num_workers=1,
@@ -234,9 +235,19 @@ class DataLoader:
     # ---------------------------------------------------------------- iteration
 
     def set_epoch(self, epoch):
-        """Picks the epoch (and so the shuffle) of the next pass, as DistributedSampler.set_epoch."""
-        self._next_epoch = _check_int("epoch", epoch, 0)
-        self._resume_pending = False
+        """Picks the epoch (and so the shuffle) of the next pass, as DistributedSampler.set_epoch.
+
+        After ``load_state_dict()`` of a state saved mid-epoch, ``set_epoch`` of that same epoch keeps
+        the resume (the usual loop, ``for e in range(start, E): loader.set_epoch(e); for batch in
+        loader: ...``, continues where the state left off); any other epoch raises ValueError, as
+        it would silently drop the rest of the saved epoch."""
+        epoch = _check_int("epoch", epoch, 0)
+        if self._resume_pending and epoch != self._epoch:
+            raise ValueError(
+                f"set_epoch({epoch}) after load_state_dict() of a state in the middle of epoch {self._epoch} "
+                f"({self._num_yielded} of {len(self)} batches done): call set_epoch({self._epoch}) (or nothing) "
+                f"to finish that epoch first; to start epoch {epoch} afresh, use a new DataLoader")
+        self._next_epoch = epoch
 
     def __iter__(self):
         self._generation += 1

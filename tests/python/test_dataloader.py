@@ -240,6 +240,50 @@ def test_state_dict_resumes_with_the_batches_that_come_next(numbered, stop_after
     assert seen == expected
 
 
+@pytest.mark.parametrize("set_epoch_first", [False, True])
+def test_the_usual_loop_resumes_mid_epoch_with_set_epoch_before_or_after_loading(numbered, set_epoch_first):
+    """for e in range(start, E): loader.set_epoch(e); for batch in loader: ... (set_epoch used to
+    drop the loaded state, so the saved epoch started again from its first batch)."""
+    reference = feeder.DataLoader(numbered, batch_size=100, seed=9)
+    expected = {}
+    for e in range(4):
+        reference.set_epoch(e)
+        expected[e] = epoch_labels(reference)
+
+    loader = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=2)
+    loader.set_epoch(1)
+    it = iter(loader)
+    first = [next(it)[1].tolist() for _ in range(3)]
+    state = json.loads(json.dumps(loader.state_dict()))
+    start_epoch = state["epoch"]
+
+    resumed = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=2)
+    if set_epoch_first:
+        resumed.set_epoch(start_epoch)
+    resumed.load_state_dict(state)
+    seen = {}
+    for e in range(start_epoch, 4):
+        resumed.set_epoch(e)
+        seen[e] = epoch_labels(resumed)
+    assert first + seen[1] == expected[1]
+    assert seen[2] == expected[2] and seen[3] == expected[3]
+
+
+def test_set_epoch_to_another_epoch_while_a_resume_is_pending_is_refused(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=100, seed=9)
+    loader.set_epoch(5)
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    resumed = feeder.DataLoader(numbered, batch_size=100, seed=9)
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match=r"set_epoch\(6\) after load_state_dict\(\) of a state in the middle of "
+                                         r"epoch 5 \(1 of 10 batches done\): call set_epoch\(5\)"):
+        resumed.set_epoch(6)
+    resumed.set_epoch(5)  # the saved epoch itself keeps the resume
+    assert len(epoch_labels(resumed)) == 9
+
+
 def test_state_dict_of_other_data_or_options_is_refused(numbered):
     loader = feeder.DataLoader(numbered, batch_size=100)
     next(iter(loader))
@@ -266,10 +310,19 @@ def test_state_dict_of_other_data_or_options_is_refused(numbered):
     (dict(normalize="imagenet"), "normalize must be None or"),
     (dict(memory_budget="lots"), "memory_budget"),
     (dict(num_workers=1000), "num_workers 1000 is absurd"),
+    (dict(batch_size=2**31), "batch_size 2147483648 is absurd; use at most 1073741824"),
+    (dict(prefetch=100000), "prefetch 100000 is absurd; use at most 1024"),
 ])
 def test_bad_options_are_value_errors(numbered, options, message):
     with pytest.raises(ValueError, match=message):
         feeder.DataLoader(numbered, **options)
+
+
+def test_a_batch_size_above_the_set_gives_one_batch_of_the_whole_set(numbered):
+    """A batch buffer is never larger than the set: batch_size 10**8 used to allocate 10**8 images."""
+    loader = feeder.DataLoader(numbered, batch_size=10**8, shuffle=False)
+    batches = list(loader)
+    assert len(batches) == 1 and batches[0][1].tolist() == list(range(1000))
 
 
 def test_bad_arrays_are_value_errors():
