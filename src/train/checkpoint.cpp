@@ -1,6 +1,5 @@
 #include "feeder/train/checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -85,11 +84,6 @@ std::filesystem::path CheckpointStore::save(torch::nn::Module& model, torch::opt
   torch::serialize::OutputArchive optimizer_archive;
   optimizer.save(optimizer_archive);
   archive.write("optimizer", optimizer_archive);
-  {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    archive.write("cpu_generator", generator.get_state());
-  }
   std::ostringstream bytes;
   archive.save_to(bytes);
   char name[64];
@@ -127,14 +121,9 @@ std::optional<std::pair<TrainingCheckpoint, std::filesystem::path>> CheckpointSt
       archive.read("model", model_archive);
       torch::serialize::InputArchive optimizer_archive;
       archive.read("optimizer", optimizer_archive);
-      torch::Tensor generator_state;
-      archive.read("cpu_generator", generator_state);
-      // Everything read: now change the model, the optimizer and the generator.
+      // Everything read: now change the model and the optimizer.
       model.load(model_archive);
       optimizer.load(optimizer_archive);
-      auto generator = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(generator_state);
       return std::make_pair(std::move(checkpoint), file);
     } catch (const std::exception& error) {
       if (warn) warn(file.string() + ": skipped, it does not load (" + detail::error_text(error) + ")");

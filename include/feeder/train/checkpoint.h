@@ -1,7 +1,20 @@
 #pragma once
 
-// Checkpoints of a training run, so that a job that is killed continues exactly where it was:
-// model, optimizer, the generator's state, the loader's position and the epoch's running totals.
+// Checkpoints of a training run, so that a job that is killed continues exactly where it was.
+//
+// What a bitwise resume needs, and so exactly what a checkpoint holds:
+// - the model's parameters and buffers, and the optimizer's state (Adam's step and moments);
+// - where the run is: epoch, batches done of its training pass, global step;
+// - the loader's position (LoaderState): the batches after it, and any BatchTransform's draws, are
+//   a pure function of it and the data (feeder/data/loader.h);
+// - the pass's running totals over every rank and the finished epochs' reports, so that the
+//   resumed run reports what the uninterrupted one would.
+// No random generator's state: feeder's trainer draws no random numbers once the model is built
+// (SimpleCNN has no dropout; its initialisation comes from its own seeded generator), so saving
+// one would only suggest a guarantee it does not need. A model that draws from LibTorch's global
+// generators while training (dropout, on the CPU or a GPU) resumes bit for bit only if it makes
+// those draws a function of the step, as the loader does: seed them from (seed, global_step)
+// before each step, e.g. torch::manual_seed(seed * 1000003 + global_step).
 //
 // Files: DIR/checkpoint-<global step, 10 digits>.pt, a LibTorch archive (torch::serialize). Each
 // is written to a temporary file, synced, renamed into place and the directory synced, so a crash
@@ -42,14 +55,13 @@ class CheckpointStore {
 
   const std::filesystem::path& dir() const { return dir_; }
 
-  // Saves the model's parameters and buffers, the optimizer's state, the default CPU generator's
-  // state and `checkpoint`; then removes the oldest files beyond `keep`, and temporary files that
+  // Saves the model's parameters and buffers, the optimizer's state and `checkpoint`; then removes the oldest files beyond `keep`, and temporary files that
   // a process killed while saving left behind. Returns the file written.
   std::filesystem::path save(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                              const TrainingCheckpoint& checkpoint);
 
-  // Loads the newest checkpoint that reads back whole into `model` and `optimizer` (and the
-  // generator), and returns it with its file. Each newer file that does not load is skipped with a
+  // Loads the newest checkpoint that reads back whole into `model` and `optimizer`, and returns it
+  // with its file (no generator is touched). Each newer file that does not load is skipped with a
   // call to `warn` saying which and why. nullopt when no file loads (or there is none).
   std::optional<std::pair<TrainingCheckpoint, std::filesystem::path>> load_newest(
       torch::nn::Module& model, torch::optim::Optimizer& optimizer,
