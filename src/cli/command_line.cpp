@@ -95,4 +95,17 @@ CLI::Validator at_least(long long min) {
       "INT>=" + std::to_string(min));
 }
 
+CLI::Validator sane_range(long long min, long long max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        long long value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < min) {
+          return "needs an integer >= " + std::to_string(min) + ", got '" + text + "'";
+        }
+        if (value > max) return text + " is absurd; use at most " + std::to_string(max);
+        return "";
+      },
+      "INT in " + std::to_string(min) + ".." + std::to_string(max));
+}
+
 }  // namespace feeder::cli

@@ -35,6 +35,8 @@ int call_single_command(Command (*add)(CLI::App&), const std::vector<std::string
 
 // A validator for integer options that must be at least `min`; the message names the bound.
 CLI::Validator at_least(long long min);
+// An integer from `min` to `max`; above `max` the message calls the value absurd and gives the bound.
+CLI::Validator sane_range(long long min, long long max);
 
 // A validator that runs the library's own parser of a name (codec, precision, ...), so the choices
 // and the message live in one place; `parse` throws OptionsError on a bad name.

@@ -33,6 +33,9 @@
 namespace feeder::cli {
 namespace {
 
+// OpenMP threads per process: beyond this a value is a typo (100000 crashed LibTorch's pool).
+constexpr int kMaxThreads = 256;
+
 struct TrainArgs {
   std::optional<std::filesystem::path> data_dir;
   std::optional<std::string> train_file;  // a file, a directory of Parquet shards or a glob
@@ -389,7 +392,7 @@ Command add_train_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--threads", args->num_threads,
                   "OMP_NUM_THREADS (default: the CPUs available); restarts the process with it")
-      ->check(at_least(1));
+      ->check(sane_range(1, kMaxThreads));
   app->add_option("--seed", args->seed, "seed of the model and the shuffle")->capture_default_str();
   app->add_option("--save", *save_path, "save the trained model (torch::save) to this file");
   app->add_option("--report-json", *report_path, "write the run's results as JSON to this file");
@@ -447,6 +450,10 @@ Command add_train_command(CLI::App& parent) {
             args->trainer.channels_last = *channels_last == "on";
             if (*master_port > 0) args->launch.master_port = *master_port;
             if (args->num_threads > 0) args->launch.threads_per_rank = args->num_threads;
+            if (args->num_threads > num_usable_cpus() && !is_launched_rank()) {
+              std::cerr << "feeder train: note: --threads " << args->num_threads << " is more than the "
+                        << num_usable_cpus() << " CPUs available: the extra threads only take turns on them\n";
+            }
             if ((args->launch.nproc_per_node > 1 || args->launch.nnodes > 1) && !is_launched_rank()) {
               return launch_local_ranks(args->launch);
             }

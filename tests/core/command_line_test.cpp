@@ -66,6 +66,21 @@ TEST(CommandLine, BadValueExitsTwoNamingTheCommandAndTheOption) {
   EXPECT_NE(outcome.err.find("Usage: feeder demo"), std::string::npos) << outcome.err;
 }
 
+TEST(CommandLine, SaneRangeCallsAValueAboveItsBoundAbsurd) {
+  CLI::App app("demo app", "feeder");
+  int threads = 1;
+  app.add_option("--threads", threads, "threads")->check(sane_range(1, 256));
+  EXPECT_NO_THROW(app.parse(std::vector<std::string>{"256", "--threads"}));
+  EXPECT_EQ(threads, 256);
+  try {
+    app.parse(std::vector<std::string>{"100000", "--threads"});
+    FAIL() << "100000 threads accepted";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()), "--threads: 100000 is absurd; use at most 256");
+  }
+  EXPECT_THROW(app.parse(std::vector<std::string>{"0", "--threads"}), CLI::ValidationError);
+}
+
 TEST(CommandLine, UnknownOptionExitsTwo) {
   const Outcome outcome = run_demo({"demo", "--frobnicate"});
   EXPECT_EQ(outcome.exit_code, 2);
