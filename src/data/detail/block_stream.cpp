@@ -9,10 +9,28 @@
 #include <atomic>
 #include <new>
 
+#include "feeder/error.h"
+
 namespace feeder::detail {
 
 namespace {
+
 constexpr int kReaderNice = 19;
+
+// Throws a copy of a failed block's error. Every batch that needs the block fails with it, on
+// several workers and then the consumer; copies keep them from sharing one exception object, whose
+// message libstdc++ reference-counts in code ThreadSanitizer cannot see (it reported a race on
+// it). Called with the stream's mutex held, which guards the slot's original.
+[[noreturn]] void rethrow_copy(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const DataError& e) {
+    throw DataError(e.what());
+  } catch (const OptionsError& e) {
+    throw OptionsError(e.what());
+  }
+}
+
 }  // namespace
 
 DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample, LiveBytes& live) : live_(live) {
@@ -248,7 +266,7 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
     if (waiting_on == slots.size() || slot(slots[waiting_on]).state == SlotState::kFailed) break;
     block_ready_.wait(mutex_);
   }
-  if (waiting_on < slots.size()) std::rethrow_exception(slot(slots[waiting_on]).error);
+  if (waiting_on < slots.size()) rethrow_copy(slot(slots[waiting_on]).error);
 
   refs.resize(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {
