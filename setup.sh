@@ -4,7 +4,8 @@
 #   ./setup.sh          install + release build of the feeder executable (build/feeder) and of the
 #                       Python package, in the environment build/venv
 #   ./setup.sh --test   install + release build of everything, then the whole test suite, the core
-#                       again under ASan+UBSan, fuzzing, Parquet cross-checks and the ablation check
+#                       again under ASan+UBSan and under TSan, fuzzing, Parquet cross-checks and the
+#                       ablation check
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -12,7 +13,7 @@ run_tests=0
 for arg in "$@"; do
   case "$arg" in
     --test) run_tests=1 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test or nothing)" >&2; exit 2 ;;
   esac
 done
@@ -99,6 +100,12 @@ if ((run_tests)); then
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  # The core again under ThreadSanitizer (clang): every test without LibTorch or Python, the loader's
+  # stress test among them. halt_on_error: a data race fails its test instead of scrolling by.
+  CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_TSAN=ON \
+    -DFEEDER_WITH_TORCH=OFF -DFEEDER_INSTALL=OFF -DFEEDER_BENCH=OFF -DFEEDER_CLI=OFF
+  cmake --build build-tsan -j "$jobs"
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure -j "$jobs"
   # Parsers under libFuzzer for a bounded time each.
   fuzz/run.sh
   # Cross-checks with independent Parquet implementations (DuckDB, arrow-rs) from npm.
