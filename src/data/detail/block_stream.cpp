@@ -145,12 +145,15 @@ void BlockStream::trim_spares() {
 
 void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) {
   MutexLock lock(mutex_);
-  ++generation_;
-  cancelled_ = false;
-  // Blocks read ahead: claim no more, and wait for those in flight (a read per reader at most), so
-  // that each is now either ready to take or not read.
+  // No read may be claimed while the schedule is replaced: none of the old schedule (as after
+  // cancel()), none ahead (all counted as claimed). Then wait for the reads ahead in flight (a read
+  // per reader at most), so that each is now either ready to take or not read. The wait lets go of
+  // the mutex: a reader that claimed a slot of the old schedule here, under the new generation,
+  // would later write its block into the new schedule's slot of the same number.
+  cancelled_ = true;
   next_ahead_ = ahead_.size();
   while (ahead_reading_ != 0) ahead_done_.wait(mutex_);
+  ++generation_;
   std::vector<int32_t> ahead_ready(block_starts_.size() - 1, -1);  // per block: its ready ahead_ entry
   for (size_t i = 0; i < ahead_.size(); ++i) {
     if (ahead_[i].state == SlotState::kReady) ahead_ready[static_cast<size_t>(ahead_[i].block)] = static_cast<int32_t>(i);
@@ -222,6 +225,7 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
   ahead_.clear();
   next_ahead_ = 0;
   trim_spares();
+  cancelled_ = false;
   work_.notify_all();
 }
 
@@ -301,12 +305,12 @@ int64_t BlockStream::peak_bytes() const {
 bool BlockStream::next_read_ready() {
   // Skip slots whose load was freed before they were read (the batches needing them failed).
   while (next_read_ < read_queue_.size() && slot(read_queue_[next_read_]).state == SlotState::kFreed) ++next_read_;
-  if (cancelled_) return false;  // nobody may acquire until start(): reading on would be wasted
-  if (next_read_ < read_queue_.size()) {
+  if (reading_schedule()) {
     const int64_t bytes = block_bytes(slot(read_queue_[next_read_]).block);
     return held_bytes_ == 0 || held_bytes_ + bytes <= budget_bytes_;
   }
-  // Every read of the schedule is under way: the rest of the budget may read ahead.
+  // Every read of the schedule is under way, or it was cancelled: the rest of the budget may read
+  // ahead for the next start().
   return next_ahead_ < ahead_.size() && held_bytes_ + block_bytes(ahead_[next_ahead_].block) <= budget_bytes_;
 }
 
@@ -347,7 +351,7 @@ void BlockStream::reader_loop(bool background) {
   for (;;) {
     while (!stopping_ && !next_read_ready()) work_.wait(mutex_);
     if (stopping_) return;
-    if (next_read_ >= read_queue_.size()) {
+    if (!reading_schedule()) {
       // A block read ahead; start() waits for it, so ahead_ keeps its entry until it is back.
       const size_t idx = next_ahead_++;
       std::unique_ptr<DecodedBlock> data;

@@ -85,7 +85,7 @@ class BlockStream {
   BlockStream& operator=(const BlockStream&) = delete;
 
   // Makes every acquire() return false, those waiting now and those called later, until the next
-  // start(); readers claim nothing more until then.
+  // start(); until then readers claim no read of the schedule, only reads ahead.
   void cancel() EXCLUDES(mutex_);
   // Schedules batches [first_batch, plan.num_batches()) of `plan`, whose order has the shuffle
   // windows starting at `window_begins`. `plan` must stay alive and unchanged until the next start().
@@ -141,6 +141,9 @@ class BlockStream {
   // The next read to claim, if the budget has room for it: a slot of the schedule, else a block
   // to read ahead.
   bool next_read_ready() REQUIRES(mutex_);
+  // Whether the next read is the schedule's: not after cancel() (nobody may acquire until the
+  // next start(), so those reads would be wasted; reads ahead are for that start()).
+  bool reading_schedule() const REQUIRES(mutex_) { return !cancelled_ && next_read_ < read_queue_.size(); }
   // Counts `block`'s bytes as held, with a spare's memory in `data` when one fits.
   int64_t claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) REQUIRES(mutex_);
   // Reads `block` into `data` (claim_bytes' spare, else a new block); the error, if any.
