@@ -147,30 +147,44 @@ int64_t max_block_rows(const SampleSource& source) {
   return rows;
 }
 
-// Two at least: at the start of an epoch the first window is read before the first batch, while
-// the model waits, so two readers halve that wait; later they run ahead within the budget.
-int num_readers(const LoaderOptions& options) { return std::max(2, options.num_workers); }
-
-// What a stream holds besides its decoded blocks: the epoch order and the readers' buffers.
-int64_t stream_overhead_bytes(const SampleSource& source, const LoaderOptions& options) {
+// Readers decoding blocks ahead of the batches. Two at least: at the start of an epoch the first
+// window is read before the first batch, while the model waits, so two readers halve that wait;
+// later they run ahead within the budget. More workers get more readers (up to one each) only from
+// the budget the window leaves over, so that the window, and with it the order, never depends on
+// num_workers.
+constexpr int kBaseReaders = 2;
+// What a stream holds besides its decoded blocks: the epoch order and `readers` read buffers.
+int64_t stream_overhead_bytes(const SampleSource& source, const LoaderOptions& options, int readers) {
   const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
-  return (source.size() + padding) * static_cast<int64_t>(sizeof(int64_t)) +
-         num_readers(options) * source.max_read_bytes();
+  return (source.size() + padding) * static_cast<int64_t>(sizeof(int64_t)) + readers * source.max_read_bytes();
 }
 
+int64_t in_flight_batches(const LoaderOptions& options) { return options.num_workers == 0 ? 1 : options.prefetch; }
+
 // Rows of decoded blocks a stream must be able to hold with shuffle window `window` (0 for the
-// fixed part only). The batches in flight (at most `prefetch`, or one without workers) span
-// prefetch * world_size * batch_size positions of the order; the windows they touch hold those
-// positions plus, at either end, at most one window that is only partly in the span, and a window
-// is at most window + (largest block - 1) rows. The padding at the end of the epoch re-reads up to
-// world_size - 1 samples, each from a block of its own at worst.
-int64_t required_rows(const SampleSource& source, const LoaderOptions& options, int64_t window) {
-  const int64_t in_flight = options.num_workers == 0 ? 1 : options.prefetch;
+// fixed part only) and `in_flight` batches in flight. Those batches span in_flight * world_size *
+// batch_size positions of the order; the windows they touch hold those positions plus, at either
+// end, at most one window that is only partly in the span, and a window is at most window +
+// (largest block - 1) rows. The padding at the end of the epoch re-reads up to world_size - 1
+// samples, each from a block of its own at worst.
+int64_t required_rows(const SampleSource& source, const LoaderOptions& options, int64_t window, int64_t in_flight) {
   const int64_t span = in_flight * options.world_size * options.batch_size;
   const int64_t largest = max_block_rows(source);
   const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
   const int64_t padding_rows = std::min(padding, source.num_blocks()) * largest;
   return span + 2 * (window + largest - 1) + padding_rows;
+}
+
+// The stream's readers for resolved options: kBaseReaders, plus one per worker beyond them while
+// the budget left after the window and the batches in flight holds their read buffers.
+int stream_readers(const SampleSource& source, const LoaderOptions& options) {
+  const int64_t needed = stream_overhead_bytes(source, options, kBaseReaders) +
+                         required_rows(source, options, options.shuffle_window, in_flight_batches(options)) *
+                             source.decoded_sample_bytes();
+  const int64_t spare = std::max<int64_t>(0, options.memory_budget - needed);
+  const int64_t wanted = std::max(kBaseReaders, options.num_workers) - kBaseReaders;
+  const int64_t affordable = source.max_read_bytes() > 0 ? spare / source.max_read_bytes() : wanted;
+  return kBaseReaders + static_cast<int>(std::min(wanted, affordable));
 }
 
 }  // namespace
@@ -227,24 +241,28 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   }
   options.memory_budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
   const int64_t sample_bytes = source.decoded_sample_bytes();
-  const int64_t overhead = stream_overhead_bytes(source, options);
+  const int64_t overhead = stream_overhead_bytes(source, options, kBaseReaders);
   const int64_t block_budget = options.memory_budget - overhead;
   if (!options.shuffle) {
     options.shuffle_window = 1;
   } else if (options.shuffle_window > 0) {
     options.shuffle_window = std::min(options.shuffle_window, size);
   } else {
-    // The largest window that fits: required_rows grows by 2 rows per sample of window.
-    const int64_t fixed_rows = required_rows(source, options, 0);
+    // The largest window that fits: required_rows grows by 2 rows per sample of window. Computed
+    // for `prefetch` batches in flight and kBaseReaders readers whatever num_workers is (0 workers
+    // have one batch in flight), so that the order does not depend on it.
+    const int64_t fixed_rows = required_rows(source, options, 0, options.prefetch);
     options.shuffle_window = std::max<int64_t>(1, std::min(size, (block_budget / sample_bytes - fixed_rows) / 2));
   }
   const int64_t window = options.shuffle_window;
-  if (block_budget < required_rows(source, options, window) * sample_bytes) {
+  const int64_t in_flight = in_flight_batches(options);
+  const int64_t needed_rows = required_rows(source, options, window, in_flight);
+  if (block_budget < needed_rows * sample_bytes) {
     throw OptionsError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
                        " is too small: the stream needs " + format_byte_size(overhead) +
-                       " for the epoch order and read buffers plus " +
-                       format_byte_size(required_rows(source, options, window) * sample_bytes) +
-                       " of decoded row groups (the batches in flight: prefetch " + std::to_string(options.prefetch) +
+                       " for the epoch order and read buffers plus " + format_byte_size(needed_rows * sample_bytes) +
+                       " of decoded row groups (the batches in flight: " +
+                       (options.num_workers == 0 ? std::string("1 without workers") : "prefetch " + std::to_string(in_flight)) +
                        " x world_size " + std::to_string(options.world_size) + " x batch_size " +
                        std::to_string(options.batch_size) + " samples, and two shuffle windows of " +
                        std::to_string(window) + " samples plus a row group of " +
@@ -267,8 +285,9 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   num_samples_ = EpochPlan::count_samples(size, options_.batch_size, options_.drop_last, options_.world_size);
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
   if (!store_) {
-    const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_);
-    shared_->stream = std::make_unique<detail::BlockStream>(source_, num_readers(options_), block_budget,
+    const int readers = stream_readers(*source_, options_);
+    const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);
+    shared_->stream = std::make_unique<detail::BlockStream>(source_, readers, block_budget,
                                                             options_.background_readers);
     // Most programs start with epoch 0: its first window is read while they set up the model.
     shared_->stream->read_ahead(first_window_blocks(source_->block_starts(), options_.shuffle_window,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,6 +59,50 @@ TEST(ShardedLoader, StreamedAndInMemoryGiveTheSameBatchesAndResumeAcrossModes) {
   std::vector<std::vector<int64_t>> rest;
   while (auto batch = streamed.next()) rest.emplace_back(batch->sample_indices().begin(), batch->sample_indices().end());
   EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(expected.begin() + 5, expected.end()));
+}
+
+// The default window fills the budget, but never with what depends on num_workers (the readers'
+// buffers beyond the first two, the batches in flight without workers): the order, and a saved
+// state, are the same for any number of workers. Before, 0 and 2 workers gave different windows,
+// a state saved with 2 was refused with 0, and 4 workers did not fit the budget at all.
+TEST(ShardedLoader, TheDefaultWindowAndOrderDoNotDependOnTheNumberOfWorkers) {
+  TempDir dir;
+  const ImageStore store = testing::make_store({1, 8, 8}, 2000, true);
+  ShardWriteOptions write;
+  write.shard_rows = 1000;
+  write.parquet.row_group_size = 50;
+  write.parquet.codec = parquet::Codec::kUncompressed;  // read buffers as large as the decoded row groups
+  write_sharded(store, dir / "set", write);
+  const std::shared_ptr<SampleSource> stream = open_parquet_source(open_sharded_dataset((dir / "set").string()));
+
+  LoaderOptions options;
+  options.batch_size = 16;
+  options.memory_budget = 64 * 1024;
+  std::optional<int64_t> window;
+  std::vector<std::vector<int64_t>> expected;
+  LoaderState saved;
+  for (const int workers : {2, 0, 1, 4}) {
+    SCOPED_TRACE("num_workers " + std::to_string(workers));
+    options.num_workers = workers;
+    Loader loader(stream, options);
+    ASSERT_TRUE(loader.streaming());
+    if (!window) {
+      window = loader.shuffle_window();
+      EXPECT_LT(*window, stream->size());  // a window the budget limits, not the whole set
+      expected = epoch_indices(loader, 1);
+      loader.start_epoch(1);
+      for (int i = 0; i < 7; ++i) loader.next();
+      saved = loader.state();
+      continue;
+    }
+    EXPECT_EQ(loader.shuffle_window(), *window);
+    EXPECT_EQ(epoch_indices(loader, 1), expected);
+    loader.restore(saved);
+    std::vector<std::vector<int64_t>> rest;
+    while (auto batch = loader.next()) rest.emplace_back(batch->sample_indices().begin(), batch->sample_indices().end());
+    EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(expected.begin() + 7, expected.end()));
+    EXPECT_LE(loader.peak_decoded_bytes(), options.memory_budget);
+  }
 }
 
 TEST(ShardedLoader, AShardDeletedMidEpochSurfacesFromNextAndTheLoaderCloses) {

@@ -159,7 +159,8 @@ using BatchTransform = std::function<void(Batch& batch, SplitMix64& rng)>;
 //
 // Sample order depends only on (seed, epoch, rank, world_size, shuffle window) and the data, never
 // on the number of workers. Batches are delivered in order. A streaming source is read by
-// max(2, num_workers) reader threads that decode row groups ahead of the consumer in the order the
+// reader threads (two, and up to one per worker beyond that while the budget has room; the default
+// shuffle window never depends on num_workers) that decode row groups ahead of the consumer in the order the
 // batches need them and free them once every batch that needs them is assembled; the loader checks
 // at construction that the budget holds what the batches in flight need, and says what to change
 // otherwise. A block that fails to read (a vanished, truncated or changed shard) fails the batches
