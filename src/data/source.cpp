@@ -53,13 +53,32 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
   auto store = std::make_shared<ImageStore>(source.shape(), source.size(), source.labeled());
   const int64_t num_blocks = source.num_blocks();
   const auto starts = source.block_starts();
-  // Contiguous ranges of blocks, one per thread, each with its own read buffer.
-  const int64_t num_ranges = std::max<int64_t>(1, std::min<int64_t>(threads, num_blocks));
+  // Read groups (runs of blocks sharing one), each read at once: the pieces of a row group read
+  // one by one would decode its shared pages once per piece.
+  std::vector<int64_t> group_starts;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    if (b == 0 || source.read_group(b) != source.read_group(b - 1)) group_starts.push_back(b);
+  }
+  group_starts.push_back(num_blocks);
+  const auto num_groups = static_cast<int64_t>(group_starts.size()) - 1;
+  // Contiguous ranges of groups, one per thread, each with its own read buffer.
+  const int64_t num_ranges = std::max<int64_t>(1, std::min<int64_t>(threads, num_groups));
   parallel_for(num_ranges, static_cast<int>(num_ranges), [&](int64_t range) {
     std::vector<uint8_t> scratch;
-    for (int64_t b = num_blocks * range / num_ranges; b < num_blocks * (range + 1) / num_ranges; ++b) {
-      const int64_t first = starts[static_cast<size_t>(b)];
-      source.read_block(b, scratch, store->image(first), store->labels().data() + first);
+    std::vector<int64_t> blocks;
+    std::vector<uint8_t*> pixels;
+    std::vector<int64_t*> labels;
+    for (int64_t g = num_groups * range / num_ranges; g < num_groups * (range + 1) / num_ranges; ++g) {
+      blocks.clear();
+      pixels.clear();
+      labels.clear();
+      for (int64_t b = group_starts[static_cast<size_t>(g)]; b < group_starts[static_cast<size_t>(g) + 1]; ++b) {
+        const int64_t first = starts[static_cast<size_t>(b)];
+        blocks.push_back(b);
+        pixels.push_back(store->image(first));
+        labels.push_back(store->labels().data() + first);
+      }
+      source.read_blocks(blocks, scratch, pixels, labels);
     }
   });
   return std::make_shared<InMemorySource>(std::move(store), source.name(),

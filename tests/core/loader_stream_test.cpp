@@ -331,6 +331,38 @@ TEST(LoaderStream, HoldsNoMoreThanTheBudgetAndReadsEveryBlockOnceWithAWideWindow
   }
 }
 
+// Pieces of one row group in one window are read together: a row group's shared pages (a page of
+// DuckDB's holds a whole row group's column) are then decoded once per window, not once a piece.
+TEST(LoaderStream, ReadsTheBlocksOfAReadGroupInAWindowTogether) {
+  auto source = std::make_shared<StreamedStore>(numbered_store(2000), uniform_blocks(2000, 10));  // 200 blocks
+  source->group_blocks = 50;  // 4 groups of 50 blocks
+  LoaderOptions options = options_with(32, 2);
+  options.memory_budget = 1 << 20;  // everything fits: one window, the full shuffle
+  Loader loader(source, options);
+  ASSERT_EQ(loader.shuffle_window(), 2000);
+  std::set<int64_t> seen;
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) seen.insert(batch->labels(), batch->labels() + batch->size());
+  EXPECT_EQ(seen.size(), 2000u);
+  // Epoch 0's first window was read ahead at construction, every group at once; then epoch 1's.
+  EXPECT_LE(source->group_reads.load(), 8);
+  for (const int64_t reads : source->block_reads()) EXPECT_LE(reads, 2);
+
+  // Within a tight budget the window is smaller: a group's pieces of each window still go together.
+  auto tight = std::make_shared<StreamedStore>(numbered_store(2000), uniform_blocks(2000, 10));
+  tight->group_blocks = 50;
+  options.memory_budget = 48 * 1024;
+  Loader small(tight, options);
+  ASSERT_LT(small.shuffle_window(), 1000);
+  const int64_t windows = (2000 + small.shuffle_window() - 1) / small.shuffle_window();
+  seen.clear();
+  small.start_epoch(0);
+  while (auto batch = small.next()) seen.insert(batch->labels(), batch->labels() + batch->size());
+  EXPECT_EQ(seen.size(), 2000u);
+  EXPECT_LE(tight->group_reads.load(), 4 * (windows + 1) * 2) << "window " << small.shuffle_window();
+  EXPECT_LT(tight->group_reads.load(), 200);
+}
+
 TEST(LoaderStream, ReadsTheNextEpochsFirstWindowAheadAndTakesItThen) {
   auto source = std::make_shared<StreamedStore>(numbered_store(5000), uniform_blocks(5000, 50));
   LoaderOptions options = options_with(32, 2);

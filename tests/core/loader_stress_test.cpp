@@ -80,6 +80,7 @@ class Run {
     memory_ = std::make_shared<InMemorySource>(store_, "memory", starts_of(blocks));
     if (scenario.streaming) {
       stream_ = std::make_shared<StreamedStore>(store_, blocks);
+      stream_->group_blocks = pick(1, 4);
       if (scenario.faults == Faults::kSlowAndFailing) {
         stream_->max_delay_us = pick(50, 400);
         stream_->fail_per_mille = static_cast<uint64_t>(pick(5, 40));

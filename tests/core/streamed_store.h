@@ -16,6 +16,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +57,9 @@ class StreamedStore : public SampleSource {
   std::string name() const override { return "streamed"; }
   std::span<const int64_t> block_starts() const override { return starts_; }
   int64_t max_read_bytes() const override { return 0; }
+  // Blocks b and c are read together when b / group_blocks == c / group_blocks, as the pieces of
+  // one Parquet row group are.
+  int64_t read_group(int64_t b) const override { return b / group_blocks; }
 
   void read_block(int64_t b, std::vector<uint8_t>&, uint8_t* pixels, int64_t* labels) const override {
     const int64_t read_number = reads.fetch_add(1);
@@ -81,6 +86,15 @@ class StreamedStore : public SampleSource {
     std::copy_n(store_->labels().begin() + first, rows, labels);
   }
 
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<uint8_t* const> pixels,
+                   std::span<int64_t* const> labels) const override {
+    for (const int64_t b : blocks) {
+      if (read_group(b) != read_group(blocks.front())) throw std::logic_error("blocks of several groups read together");
+    }
+    group_reads.fetch_add(1);
+    SampleSource::read_blocks(blocks, scratch, pixels, labels);
+  }
+
   std::vector<int64_t> block_reads() const {
     const std::lock_guard lock(mutex_);
     return block_reads_;
@@ -105,6 +119,9 @@ class StreamedStore : public SampleSource {
   }
 
   mutable std::atomic<int64_t> reads{0};
+  mutable std::atomic<int64_t> group_reads{0};  // read_blocks() calls
+  // Set before any loader reads the store.
+  int64_t group_blocks = 1;
   // Misbehaviour, set by the test at any time: each read sleeps up to this long; this many reads in
   // a thousand fail; blocks from this one on are gone.
   std::atomic<int64_t> max_delay_us{0};

@@ -38,11 +38,11 @@ class SampleSource {
   // calls read_block(). nullptr for a streaming source.
   virtual const ImageStore* in_memory() const { return nullptr; }
 
-  // Blocks are the unit of reading: contiguous runs of samples (a Parquet row group). Block b holds
-  // samples [block_starts()[b], block_starts()[b + 1]); there are block_starts().size() - 1 blocks
-  // and the last entry is size().
+  // Blocks are the unit of shuffling and holding: contiguous runs of samples (pieces of a Parquet
+  // row group). Block b holds samples [block_starts()[b], block_starts()[b + 1]); there are
+  // block_starts().size() - 1 blocks and the last entry is size().
   virtual std::span<const int64_t> block_starts() const = 0;
-  // The largest read buffer read_block() needs (a row group's compressed bytes), for the budget.
+  // The largest read buffer a read needs (compressed pages and decoding scratch), for the budget.
   virtual int64_t max_read_bytes() const = 0;
   // Reads and decodes block b: pixels (rows, C*H*W) uint8 row-major into `pixels` and the labels
   // (rows) into `labels`, both sized by the caller for the block's rows. `scratch` is the caller's
@@ -50,6 +50,16 @@ class SampleSource {
   // once, each with its own scratch. Throws DataError naming the file and row group.
   virtual void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels,
                           int64_t* labels) const = 0;
+  // Blocks with the same read group are pieces of one larger unit of storage (a Parquet row group):
+  // read together, they cost about what one costs, as pages shared by them are read and decoded
+  // once. Consecutive blocks only; each block its own group by default.
+  virtual int64_t read_group(int64_t block_idx) const { return block_idx; }
+  // Reads blocks of one read group, in any order, into pixels[i] and labels[i] as read_block()
+  // would. The default reads them one at a time.
+  virtual void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,
+                           std::span<uint8_t* const> pixels, std::span<int64_t* const> labels) const {
+    for (size_t i = 0; i < blocks.size(); ++i) read_block(blocks[i], scratch, pixels[i], labels[i]);
+  }
 
   int64_t num_blocks() const { return static_cast<int64_t>(block_starts().size()) - 1; }
   int64_t block_rows(int64_t block_idx) const {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <new>
+#include <unordered_map>
 
 #include "feeder/error.h"
 
@@ -173,6 +174,8 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
   window_load_.assign(window_begins_.size(), -1);
   padding_load_ = -1;
   const size_t num_blocks = block_starts_.size() - 1;
+  // Per load: the last slot queued of each read group, to chain the next one to it.
+  std::vector<std::unordered_map<int64_t, int32_t>> last_in_group;
   block_slot_.assign(num_blocks, -1);
   padding_slot_.assign(num_blocks, -1);
 
@@ -215,6 +218,13 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
           ahead_idx = -1;
         } else {
           read_queue_.push_back(SlotId{*load_idx, *slot_idx});
+          last_in_group.resize(loads_.size());
+          const auto [last, first_of_group] =
+              last_in_group[static_cast<size_t>(*load_idx)].try_emplace(source_->read_group(block), *slot_idx);
+          if (!first_of_group) {
+            load.slots[static_cast<size_t>(last->second)].next_in_group = *slot_idx;
+            last->second = *slot_idx;
+          }
         }
       }
     }
@@ -230,6 +240,8 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
 }
 
 void BlockStream::read_ahead(std::vector<int64_t> blocks) {
+  // In block order, so that the pieces of a row group follow each other and are read together.
+  std::sort(blocks.begin(), blocks.end());
   {
     MutexLock lock(mutex_);
     for (const int64_t block : blocks) {
@@ -303,15 +315,16 @@ int64_t BlockStream::peak_bytes() const {
 }
 
 bool BlockStream::next_read_ready() {
-  // Skip slots whose load was freed before they were read (the batches needing them failed).
-  while (next_read_ < read_queue_.size() && slot(read_queue_[next_read_]).state == SlotState::kFreed) ++next_read_;
+  // Skip slots whose load was freed before they were read (the batches needing them failed), and
+  // those claimed already with an earlier slot of their read group.
+  while (next_read_ < read_queue_.size() && slot(read_queue_[next_read_]).state != SlotState::kPending) ++next_read_;
   if (reading_schedule()) {
     const int64_t bytes = block_bytes(slot(read_queue_[next_read_]).block);
     return held_bytes_ == 0 || held_bytes_ + bytes <= budget_bytes_;
   }
   // Every read of the schedule is under way, or it was cancelled: the rest of the budget may read
   // ahead for the next start().
-  return next_ahead_ < ahead_.size() && held_bytes_ + block_bytes(ahead_[next_ahead_].block) <= budget_bytes_;
+  return next_ahead_ < ahead_.size() && fits(ahead_[next_ahead_].block);
 }
 
 int64_t BlockStream::claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) {
@@ -324,18 +337,64 @@ int64_t BlockStream::claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& d
   return bytes;
 }
 
-std::exception_ptr BlockStream::read_into(int64_t block, std::unique_ptr<DecodedBlock>& data,
+std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
+                                          std::vector<std::unique_ptr<DecodedBlock>>& data,
                                           std::vector<uint8_t>& scratch) const {
   try {
-    if (!data) {
-      const int64_t rows = source_->block_rows(block);
-      data = std::make_unique<DecodedBlock>(rows, pixels_per_sample_, live_bytes_);
+    std::vector<uint8_t*> pixels;
+    std::vector<int64_t*> labels;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (!data[i]) data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), pixels_per_sample_, live_bytes_);
+      pixels.push_back(data[i]->pixels());
+      labels.push_back(data[i]->labels());
     }
-    source_->read_block(block, scratch, data->pixels(), data->labels());
+    source_->read_blocks(blocks, scratch, pixels, labels);
   } catch (...) {
     return std::current_exception();
   }
   return nullptr;
+}
+
+void BlockStream::take_slot(Claim& claim, SlotId id) {
+  Slot& s = slot(id);
+  std::unique_ptr<DecodedBlock> data;
+  const int64_t bytes = claim_bytes(s.block, data);
+  s.state = SlotState::kReading;
+  s.held_bytes = bytes;
+  claim.add(s.block, std::move(data), bytes);
+  claim.slots.push_back(id);
+}
+
+BlockStream::Claim BlockStream::claim_scheduled() {
+  Claim claim;
+  const SlotId head = read_queue_[next_read_++];
+  take_slot(claim, head);
+  // The rest of the group in this load only: every load the reads so far belong to is one the
+  // batch at the frontier needs whole, and the budget holds those (Loader: required_rows), so
+  // claiming ahead within them never keeps the frontier's own blocks out of the budget.
+  for (int32_t next = slot(head).next_in_group; next >= 0;) {
+    const SlotId id{head.load, next};
+    next = slot(id).next_in_group;
+    if (slot(id).state != SlotState::kPending) continue;
+    if (!fits(slot(id).block)) break;
+    take_slot(claim, id);
+  }
+  return claim;
+}
+
+BlockStream::Claim BlockStream::claim_ahead() {
+  Claim claim;
+  const int64_t group = source_->read_group(ahead_[next_ahead_].block);
+  do {
+    const size_t idx = next_ahead_++;
+    std::unique_ptr<DecodedBlock> data;
+    const int64_t bytes = claim_bytes(ahead_[idx].block, data);
+    ahead_[idx].state = SlotState::kReading;
+    claim.add(ahead_[idx].block, std::move(data), bytes);
+    claim.ahead.push_back(idx);
+  } while (next_ahead_ < ahead_.size() && source_->read_group(ahead_[next_ahead_].block) == group &&
+           fits(ahead_[next_ahead_].block));
+  return claim;
 }
 
 void BlockStream::reader_loop(bool background) {
@@ -346,62 +405,54 @@ void BlockStream::reader_loop(bool background) {
   // runnable and the readers get the cores. Best effort: a failure (or a system without per-thread
   // priorities) leaves the default priority.
   if (background) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kReaderNice);
-  std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every block
+  std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every read
   MutexLock lock(mutex_);
   for (;;) {
     while (!stopping_ && !next_read_ready()) work_.wait(mutex_);
     if (stopping_) return;
-    if (!reading_schedule()) {
-      // A block read ahead; start() waits for it, so ahead_ keeps its entry until it is back.
-      const size_t idx = next_ahead_++;
-      std::unique_ptr<DecodedBlock> data;
-      const int64_t bytes = claim_bytes(ahead_[idx].block, data);
-      ahead_[idx].state = SlotState::kReading;
-      ++ahead_reading_;
-      const int64_t block = ahead_[idx].block;
-      lock.unlock();
-      const std::exception_ptr error = read_into(block, data, scratch);
-      lock.lock();
+    const bool scheduled = reading_schedule();
+    // Blocks read ahead: start() waits for them, so ahead_ keeps their entries until they are back.
+    if (!scheduled) ++ahead_reading_;
+    Claim claim = scheduled ? claim_scheduled() : claim_ahead();
+    const uint64_t generation = generation_;
+    lock.unlock();
+
+    const std::exception_ptr error = read_into(claim.blocks, claim.data, scratch);
+
+    lock.lock();
+    if (!scheduled) {
       --ahead_reading_;
-      AheadBlock& ahead = ahead_[idx];
-      if (error) {
-        keep_spare(std::move(data), bytes);  // the next epoch reads it again and reports the error
-        ahead.state = SlotState::kFailed;
-      } else {
-        ahead.state = SlotState::kReady;
-        ahead.data = std::move(data);
-        ahead.held_bytes = bytes;
+      for (size_t i = 0; i < claim.ahead.size(); ++i) {
+        AheadBlock& ahead = ahead_[claim.ahead[i]];
+        if (error) {
+          keep_spare(std::move(claim.data[i]), claim.bytes[i]);  // the next epoch reads it again and reports the error
+          ahead.state = SlotState::kFailed;
+        } else {
+          ahead.state = SlotState::kReady;
+          ahead.data = std::move(claim.data[i]);
+          ahead.held_bytes = claim.bytes[i];
+        }
       }
       ahead_done_.notify_all();
       continue;
     }
-    const SlotId id = read_queue_[next_read_++];
-    Slot& claimed = loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
-    const int64_t block = claimed.block;
-    const uint64_t generation = generation_;
-    std::unique_ptr<DecodedBlock> data;
-    const int64_t bytes = claim_bytes(block, data);
-    claimed.state = SlotState::kReading;
-    claimed.held_bytes = bytes;
-    lock.unlock();
-
-    const std::exception_ptr error = read_into(block, data, scratch);
-
-    lock.lock();
     if (generation != generation_) {
-      keep_spare(std::move(data), bytes);  // an old epoch's read: nobody wants it now
+      // An old epoch's read: nobody wants it now.
+      for (size_t i = 0; i < claim.blocks.size(); ++i) keep_spare(std::move(claim.data[i]), claim.bytes[i]);
       trim_spares();
       work_.notify_all();
       continue;
     }
-    Slot& slot = loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
-    if (error) {
-      keep_spare(std::move(data), bytes);
-      slot.state = SlotState::kFailed;
-      slot.error = error;
-    } else {
-      slot.state = SlotState::kReady;
-      slot.data = std::move(data);
+    for (size_t i = 0; i < claim.slots.size(); ++i) {
+      Slot& s = slot(claim.slots[i]);
+      if (error) {
+        keep_spare(std::move(claim.data[i]), claim.bytes[i]);
+        s.state = SlotState::kFailed;
+        s.error = error;
+      } else {
+        s.state = SlotState::kReady;
+        s.data = std::move(claim.data[i]);
+      }
     }
     block_ready_.notify_all();
   }

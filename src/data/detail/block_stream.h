@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -113,6 +114,7 @@ class BlockStream {
     std::unique_ptr<DecodedBlock> data;
     std::exception_ptr error;
     int64_t held_bytes = 0;  // what this slot adds to held_bytes_ while read or ready
+    int32_t next_in_group = -1;  // the load's next slot in the read queue with the same read group
   };
   struct Load {
     int64_t last_batch = 0;
@@ -146,8 +148,30 @@ class BlockStream {
   bool reading_schedule() const REQUIRES(mutex_) { return !cancelled_ && next_read_ < read_queue_.size(); }
   // Counts `block`'s bytes as held, with a spare's memory in `data` when one fits.
   int64_t claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) REQUIRES(mutex_);
-  // Reads `block` into `data` (claim_bytes' spare, else a new block); the error, if any.
-  std::exception_ptr read_into(int64_t block, std::unique_ptr<DecodedBlock>& data, std::vector<uint8_t>& scratch) const;
+  // Reads `blocks` (one read group, ascending) into `data` (claim_bytes' spares, else new
+  // blocks); the error, if any.
+  std::exception_ptr read_into(std::span<const int64_t> blocks, std::vector<std::unique_ptr<DecodedBlock>>& data,
+                               std::vector<uint8_t>& scratch) const;
+  // A read job: blocks of one read group claimed together, with their memory and counted bytes.
+  struct Claim {
+    std::vector<int64_t> blocks;
+    std::vector<std::unique_ptr<DecodedBlock>> data;
+    std::vector<int64_t> bytes;
+    std::vector<SlotId> slots;  // schedule reads only
+    std::vector<size_t> ahead;  // reads ahead only: their ahead_ entries
+    void add(int64_t block, std::unique_ptr<DecodedBlock> memory, int64_t counted) {
+      blocks.push_back(block);
+      data.push_back(std::move(memory));
+      bytes.push_back(counted);
+    }
+  };
+  // Claims the next read of the schedule and the later slots of its load in the same read group
+  // while the budget has room (the pieces of one row group in a window are read together).
+  Claim claim_scheduled() REQUIRES(mutex_);
+  void take_slot(Claim& claim, SlotId id) REQUIRES(mutex_);
+  // Claims the next block to read ahead and the blocks after it in the same read group.
+  Claim claim_ahead() REQUIRES(mutex_);
+  bool fits(int64_t block) const REQUIRES(mutex_) { return held_bytes_ + block_bytes(block) <= budget_bytes_; }
   void free_load(Load& load) REQUIRES(mutex_);
   // Keeps a freed block's memory for the next read (refilling it costs no page faults, unlike a
   // fresh mapping); spares count against the budget and are unmapped when room is needed.
