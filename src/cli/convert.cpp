@@ -45,6 +45,10 @@ struct ConvertArgs {
   std::optional<ImageShape> shape;
   int64_t shard_rows = 0;  // 0: not given
   std::string shard_size;  // empty: not given
+  bool layout_given = false;
+  bool codec_given = false;
+  bool page_rows_given = false;
+  std::optional<uint64_t> shuffle_seed;
 };
 
 // A directory output: OUT ends in '/' or is a directory already, or a shard bound was given.
@@ -158,20 +162,31 @@ int run_sharded_convert(const ConvertArgs& args) {
   }
   ShardWriteOptions options;
   options.parquet = args.parquet;
+  // A set that will be streamed: one image column, lz4 (decompresses about 3x faster than zstd,
+  // and a streamed epoch decompresses the whole set), and pages of one piece each (set below).
+  if (!args.layout_given) options.parquet.layout = parquet::ParquetLayout::kImage;
+  if (!args.codec_given) options.parquet.codec = parquet::Codec::kLz4Raw;
   options.shard_rows = args.shard_rows;
+  options.shuffle_seed = args.shuffle_seed;
   if (args.shard_rows == 0) {
     options.shard_size_bytes = parse_byte_size(args.shard_size.empty() ? kDefaultShardSize : args.shard_size, "--shard-size");
   }
   const Stopwatch load_time;
   const ImageStore store = load(args);
   const double read_seconds = load_time.seconds();
+  if (!args.page_rows_given) options.parquet.page_rows = stream_piece_rows(store.shape());
   // One line per shard, for a person watching: not in logs or pipes.
   const bool show_progress = ::isatty(STDERR_FILENO) == 1;
   const Stopwatch write_time;
   const ShardedDataset dataset = write_sharded(store, args.output, options, [show_progress](int64_t done, int64_t total) {
     if (show_progress) std::cerr << "feeder convert: shard " << done << "/" << total << " written" << std::endl;
   });
-  print_sharded_report(args, dataset, read_seconds, write_time.seconds());
+  ConvertArgs shown = args;
+  shown.parquet = options.parquet;
+  print_sharded_report(shown, dataset, read_seconds, write_time.seconds());
+  if (dataset.shuffled_on_write) std::printf("\nrows shuffled with seed %llu (recorded in %s)\n",
+                                             static_cast<unsigned long long>(*dataset.shuffled_on_write),
+                                             std::string(kShardIndexName).c_str());
   return 0;
 }
 
@@ -200,7 +215,8 @@ Command add_convert_command(CLI::App& parent) {
       "IN:  .csv, .parquet or IDX (*-images-idx3-ubyte[.gz], labels read from the file beside it)\n"
       "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK), or a directory (OUT/, an existing\n"
       "     directory, or --shard-rows / --shard-size) for a sharded Parquet set: part-00000.parquet ...\n"
-      "     plus index.json; shards of 256MB unless told otherwise");
+      "     plus index.json; shards of 256MB unless told otherwise, written to stream well: the image layout,\n"
+      "     lz4, and pages of about 64 KiB of images (--layout, --codec, --page-rows change them)");
   app->add_option("IN", args->input, "the input file")->required();
   app->add_option("OUT", args->output, "the output file or directory")->required();
   app->add_option("--layout", *layout, "Parquet layout: columns or image")
@@ -215,13 +231,24 @@ Command add_convert_command(CLI::App& parent) {
   app->add_option("--shard-size", args->shard_size, "target size of a shard, e.g. 256MB or 1GiB")
       ->check(parsed_by([](const std::string& text) { return parse_byte_size(text, "--shard-size"); }, "SIZE"))
       ->excludes(shard_rows);
+  app->add_option("--page-rows", args->parquet.page_rows,
+                  "rows per data page of every column (sharded sets: the stream's piece, about 64 KiB of images)")
+      ->check(at_least(1));
+  app->add_option("--shuffle-on-write", args->shuffle_seed,
+                  "sharded sets: write the rows in an order shuffled with this seed (recorded in index.json)");
   app->add_option("--shape", *shape, "image shape CxHxW, e.g. 1x28x28")
       ->delimiter('x')
       ->expected(3)
       ->check(at_least(1));
-  return {app, [args, shape, codec, layout] {
+  return {app, [app, args, shape, codec, layout] {
+            args->layout_given = !layout->empty();
+            args->codec_given = !codec->empty();
+            args->page_rows_given = app->count("--page-rows") > 0;
             if (!layout->empty()) args->parquet.layout = parquet::parse_parquet_layout(*layout);
             if (!codec->empty()) args->parquet.codec = parquet::parse_parquet_codec(*codec);
+            if (args->shuffle_seed && !sharded_output(*args)) {
+              throw OptionsError("--shuffle-on-write applies to a sharded set (an output directory)");
+            }
             if (!shape->empty()) args->shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};
             return run_convert(*args);
           }};

@@ -1,5 +1,7 @@
 #include "feeder/data/loader.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -284,6 +286,8 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   const int64_t size = source_->size();
   num_samples_ = EpochPlan::count_samples(size, options_.batch_size, options_.drop_last, options_.world_size);
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
+  const auto blocks = source_->block_starts();
+  block_layout_ = XXH3_64bits(blocks.data(), blocks.size_bytes());
   if (!store_) {
     const int readers = stream_readers(*source_, options_);
     const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);
@@ -392,6 +396,7 @@ void zip_state_fields(A& a, B& b, Visit&& visit) {
   visit("shuffle", "shuffle", a.shuffle, b.shuffle);
   visit("drop_last", "drop_last", a.drop_last, b.drop_last);
   visit("shuffle_window", "shuffle_window", a.shuffle_window, b.shuffle_window);
+  visit("block_layout", "block layout", a.block_layout, b.block_layout);
   visit("epoch", nullptr, a.epoch, b.epoch);
   visit("batches_delivered", nullptr, a.batches_delivered, b.batches_delivered);
 }
@@ -407,6 +412,7 @@ LoaderState Loader::state_at(int64_t epoch, int64_t batches_delivered) const {
   state.shuffle = options_.shuffle;
   state.drop_last = options_.drop_last;
   state.shuffle_window = options_.shuffle_window;
+  state.block_layout = block_layout_;
   state.epoch = epoch;
   state.batches_delivered = batches_delivered;
   return state;
@@ -420,12 +426,23 @@ LoaderState Loader::state() const {
 
 void Loader::restore(const LoaderState& state) {
   const LoaderState here = state_at(state.epoch, state.batches_delivered);
+  // Blocks change the order only of a shuffle in windows smaller than the set; elsewhere a state
+  // holds whatever blocks it was saved with, or none (format v1).
+  const bool blocks_irrelevant =
+      !options_.shuffle || options_.shuffle_window >= source_->size() || source_->num_blocks() == 1;
   std::string differs;
+  bool other_dataset = false;  // then its blocks differ too, needless to say
   zip_state_fields(state, here, [&](const char*, const char* name, const auto& saved, const auto& mine) {
     if (name == nullptr || saved == mine) return;
+    if (std::string_view(name) == "fingerprint") other_dataset = true;
+    if (std::string_view(name) == "block layout" && (blocks_irrelevant || other_dataset)) return;
     differs += differs.empty() ? "" : ", ";
     if (std::string_view(name) == "fingerprint") {
       differs += "the dataset's fingerprint differs (another dataset)";
+    } else if (std::string_view(name) == "block layout") {
+      differs += saved == 0 ? "the state is of an earlier feeder, whose streamed order shuffled whole row groups "
+                              "(format v1): it cannot continue this epoch exactly; start the epoch again"
+                            : "the pieces the set is shuffled in differ (another piece size or row groups)";
     } else {
       differs += std::string(name) + " " + std::to_string(saved) + " in the state, " + std::to_string(mine) + " here";
     }
@@ -518,7 +535,7 @@ Batch Loader::assemble(int64_t batch_index) const {
 }
 
 std::string LoaderState::to_json() const {
-  nlohmann::json json = {{"format", "feeder.loader_state.v1"}};
+  nlohmann::json json = {{"format", "feeder.loader_state.v2"}};
   zip_state_fields(*this, *this, [&](const char* key, const char*, const auto& value, const auto&) { json[key] = value; });
   return json.dump();
 }
@@ -526,10 +543,12 @@ std::string LoaderState::to_json() const {
 LoaderState LoaderState::from_json(std::string_view text) {
   try {
     const nlohmann::json json = nlohmann::json::parse(text);
-    if (json.value("format", "") != "feeder.loader_state.v1")
-      throw OptionsError("not a feeder loader state (format is not feeder.loader_state.v1)");
+    const std::string format = json.value("format", "");
+    if (format != "feeder.loader_state.v2" && format != "feeder.loader_state.v1")
+      throw OptionsError("not a feeder loader state (format is not feeder.loader_state.v2 or v1)");
     LoaderState state;
     zip_state_fields(state, state, [&](const char* key, const char*, auto& value, auto&) {
+      if (format == "feeder.loader_state.v1" && std::string_view(key) == "block_layout") return;  // not in v1
       value = json.at(key).get<std::remove_reference_t<decltype(value)>>();
     });
     return state;

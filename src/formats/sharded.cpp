@@ -7,11 +7,13 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <sstream>
 
+#include "feeder/data/sampler.h"
 #include "feeder/error.h"
 #include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/io/file.h"
@@ -78,6 +80,7 @@ ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) 
   shard.num_rows = reader.num_rows();
   for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) shard.row_group_rows.push_back(reader.row_group_rows(rg));
   shard.row_group_max_compressed_bytes = reader.max_row_group_read_bytes();
+  shard.piece_read_bytes = reader.max_rows_read_bytes(stream_piece_rows(reader.shape()));
   shard.size_bytes = reader.size_bytes();
   return shard;
 }
@@ -317,11 +320,23 @@ ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageO
   throw DataError(spec + ": no such file or directory");
 }
 
-ShardedDataset write_sharded(const ImageStore& store, const fs::path& out_dir, const ShardWriteOptions& options,
+ShardedDataset write_sharded(const ImageStore& given, const fs::path& out_dir, const ShardWriteOptions& options,
                              const std::function<void(int64_t, int64_t)>& progress) {
   check_write_options(options);
   prepare_out_dir(out_dir);
+  std::optional<ImageStore> shuffled;
+  if (options.shuffle_seed) {
+    const std::vector<int64_t> order = epoch_order(given.size(), true, *options.shuffle_seed, 0);
+    shuffled.emplace(given.shape(), given.size(), given.labeled());
+    for (int64_t row = 0; row < given.size(); ++row) {
+      const int64_t source_row = order[static_cast<size_t>(row)];
+      std::memcpy(shuffled->image(row), given.image(source_row), static_cast<size_t>(given.image_bytes()));
+      shuffled->labels()[static_cast<size_t>(row)] = given.labels()[static_cast<size_t>(source_row)];
+    }
+  }
+  const ImageStore& store = shuffled ? *shuffled : given;
   ShardedDataset dataset;
+  dataset.shuffled_on_write = options.shuffle_seed;
   dataset.root = out_dir;
   dataset.shape = store.shape();
   dataset.labeled = store.labeled();
@@ -398,6 +413,7 @@ std::string describe_sharded_dataset(const ShardedDataset& dataset) {
   out << "on disk: " << format_byte_size(static_cast<int64_t>(size_bytes))
       << ", decoded: " << format_byte_size(dataset.decoded_bytes())
       << ", largest row group read: " << format_byte_size(largest_read_bytes) << "\n";
+  if (dataset.shuffled_on_write) out << "rows shuffled when written, seed " << *dataset.shuffled_on_write << "\n";
   out << "fingerprint: " << detail::hex64(dataset.fingerprint) << "\n";
   // Every shard of a small set; the first and last few of a large one.
   constexpr size_t kListed = 8;

@@ -34,16 +34,40 @@ std::string row_groups_text(const std::vector<int64_t>& rows) {
 
 class ParquetShardSource final : public SampleSource {
  public:
-  ParquetShardSource(ShardedDataset dataset, ParquetImageOptions options)
+  ParquetShardSource(ShardedDataset dataset, ParquetImageOptions options, int64_t piece_rows)
       : dataset_(std::move(dataset)), options_(std::move(options)) {
+    if (piece_rows < 0) throw OptionsError("piece_rows must be positive (or 0 for the default), got " + std::to_string(piece_rows));
+    piece_rows_ = piece_rows > 0 ? piece_rows : stream_piece_rows(dataset_.shape);
     block_starts_.push_back(0);
     for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
       const ShardInfo& shard = dataset_.shards[shard_idx];
-      shard_first_block_.push_back(static_cast<int64_t>(block_starts_.size()) - 1);
-      for (const int64_t rows : shard.row_group_rows) block_starts_.push_back(block_starts_.back() + rows);
-      max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes);
+      shard_first_row_group_.push_back(static_cast<int64_t>(row_group_starts_.size()));
+      bool split = false;
+      bool whole = false;
+      for (const int64_t rows : shard.row_group_rows) {
+        const auto row_group = static_cast<int64_t>(row_group_starts_.size());
+        row_group_starts_.push_back(block_starts_.back());
+        split = split || rows > piece_rows_;
+        whole = whole || rows <= piece_rows_;
+        for (int64_t first = 0; first < rows; first += piece_rows_) {
+          block_starts_.push_back(block_starts_.back() + std::min(piece_rows_, rows - first));
+          block_row_group_.push_back(row_group);
+        }
+      }
+      // Whole row groups are read with one pread of their columns (the largest row group's read
+      // bounds theirs); split ones a page at a time.
+      if (whole) max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes);
+      if (split) {
+        const int64_t largest_rows = *std::max_element(shard.row_group_rows.begin(), shard.row_group_rows.end());
+        // Recorded for the default pieces; other pieces split other row groups.
+        const bool recorded = shard.piece_read_bytes > 0 && piece_rows_ == stream_piece_rows(dataset_.shape);
+        const int64_t piece_bytes = recorded ? shard.piece_read_bytes
+                                        : shard.row_group_max_compressed_bytes + largest_rows * decoded_sample_bytes();
+        max_read_bytes_ = std::max(max_read_bytes_, piece_bytes);
+      }
     }
-    shard_first_block_.push_back(static_cast<int64_t>(block_starts_.size()) - 1);
+    shard_first_row_group_.push_back(static_cast<int64_t>(row_group_starts_.size()));
+    row_group_starts_.push_back(block_starts_.back());
   }
 
   int64_t size() const override { return block_starts_.back(); }
@@ -53,18 +77,46 @@ class ParquetShardSource final : public SampleSource {
   std::string name() const override { return dataset_.root.string(); }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return max_read_bytes_; }
+  int64_t read_group(int64_t block_idx) const override { return block_row_group_.at(static_cast<size_t>(block_idx)); }
 
   void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override {
-    if (block_idx < 0 || block_idx >= num_blocks()) {
-      throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
-                              std::to_string(num_blocks()) + ")");
+    const int64_t blocks[] = {block_idx};
+    uint8_t* const pixel_ptrs[] = {pixels};
+    int64_t* const label_ptrs[] = {labels};
+    read_blocks(blocks, scratch, pixel_ptrs, label_ptrs);
+  }
+
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<uint8_t* const> pixels,
+                   std::span<int64_t* const> labels) const override {
+    if (blocks.empty()) return;
+    for (const int64_t block_idx : blocks) {
+      if (block_idx < 0 || block_idx >= num_blocks()) {
+        throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
+                                std::to_string(num_blocks()) + ")");
+      }
     }
-    // The shard holding the block: the last whose first block is not after it.
-    const auto it = std::upper_bound(shard_first_block_.begin(), shard_first_block_.end(), block_idx) - 1;
-    const auto shard_idx = static_cast<size_t>(it - shard_first_block_.begin());
-    const int64_t row_group_idx = block_idx - *it;
+    const int64_t row_group = read_group(blocks[0]);
+    // The shard holding the row group: the last whose first row group is not after it.
+    const auto it = std::upper_bound(shard_first_row_group_.begin(), shard_first_row_group_.end(), row_group) - 1;
+    const auto shard_idx = static_cast<size_t>(it - shard_first_row_group_.begin());
+    const int64_t row_group_idx = row_group - *it;
+    const int64_t first_row = row_group_starts_[static_cast<size_t>(row_group)];
+    const int64_t rows = row_group_starts_[static_cast<size_t>(row_group) + 1] - first_row;
     const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, row_group_idx);
-    reader->read_row_group(row_group_idx, scratch, pixels, labels);
+    if (rows <= piece_rows_) {
+      reader->read_row_group(row_group_idx, scratch, pixels[0], labels[0]);
+      return;
+    }
+    std::vector<ParquetRowGroupReader::RowRange> ranges;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (read_group(blocks[i]) != row_group) {
+        throw std::invalid_argument(name() + ": blocks " + std::to_string(blocks[0]) + " and " +
+                                    std::to_string(blocks[i]) + " are in different row groups");
+      }
+      const int64_t begin = block_starts_[static_cast<size_t>(blocks[i])] - first_row;
+      ranges.push_back({begin, begin + block_rows(blocks[i]), pixels[i], labels[i]});
+    }
+    reader->read_rows(row_group_idx, ranges, scratch);
   }
 
  private:
@@ -138,8 +190,11 @@ class ParquetShardSource final : public SampleSource {
 
   const ShardedDataset dataset_;
   const ParquetImageOptions options_;  // as the set was opened with
-  std::vector<int64_t> block_starts_;       // (num_blocks + 1) first sample of each block, then size()
-  std::vector<int64_t> shard_first_block_;  // (num_shards + 1) first block of each shard, then num_blocks
+  int64_t piece_rows_ = 0;
+  std::vector<int64_t> block_starts_;      // (num_blocks + 1) first sample of each block, then size()
+  std::vector<int64_t> block_row_group_;   // per block, its row group counted over the whole set
+  std::vector<int64_t> row_group_starts_;  // (row groups + 1) first sample of each, then size()
+  std::vector<int64_t> shard_first_row_group_;  // (num_shards + 1) first row group of each shard, then their number
   int64_t max_read_bytes_ = 0;
 
   mutable detail::Mutex mutex_;  // the stream's reader threads open shards at once
@@ -149,8 +204,14 @@ class ParquetShardSource final : public SampleSource {
 
 }  // namespace
 
-std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset, const ParquetImageOptions& options) {
-  return std::make_shared<ParquetShardSource>(dataset, options);
+int64_t stream_piece_rows(const ImageShape& shape) {
+  constexpr int64_t kPieceBytes = int64_t{64} << 10;
+  return std::max<int64_t>(1, kPieceBytes / (shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t))));
+}
+
+std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset, const ParquetImageOptions& options,
+                                                  int64_t piece_rows) {
+  return std::make_shared<ParquetShardSource>(dataset, options, piece_rows);
 }
 
 }  // namespace feeder

@@ -282,6 +282,44 @@ TEST(LoaderStream, RestoreRefusesAnotherDatasetOrWorldSizeSayingWhatDiffers) {
   }
 }
 
+// A state of format v1 (before the pieces a set is shuffled in were recorded) restores where blocks
+// cannot change the order, and is refused, saying why, where they can.
+TEST(LoaderState, AStateWithoutBlocksRestoresOnlyWhereBlocksCannotChangeTheOrder) {
+  auto source = make_source(true, 100);
+  LoaderOptions options = options_with(10, 1);
+  options.shuffle_window = 20;
+  Loader windowed(source, options);
+  windowed.start_epoch(1);
+  drain(windowed, 2);
+  std::string text = windowed.state().to_json();
+  const auto replace = [&](const std::string& from, const std::string& to) { text.replace(text.find(from), from.size(), to); };
+  replace("feeder.loader_state.v2", "feeder.loader_state.v1");
+  const size_t key = text.find("\"block_layout\"");
+  ASSERT_NE(key, std::string::npos);
+  text.erase(key, text.find(',', key) - key + 1);
+  const LoaderState old = LoaderState::from_json(text);
+  EXPECT_EQ(old.block_layout, 0u);
+  Loader again(source, options);
+  try {
+    again.restore(old);
+    FAIL() << "a v1 state restored where blocks change the order";
+  } catch (const OptionsError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot restore this loader state on streamed: the state is of an earlier feeder, whose streamed order "
+              "shuffled whole row groups (format v1): it cannot continue this epoch exactly; start the epoch again");
+  }
+
+  options.shuffle_window = 100;  // the whole set: the full shuffle, whatever the blocks
+  Loader full(source, options);
+  full.start_epoch(1);
+  drain(full, 2);
+  LoaderState saved = full.state();
+  saved.block_layout = 0;
+  Loader resumed(source, options);
+  resumed.restore(saved);
+  EXPECT_EQ(resumed.state(), full.state());
+}
+
 TEST(LoaderState, RoundTripsThroughJsonAndRefusesMalformedText) {
   LoaderState state;
   state.seed = 0xffffffffffffffffull;
@@ -295,6 +333,7 @@ TEST(LoaderState, RoundTripsThroughJsonAndRefusesMalformedText) {
   state.shuffle_window = 4096;
   state.dataset_fingerprint = 0x123456789abcdef0ull;
   state.num_samples = 60000;
+  state.block_layout = 0xfedcba9876543210ull;
   EXPECT_EQ(LoaderState::from_json(state.to_json()), state);
   EXPECT_THROW(LoaderState::from_json("{\"format\":\"feeder.loader_state.v1\",\"seed\":1}"), OptionsError);
   EXPECT_THROW(LoaderState::from_json("not json"), OptionsError);

@@ -61,6 +61,65 @@ TEST(ShardedLoader, StreamedAndInMemoryGiveTheSameBatchesAndResumeAcrossModes) {
   EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(expected.begin() + 5, expected.end()));
 }
 
+// Row groups split into pieces: a window mixes pieces of many row groups, a row group larger than
+// the budget streams, and streamed, in memory and resumed give the same batches.
+TEST(ShardedLoader, PiecesOfRowGroupsStreamLikeTheSetInMemory) {
+  TempDir dir;
+  struct Case {
+    parquet::ParquetLayout layout;
+    ImageShape shape;
+    int64_t rows;
+    int64_t budget;
+  };
+  // Default pieces: 64 KiB of samples, 15 rows of 64x64 and 248 of 16x16.
+  for (const Case& c : {Case{parquet::ParquetLayout::kImage, {1, 64, 64}, 600, 2 << 20},
+                        Case{parquet::ParquetLayout::kColumns, {1, 16, 16}, 4000, 1 << 20}}) {
+    SCOPED_TRACE(to_string(c.layout));
+    const ImageStore store = testing::make_store(c.shape, c.rows, true);
+    const fs::path set = dir / to_string(c.layout);
+    ShardWriteOptions write;
+    write.shard_rows = c.rows;  // one shard of one row group, as DuckDB writes a set this size
+    write.parquet.layout = c.layout;
+    const int64_t piece_rows = stream_piece_rows(c.shape);
+    write.parquet.page_size_bytes = piece_rows * c.shape.num_pixels();  // image pages of a piece each
+    write_sharded(store, set, write);
+    const ShardedDataset dataset = open_sharded_dataset(set.string());
+    const std::shared_ptr<SampleSource> stream = open_parquet_source(dataset);
+    ASSERT_EQ(stream->num_blocks(), (c.rows + piece_rows - 1) / piece_rows);
+    EXPECT_EQ(stream->read_group(0), stream->read_group(stream->num_blocks() - 1));
+    const std::shared_ptr<InMemorySource> memory = read_into_memory(*stream);
+    ASSERT_TRUE(std::equal(memory->store()->pixels().begin(), memory->store()->pixels().end(), store.pixels().begin()));
+
+    LoaderOptions options;
+    options.batch_size = 16;
+    options.num_workers = 2;
+    options.memory_budget = c.budget;  // below the decoded set
+    ASSERT_LT(c.budget, stream->decoded_bytes());
+    Loader streamed(stream, options);
+    ASSERT_TRUE(streamed.streaming());
+    ASSERT_LT(streamed.shuffle_window(), c.rows / 2);
+    options.shuffle_window = streamed.shuffle_window();
+    Loader in_memory(memory, options);
+    const auto expected = epoch_indices(in_memory, 2);
+    EXPECT_EQ(epoch_indices(streamed, 2), expected);
+    std::set<int64_t> seen;
+    for (const auto& batch : expected) seen.insert(batch.begin(), batch.end());
+    EXPECT_EQ(seen.size(), static_cast<size_t>(c.rows));
+    // The first batch mixes several pieces, not one.
+    std::set<int64_t> pieces;
+    for (const int64_t sample : expected[0]) pieces.insert(sample / piece_rows);
+    EXPECT_GE(pieces.size(), 4u);
+
+    in_memory.start_epoch(2);
+    for (int i = 0; i < 9; ++i) in_memory.next();
+    streamed.restore(in_memory.state());
+    std::vector<std::vector<int64_t>> rest;
+    while (auto batch = streamed.next()) rest.emplace_back(batch->sample_indices().begin(), batch->sample_indices().end());
+    EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(expected.begin() + 9, expected.end()));
+    EXPECT_LE(streamed.peak_decoded_bytes(), options.memory_budget);
+  }
+}
+
 // The default window fills the budget, but never with what depends on num_workers (the readers'
 // buffers beyond the first two, the batches in flight without workers): the order, and a saved
 // state, are the same for any number of workers. Before, 0 and 2 workers gave different windows,

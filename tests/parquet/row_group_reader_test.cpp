@@ -340,6 +340,11 @@ TEST(ParquetRowGroupReader, EveryKindOfBadPixelNamesFileColumnRowGroupRowAndValu
     read_block(reader, 1, scratch);
     EXPECT_EQ(data_error_of([&] { read_block(reader, 2, scratch); }), expected);
     EXPECT_EQ(data_error_of([&] { read_parquet_images(path, options); }), expected);
+    // A part of the row group names the row within the whole row group as well.
+    std::vector<uint8_t> pixels(20);
+    std::vector<int64_t> labels(20);
+    const ParquetRowGroupReader::RowRange part{500, 520, pixels.data(), labels.data()};
+    EXPECT_EQ(data_error_of([&] { reader.read_rows(2, {&part, 1}, scratch); }), expected);
   }
 }
 

@@ -4,16 +4,21 @@
 
 #include <filesystem>
 #include <iostream>
+#include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "feeder/data/sampler.h"
 #include "feeder/formats/csv.h"
 #include "feeder/formats/parquet/reader.h"
+#include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/formats/sharded.h"
 #include "feeder/io/file.h"
+#include "formats/parquet/detail/chunk_reader.h"
 #include "parquet/writer_test_util.h"
 
 namespace feeder {
@@ -165,11 +170,90 @@ TEST(ParquetConvert, ShardRowsWriteASetAndListItsShards) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.err, "");  // no progress lines when stderr is not a terminal
   testing::expect_same_images(read_sharded(dir / "shards"), store);
-  EXPECT_NE(out.find("| in.csv | shards/ | parquet columns ZSTD | 25 | 1x4x4 | 3 | "), std::string::npos) << out;
+  // A sharded set's defaults are those that stream well: the image layout and lz4.
+  EXPECT_NE(out.find("| in.csv | shards/ | parquet image LZ4_RAW | 25 | 1x4x4 | 3 | "), std::string::npos) << out;
   EXPECT_NE(out.find("| shard | rows | row groups | MB |\n|---|---|---|---|\n| part-00000.parquet | 10 | 3 | "),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("| part-00002.parquet | 5 | 2 | "), std::string::npos) << out;
+}
+
+TEST(ParquetConvert, ShuffleOnWriteWritesTheRowsInTheSeedsOrderAndRecordsIt) {
+  TempDir dir;
+  ImageStore store = testing::make_store(ImageShape{1, 4, 4}, 200, true);
+  for (int64_t row = 0; row < store.size(); ++row) store.labels()[static_cast<size_t>(row)] = row / 20;  // sorted
+  write_csv(store, dir / "in.csv");
+  ::testing::internal::CaptureStdout();
+  const RunResult result = run_convert({(dir / "in.csv").string(), (dir / "shards").string() + "/", "--shard-rows", "50",
+                                        "--shuffle-on-write", "7", "--layout", "columns", "--codec", "zstd"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(out.find("parquet columns ZSTD"), std::string::npos) << out;  // what is given is kept
+  EXPECT_NE(out.find("rows shuffled with seed 7 (recorded in index.json)"), std::string::npos) << out;
+  const ShardedDataset dataset = open_sharded_dataset((dir / "shards").string());
+  ASSERT_TRUE(dataset.shuffled_on_write.has_value());
+  EXPECT_EQ(*dataset.shuffled_on_write, 7u);
+  EXPECT_NE(describe_sharded_dataset(dataset).find("rows shuffled when written, seed 7"), std::string::npos);
+  const ImageStore written = read_sharded(dir / "shards");
+  const std::vector<int64_t> order = epoch_order(200, true, 7, 0);
+  for (int64_t row = 0; row < 200; ++row) {
+    const int64_t from = order[static_cast<size_t>(row)];
+    ASSERT_EQ(written.labels()[static_cast<size_t>(row)], store.labels()[static_cast<size_t>(from)]) << row;
+    ASSERT_TRUE(std::equal(written.image(row), written.image(row) + 16, store.image(from))) << row;
+  }
+  // The first shard of 50 rows now holds most labels, not two.
+  std::set<int64_t> labels(written.labels().begin(), written.labels().begin() + 50);
+  EXPECT_GE(labels.size(), 8u);
+
+  const RunResult file = run_convert({(dir / "in.csv").string(), (dir / "one.parquet").string(), "--shuffle-on-write", "7"});
+  EXPECT_NE(file.exit_code, 0);
+  EXPECT_NE(file.err.find("--shuffle-on-write applies to a sharded set (an output directory)"), std::string::npos)
+      << file.err;
+}
+
+// Rows of each data page of `column` in the first row group of a file, from the page headers.
+std::vector<int64_t> page_rows_of(const std::filesystem::path& path, const std::string& column) {
+  const std::vector<uint8_t> bytes = read_file_raw(path);
+  const parquet::ParquetRowGroupReader reader = parquet::ParquetRowGroupReader::open(path);
+  const parquet::FileMetadata& metadata = reader.metadata();
+  size_t column_idx = 0;
+  while (column_idx < metadata.columns.size() && metadata.columns[column_idx].name != column) ++column_idx;
+  EXPECT_LT(column_idx, metadata.columns.size()) << column;
+  if (column_idx == metadata.columns.size()) return {};
+  const std::string name = path.string();
+  parquet::detail::ChunkLocation where;
+  where.file_bytes = bytes;
+  where.file_name = &name;
+  where.column = &metadata.columns[column_idx];
+  where.chunk = &metadata.row_groups[0].columns[column_idx];
+  where.num_row_groups = reader.num_row_groups();
+  where.num_rows = metadata.row_groups[0].num_rows;
+  const auto read = [&](int64_t offset, int64_t size) {
+    return std::span<const uint8_t>(bytes).subspan(static_cast<size_t>(offset),
+                                                   std::min<size_t>(static_cast<size_t>(size), bytes.size() - static_cast<size_t>(offset)));
+  };
+  std::vector<int64_t> rows;
+  for (const parquet::detail::PageSpan& page : parquet::detail::locate_pages(where, read).data) rows.push_back(page.num_values);
+  return rows;
+}
+
+TEST(ParquetConvert, ShardedSetsHavePagesOfOnePiece) {
+  TempDir dir;
+  ImageStore store = testing::make_store(ImageShape{1, 64, 64}, 100, true);  // pieces of 15 rows
+  for (int64_t row = 0; row < store.size(); ++row) store.labels()[static_cast<size_t>(row)] = row % 10;
+  write_csv(store, dir / "in.csv");
+  ::testing::internal::CaptureStdout();
+  const RunResult result = run_convert({(dir / "in.csv").string(), (dir / "shards").string() + "/"});
+  ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const ShardedDataset dataset = open_sharded_dataset((dir / "shards").string());
+  ASSERT_EQ(dataset.shards.size(), 1u);
+  const std::shared_ptr<SampleSource> source = open_parquet_source(dataset);
+  EXPECT_EQ(stream_piece_rows(store.shape()), 15);
+  EXPECT_EQ(source->num_blocks(), 7);  // 6 pieces of 15 and one of 10
+  testing::expect_same_images(read_sharded(dir / "shards"), store);
+  EXPECT_EQ(page_rows_of(dataset.shards[0].path, "image"), (std::vector<int64_t>{15, 15, 15, 15, 15, 15, 10}));
+  EXPECT_EQ(page_rows_of(dataset.shards[0].path, "label"), (std::vector<int64_t>{15, 15, 15, 15, 15, 15, 10}));
 }
 
 TEST(ParquetConvert, ShardSizeOrAnExistingDirectoryWriteASet) {

@@ -83,6 +83,10 @@ struct LoaderState {
   int64_t shuffle_window = 0;    // the window in effect (whole set: its size)
   uint64_t dataset_fingerprint = 0;
   int64_t num_samples = 0;       // of the dataset
+  // XXH3 of the source's blocks (the pieces a streamed order is shuffled in); 0 in a state written
+  // before it was recorded (format v1), which restores only where blocks cannot change the order
+  // (a window covering the set, no shuffle, or a single block).
+  uint64_t block_layout = 0;
 
   // One line of JSON; from_json throws OptionsError on anything malformed or missing.
   std::string to_json() const;
@@ -228,6 +232,7 @@ class Loader {
   BatchTransform transform_;
   int64_t num_samples_ = 0;
   int64_t num_batches_ = 0;
+  uint64_t block_layout_ = 0;  // LoaderState::block_layout
   std::shared_ptr<detail::BufferPool> pool_;
   std::unique_ptr<Shared> shared_;
 };

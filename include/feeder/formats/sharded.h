@@ -38,6 +38,10 @@ struct ShardInfo {
   // The largest row group's read: the bytes from its first to the end of its last column chunk
   // that is read, on disk (ParquetRowGroupReader::row_group_read_bytes).
   int64_t row_group_max_compressed_bytes = 0;
+  // The most a read of part of a row group needs (ParquetRowGroupReader::max_rows_read_bytes);
+  // 0 when not known (an index written before it was recorded): the source then assumes a column
+  // chunk as large as the row group's read and a decoded row group besides.
+  int64_t piece_read_bytes = 0;
   uint64_t size_bytes = 0;                     // file size
   std::optional<uint64_t> content_hash;        // XXH3-64 of the file; only from an index
 };
@@ -53,6 +57,9 @@ struct ShardedDataset {
   std::string columns;
   bool indexed = false;  // described by index.json rather than by the footers
   std::optional<int64_t> label_min, label_max;  // from the index or the label statistics, when known
+  // The seed the rows were shuffled with when written (`feeder convert --shuffle-on-write SEED`),
+  // from the index; unset when they are in the order they came in.
+  std::optional<uint64_t> shuffled_on_write;
   int64_t num_rows = 0;
   // From the content hashes (indexed) or the footers and sizes (not indexed).
   uint64_t fingerprint = 0;
@@ -89,6 +96,10 @@ struct ShardWriteOptions {
   // row group under the target. A smaller shard is found by secant steps on its rows (at most
   // four), aiming at 90..100% of the target. Costs two to six encodes of the first shard.
   int64_t shard_size_bytes = 0;
+  // When set, the rows are written in the order epoch_order(N, true, seed, 0) (feeder/data/sampler.h)
+  // instead of the store's, and the index records the seed: a set sorted by label streams with
+  // every piece a mix of labels.
+  std::optional<uint64_t> shuffle_seed;
 };
 
 // Writes `store` as OUTDIR/part-00000.parquet ... plus index.json (written last, atomically). Each
@@ -101,7 +112,14 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
                              const ShardWriteOptions& options,
                              const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
-// A streaming source over a sharded set: blocks are row groups, read with pread into the caller's
+// The unit a streamed set is shuffled in: pieces of a row group of at most this many rows, about
+// 64 KiB of decoded samples (at least one). A shuffle window then mixes many pieces of many row
+// groups, whatever the row groups' size. `feeder convert` writes the pages of an image column with
+// as many rows, so that each piece is one page of its own.
+int64_t stream_piece_rows(const ImageShape& shape);
+
+// A streaming source over a sharded set: blocks are pieces of row groups of `piece_rows` rows (0:
+// stream_piece_rows; the last piece of a row group may be shorter), read with pread into the caller's
 // buffer (never mapped, so the page cache does not count against the process) and decoded with
 // the same checks as read_parquet_images; `options` must be those the set was opened with. The
 // footers of the most recently used shards stay open (at most 16 file descriptors). A shard that
@@ -119,7 +137,8 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
 // footer errors of a changed file keep their text behind "<file>: row group <g>: ".
 // name() is the set's root directory.
 std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset,
-                                                  const parquet::ParquetImageOptions& options = {});
+                                                  const parquet::ParquetImageOptions& options = {},
+                                                  int64_t piece_rows = 0);
 
 // `feeder inspect DIR`: a summary of a sharded set (shards, rows, row groups, shape, labels, sizes,
 // whether indexed), a few lines of text.

@@ -50,6 +50,10 @@ ShardInfo parse_shard(const json& entry, const std::filesystem::path& dir, const
   shard.num_rows = field<int64_t>(entry, "rows", at);
   shard.row_group_rows = field<std::vector<int64_t>>(entry, "row_group_rows", at);
   shard.row_group_max_compressed_bytes = field<int64_t>(entry, "row_group_max_read_bytes", at);
+  if (entry.contains("piece_read_bytes")) {
+    shard.piece_read_bytes = field<int64_t>(entry, "piece_read_bytes", at);
+    if (shard.piece_read_bytes < 0) throw DataError(at + ": \"piece_read_bytes\" is negative");
+  }
   const int64_t size_bytes = field<int64_t>(entry, "size", at);
   if (size_bytes < 0) throw DataError(at + ": \"size\" is negative");
   shard.size_bytes = static_cast<uint64_t>(size_bytes);
@@ -91,12 +95,14 @@ std::string shard_index_json(const ShardedDataset& dataset) {
     index["label_min"] = *dataset.label_min;
     index["label_max"] = *dataset.label_max;
   }
+  if (dataset.shuffled_on_write) index["shuffled_on_write_seed"] = *dataset.shuffled_on_write;
   json shards = json::array();
   for (const ShardInfo& shard : dataset.shards) {
     shards.push_back({{"file", shard.path.filename().string()},
                       {"rows", shard.num_rows},
                       {"row_group_rows", shard.row_group_rows},
                       {"row_group_max_read_bytes", shard.row_group_max_compressed_bytes},
+                      {"piece_read_bytes", shard.piece_read_bytes},
                       {"size", shard.size_bytes},
                       {"xxh3", hex64(shard.content_hash.value_or(0))}});
   }
@@ -137,6 +143,7 @@ ShardedDataset parse_shard_index(const std::string& text, const std::filesystem:
     dataset.label_min = field<int64_t>(index, "label_min", name);
     dataset.label_max = field<int64_t>(index, "label_max", name);
   }
+  if (index.contains("shuffled_on_write_seed")) dataset.shuffled_on_write = field<uint64_t>(index, "shuffled_on_write_seed", name);
   const json shards = field<json>(index, "shards", name);
   if (!shards.is_array()) throw DataError(name + ": \"shards\" is not an array");
   int64_t rows = 0;

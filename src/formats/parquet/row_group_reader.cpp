@@ -15,6 +15,7 @@
 #include "formats/parquet/detail/footer.h"
 #include "formats/parquet/detail/image_columns.h"
 #include "formats/parquet/detail/image_decode.h"
+#include "util/mutex.h"
 
 namespace feeder::parquet {
 
@@ -53,6 +54,12 @@ std::vector<uint8_t> pread_exactly(int fd, int64_t size_bytes, int64_t offset, c
 }
 
 }  // namespace
+
+struct ParquetRowGroupReader::PageMaps {
+  using RowGroupPages = std::vector<detail::ChunkPages>;  // per column of the file; only those read are filled
+  feeder::detail::Mutex mutex;
+  std::vector<std::shared_ptr<const RowGroupPages>> by_row_group GUARDED_BY(mutex);
+};
 
 ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& path, const ParquetImageOptions& options,
                                                   std::string name) {
@@ -113,6 +120,9 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
     if (span.end == 0) span.begin = 0;
     reader.spans_.push_back(span);
   }
+  reader.page_maps_ = std::make_shared<PageMaps>();
+  feeder::detail::MutexLock lock(reader.page_maps_->mutex);
+  reader.page_maps_->by_row_group.resize(static_cast<size_t>(reader.num_row_groups()));
   return reader;
 }
 
@@ -133,6 +143,7 @@ ParquetRowGroupReader& ParquetRowGroupReader::operator=(ParquetRowGroupReader&& 
   pixel_idx_ = std::move(other.pixel_idx_);
   image_idx_ = other.image_idx_;
   spans_ = std::move(other.spans_);
+  page_maps_ = std::move(other.page_maps_);
   return *this;
 }
 
@@ -239,6 +250,233 @@ void ParquetRowGroupReader::read_row_group(int64_t row_group_idx, std::vector<ui
     detail::decode_pixel_columns(locate, pixel_idx_, 0, static_cast<int64_t>(pixel_idx_.size()), group.num_rows,
                                  shape_.num_pixels(), pixels, decode);
   }
+}
+
+}  // namespace feeder::parquet
+
+namespace feeder::parquet {
+
+namespace {
+
+// Which of a chunk's data pages hold rows of `ranges` (sorted by begin), as runs [first, last] of
+// consecutive pages, each at most `max_pages` long.
+std::vector<std::pair<size_t, size_t>> page_runs(const std::vector<detail::PageSpan>& pages,
+                                                 std::span<const ParquetRowGroupReader::RowRange> ranges,
+                                                 size_t max_pages) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t r = 0;
+  for (size_t p = 0; p < pages.size(); ++p) {
+    const int64_t begin = pages[p].first_row;
+    const int64_t end = begin + pages[p].num_values;
+    while (r < ranges.size() && ranges[r].end <= begin) ++r;
+    if (r == ranges.size()) break;
+    if (ranges[r].begin >= end) continue;
+    if (!runs.empty() && runs.back().second + 1 == p && p - runs.back().first < max_pages) {
+      runs.back().second = p;
+    } else {
+      runs.emplace_back(p, p);
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
+int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
+  int64_t largest = 0;
+  const int64_t image_bytes = shape_.num_pixels();
+  for (int64_t rg = 0; rg < num_row_groups(); ++rg) {
+    const int64_t rows = row_group_rows(rg);
+    if (rows <= min_rows) continue;
+    const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(rg);
+    int64_t column_bytes = 0;
+    for (const int64_t column_idx : needed_columns()) {
+      const detail::ChunkPages& chunk = (*pages)[static_cast<size_t>(column_idx)];
+      const int64_t value_bytes = column_idx == image_idx_ ? image_bytes : static_cast<int64_t>(sizeof(int64_t));
+      const int64_t dictionary = chunk.dictionary ? chunk.dictionary->size_bytes + chunk.dictionary->uncompressed_bytes : 0;
+      for (const detail::PageSpan& page : chunk.data) {
+        column_bytes = std::max(column_bytes, dictionary + page.size_bytes + page.uncompressed_bytes + page.num_values * value_bytes);
+      }
+    }
+    const int64_t tile = pixel_idx_.empty() ? 0 : detail::kTileColumns * rows;
+    largest = std::max(largest, column_bytes + tile);
+  }
+  return largest;
+}
+
+std::vector<int64_t> ParquetRowGroupReader::needed_columns() const {
+  std::vector<int64_t> needed = pixel_idx_;
+  if (image_idx_ >= 0) needed.push_back(image_idx_);
+  if (label_idx_ >= 0) needed.push_back(label_idx_);
+  return needed;
+}
+
+detail::ChunkLocation ParquetRowGroupReader::chunk_location(int64_t row_group_idx, int64_t column_idx) const {
+  const RowGroupInfo& group = metadata_.row_groups[static_cast<size_t>(row_group_idx)];
+  detail::ChunkLocation where;
+  where.file_name = &name_;
+  where.column = &metadata_.columns[static_cast<size_t>(column_idx)];
+  where.chunk = &group.columns[static_cast<size_t>(column_idx)];
+  where.row_group_idx = row_group_idx;
+  where.num_row_groups = num_row_groups();
+  where.num_rows = group.num_rows;
+  where.verify_checksums = verify_checksums_;
+  return where;
+}
+
+std::shared_ptr<const ParquetRowGroupReader::PageMaps::RowGroupPages> ParquetRowGroupReader::row_group_pages(
+    int64_t row_group_idx) const {
+  {
+    feeder::detail::MutexLock lock(page_maps_->mutex);
+    if (auto found = page_maps_->by_row_group[static_cast<size_t>(row_group_idx)]) return found;
+  }
+  // Found outside the lock: threads reading other row groups do not wait on these reads. Two
+  // threads finding the same row group's pages both read them; the first to finish is kept.
+  auto found = std::make_shared<PageMaps::RowGroupPages>(metadata_.columns.size());
+  std::vector<uint8_t> header_bytes;
+  const auto read = [&](int64_t offset, int64_t size_bytes) {
+    header_bytes.resize(static_cast<size_t>(size_bytes));
+    const int64_t got = pread_fully(fd_, header_bytes.data(), size_bytes, offset, name_);
+    return std::span<const uint8_t>(header_bytes.data(), static_cast<size_t>(got));
+  };
+  for (const int64_t column_idx : needed_columns()) {
+    (*found)[static_cast<size_t>(column_idx)] = detail::locate_pages(chunk_location(row_group_idx, column_idx), read);
+  }
+  feeder::detail::MutexLock lock(page_maps_->mutex);
+  auto& slot = page_maps_->by_row_group[static_cast<size_t>(row_group_idx)];
+  if (!slot) slot = std::move(found);
+  return slot;
+}
+
+void ParquetRowGroupReader::read_rows(int64_t row_group_idx, std::span<const RowRange> ranges,
+                                      std::vector<uint8_t>& scratch) const {
+  if (row_group_idx < 0 || row_group_idx >= num_row_groups()) {
+    throw std::out_of_range(name_ + ": no row group " + std::to_string(row_group_idx) + " (the file has " +
+                            std::to_string(num_row_groups()) + ")");
+  }
+  const RowGroupInfo& group = metadata_.row_groups[static_cast<size_t>(row_group_idx)];
+  std::vector<RowRange> sorted(ranges.begin(), ranges.end());
+  std::sort(sorted.begin(), sorted.end(), [](const RowRange& a, const RowRange& b) { return a.begin < b.begin; });
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i].begin < 0 || sorted[i].end > group.num_rows || sorted[i].begin >= sorted[i].end ||
+        (i > 0 && sorted[i].begin < sorted[i - 1].end)) {
+      throw std::out_of_range(name_ + ": row group " + std::to_string(row_group_idx) + ": rows " +
+                              std::to_string(sorted[i].begin) + ".." + std::to_string(sorted[i].end) +
+                              " are not a part of its " + std::to_string(group.num_rows) + " rows apart from the others");
+    }
+  }
+  if (sorted.empty()) return;
+  if (sorted.size() == 1 && sorted[0].begin == 0 && sorted[0].end == group.num_rows) {
+    read_row_group(row_group_idx, scratch, sorted[0].pixels, sorted[0].labels);
+    return;
+  }
+
+  const auto location = [&](int64_t column_idx) { return chunk_location(row_group_idx, column_idx); };
+  const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(row_group_idx);
+
+  // Reads data pages [first, last] of a column, after its dictionary page, into `scratch`, and
+  // locates them as a chunk of their own (`partial` holds its metadata).
+  ColumnChunkInfo partial;
+  const auto read_run = [&](int64_t column_idx, size_t first, size_t last) {
+    const detail::ChunkPages& chunk_pages = (*pages)[static_cast<size_t>(column_idx)];
+    const detail::PageSpan& first_page = chunk_pages.data[first];
+    const detail::PageSpan& last_page = chunk_pages.data[last];
+    const int64_t dictionary_bytes = chunk_pages.dictionary ? chunk_pages.dictionary->size_bytes : 0;
+    const int64_t run_bytes = last_page.offset + last_page.size_bytes - first_page.offset;
+    if (static_cast<int64_t>(scratch.size()) < dictionary_bytes + run_bytes) {
+      scratch.resize(static_cast<size_t>(dictionary_bytes + run_bytes));
+    }
+    const auto read_exactly = [&](uint8_t* out, int64_t size_bytes, int64_t offset) {
+      const int64_t got = pread_fully(fd_, out, size_bytes, offset, name_);
+      if (got != size_bytes) {
+        throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
+                        std::to_string(offset) + ".." + std::to_string(offset + size_bytes) + " needed");
+      }
+    };
+    if (chunk_pages.dictionary) read_exactly(scratch.data(), dictionary_bytes, chunk_pages.dictionary->offset);
+    read_exactly(scratch.data() + dictionary_bytes, run_bytes, first_page.offset);
+    partial = group.columns[static_cast<size_t>(column_idx)];
+    partial.dictionary_page_offset = chunk_pages.dictionary ? std::optional<int64_t>(0) : std::nullopt;
+    partial.data_page_offset = dictionary_bytes;
+    partial.total_compressed_size_bytes = dictionary_bytes + run_bytes;
+    partial.num_values = last_page.first_row + last_page.num_values - first_page.first_row;
+    detail::ChunkLocation where = location(column_idx);
+    where.file_bytes = std::span<const uint8_t>(scratch.data(), static_cast<size_t>(dictionary_bytes + run_bytes));
+    where.chunk = &partial;
+    where.num_rows = partial.num_values;
+    where.first_row = first_page.first_row;
+    where.first_data_page = first_page.page_idx;
+    where.has_dictionary_page = chunk_pages.dictionary.has_value();
+    return where;
+  };
+  const auto data_pages = [&](int64_t column_idx) -> const std::vector<detail::PageSpan>& {
+    return (*pages)[static_cast<size_t>(column_idx)].data;
+  };
+  // Copies rows [run_first, run_first + run_rows) of a decoded run, `width` items each, into the
+  // ranges they overlap.
+  const auto scatter = [&](int64_t run_first, int64_t run_rows, const auto* decoded, int64_t width, auto destination) {
+    for (const RowRange& range : sorted) {
+      const int64_t begin = std::max(range.begin, run_first);
+      const int64_t end = std::min(range.end, run_first + run_rows);
+      if (begin >= end) continue;
+      std::copy_n(decoded + (begin - run_first) * width, (end - begin) * width,
+                  destination(range) + (begin - range.begin) * width);
+    }
+  };
+
+  detail::PixelScratch decode;
+  if (label_idx_ >= 0) {
+    std::vector<int64_t> labels;
+    for (const auto& [first, last] : page_runs(data_pages(label_idx_), sorted, 1)) {
+      const detail::ChunkLocation where = read_run(label_idx_, first, last);
+      labels.resize(static_cast<size_t>(where.num_rows));
+      detail::decode_label_chunk(where, labels.data(), decode.pages);
+      scatter(where.first_row, where.num_rows, labels.data(), 1, [](const RowRange& range) { return range.labels; });
+    }
+  } else {
+    for (const RowRange& range : sorted) std::fill(range.labels, range.labels + (range.end - range.begin), kNoLabel);
+  }
+  const int64_t image_bytes = shape_.num_pixels();
+  if (image_idx_ >= 0) {
+    // A page at a time: a page that is exactly one range decodes straight into it.
+    std::vector<uint8_t> images;
+    for (const auto& [first, last] : page_runs(data_pages(image_idx_), sorted, 1)) {
+      const detail::ChunkLocation where = read_run(image_idx_, first, last);
+      const auto exact = std::find_if(sorted.begin(), sorted.end(), [&](const RowRange& range) {
+        return range.begin == where.first_row && range.end == where.first_row + where.num_rows;
+      });
+      if (exact != sorted.end()) {
+        detail::decode_image_chunk(where, exact->pixels, image_bytes, decode.pages);
+        continue;
+      }
+      images.resize(static_cast<size_t>(where.num_rows * image_bytes));
+      detail::decode_image_chunk(where, images.data(), image_bytes, decode.pages);
+      scatter(where.first_row, where.num_rows, images.data(), image_bytes, [](const RowRange& range) { return range.pixels; });
+    }
+    return;
+  }
+  // Numeric pixel columns: each column's pages holding the ranges decoded into a tile that spans
+  // every such page of every column, then the ranges' rows transposed into their images.
+  int64_t extent_begin = INT64_MAX;
+  int64_t extent_end = 0;
+  for (const int64_t column_idx : pixel_idx_) {
+    const auto& column_pages = data_pages(column_idx);
+    const auto runs = page_runs(column_pages, sorted, 1);
+    if (runs.empty()) continue;
+    extent_begin = std::min(extent_begin, column_pages[runs.front().first].first_row);
+    const detail::PageSpan& last = column_pages[runs.back().second];
+    extent_end = std::max(extent_end, last.first_row + last.num_values);
+  }
+  std::vector<detail::ImageRows> rows;
+  for (const RowRange& range : sorted) rows.push_back(detail::ImageRows{range.begin, range.end, range.pixels});
+  detail::decode_pixel_column_rows(
+      [&](int64_t column_idx, uint8_t* out) {
+        for (const auto& [first, last] : page_runs(data_pages(column_idx), sorted, 1)) {
+          const detail::ChunkLocation where = read_run(column_idx, first, last);
+          detail::decode_pixel_chunk(where, out + (where.first_row - extent_begin), decode.pages);
+        }
+      },
+      pixel_idx_, extent_begin, extent_end - extent_begin, rows, image_bytes, decode);
 }
 
 }  // namespace feeder::parquet

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -37,7 +38,12 @@ struct WriteConfig {
   int compression_level;
   int64_t rows_per_group;
   int64_t page_size_bytes;
+  int64_t page_rows;  // 0: pages by page_size_bytes
   int num_threads;
+
+  int64_t values_per_page(int64_t value_bytes) const {
+    return page_rows > 0 ? page_rows : std::max<int64_t>(1, page_size_bytes / value_bytes);
+  }
 };
 
 int default_level(Codec codec) {
@@ -74,6 +80,9 @@ WriteConfig resolve(const ParquetWriteOptions& options) {
   config.compression_level = options.compression_level != 0 ? options.compression_level : default_level(options.codec);
   config.rows_per_group = options.row_group_size;
   config.page_size_bytes = options.page_size_bytes;
+  if (options.page_rows < 0 || options.page_rows > INT32_MAX)
+    throw OptionsError("parquet writer: page rows must be positive (or 0), got " + std::to_string(options.page_rows));
+  config.page_rows = options.page_rows;
   config.num_threads = resolve_num_threads(options.num_threads, "parquet writer: number of threads");
   return config;
 }
@@ -118,8 +127,9 @@ EncodedPage encode_dictionary_page(const WriteConfig& config, std::span<const ui
 }
 
 EncodedPage encode_data_page(const WriteConfig& config, std::span<const uint8_t> payload, int64_t num_values,
-                             fmt::Encoding::type encoding) {
+                             fmt::Encoding::type encoding, const fmt::Statistics* statistics = nullptr) {
   fmt::DataPageHeader data_header;
+  if (statistics) data_header.__set_statistics(*statistics);
   data_header.__set_num_values(static_cast<int32_t>(num_values));
   data_header.__set_encoding(encoding);
   // Required fields even though REQUIRED flat columns carry no levels.
@@ -165,8 +175,11 @@ std::string plain_bytes(T value) {
 }
 
 // Dictionary page (PLAIN values) followed by RLE_DICTIONARY data pages of at most values_per_page.
-EncodedChunk encode_dictionary_chunk(const WriteConfig& config, const encoder::DictionaryColumn& column,
-                                     std::span<const uint8_t> plain_dictionary, int64_t values_per_page) {
+// `page_statistics(first, count)`, when given, gives each data page's statistics.
+EncodedChunk encode_dictionary_chunk(
+    const WriteConfig& config, const encoder::DictionaryColumn& column, std::span<const uint8_t> plain_dictionary,
+    int64_t values_per_page,
+    const std::function<std::optional<fmt::Statistics>(int64_t first, int64_t count)>& page_statistics = nullptr) {
   EncodedChunk chunk;
   chunk.has_dictionary = true;
   chunk.num_values = static_cast<int64_t>(column.indices.size());
@@ -180,7 +193,8 @@ EncodedChunk encode_dictionary_chunk(const WriteConfig& config, const encoder::D
     payload.clear();
     encoder::put_dictionary_indices(indices.subspan(static_cast<size_t>(first), static_cast<size_t>(count)),
                                     column.bit_width, payload);
-    chunk.append(encode_data_page(config, payload, count, fmt::Encoding::RLE_DICTIONARY));
+    const std::optional<fmt::Statistics> statistics = page_statistics ? page_statistics(first, count) : std::nullopt;
+    chunk.append(encode_data_page(config, payload, count, fmt::Encoding::RLE_DICTIONARY, statistics ? &*statistics : nullptr));
   }
   return chunk;
 }
@@ -191,19 +205,27 @@ EncodedChunk encode_pixel_chunk(const WriteConfig& config, const uint8_t* pixels
   std::vector<int32_t> entries(column.dictionary.begin(), column.dictionary.end());
   std::vector<uint8_t> plain_dictionary;
   encoder::put_plain_int32(entries, plain_dictionary);
-  const int64_t values_per_page = std::max<int64_t>(1, config.page_size_bytes / static_cast<int64_t>(sizeof(int32_t)));
+  const int64_t values_per_page = config.values_per_page(static_cast<int64_t>(sizeof(int32_t)));
   EncodedChunk chunk = encode_dictionary_chunk(config, column, plain_dictionary, values_per_page);
   if (!entries.empty()) chunk.statistics = make_statistics(plain_bytes(entries.front()), plain_bytes(entries.back()));
   return chunk;
 }
 
 EncodedChunk encode_label_chunk(const WriteConfig& config, std::span<const int64_t> labels) {
-  const int64_t values_per_page = std::max<int64_t>(1, config.page_size_bytes / static_cast<int64_t>(sizeof(int64_t)));
+  const int64_t values_per_page = config.values_per_page(static_cast<int64_t>(sizeof(int64_t)));
+  // Pages of a fixed number of rows are a streamed set's pieces: their label statistics tell the
+  // loader how labels are laid out (sorted by label, say) without reading the pages.
+  const auto page_statistics = [&](int64_t first, int64_t count) -> std::optional<fmt::Statistics> {
+    if (config.page_rows == 0 || count == 0) return std::nullopt;
+    const auto page = labels.subspan(static_cast<size_t>(first), static_cast<size_t>(count));
+    const auto [min_it, max_it] = std::minmax_element(page.begin(), page.end());
+    return make_statistics(plain_bytes(*min_it), plain_bytes(*max_it));
+  };
   EncodedChunk chunk;
   if (std::optional<encoder::DictionaryColumn> column = encoder::dictionary_encode_int64(labels, kMaxLabelDictionaryEntries)) {
     std::vector<uint8_t> plain_dictionary;
     encoder::put_plain_int64(column->dictionary, plain_dictionary);
-    chunk = encode_dictionary_chunk(config, *column, plain_dictionary, values_per_page);
+    chunk = encode_dictionary_chunk(config, *column, plain_dictionary, values_per_page, page_statistics);
   } else {
     chunk.num_values = static_cast<int64_t>(labels.size());
     chunk.encodings = {fmt::Encoding::PLAIN};
@@ -212,7 +234,8 @@ EncodedChunk encode_label_chunk(const WriteConfig& config, std::span<const int64
       const int64_t count = std::min(values_per_page, chunk.num_values - first);
       payload.clear();
       encoder::put_plain_int64(labels.subspan(static_cast<size_t>(first), static_cast<size_t>(count)), payload);
-      chunk.append(encode_data_page(config, payload, count, fmt::Encoding::PLAIN));
+      const std::optional<fmt::Statistics> statistics = page_statistics(first, count);
+      chunk.append(encode_data_page(config, payload, count, fmt::Encoding::PLAIN, statistics ? &*statistics : nullptr));
     }
   }
   if (!labels.empty()) {
@@ -225,7 +248,7 @@ EncodedChunk encode_label_chunk(const WriteConfig& config, std::span<const int64
 // images: (num_rows, image_bytes) contiguous. Pages are compressed in parallel: with one column
 // there is nothing else to spread over the threads.
 EncodedChunk encode_image_chunk(const WriteConfig& config, const uint8_t* images, int64_t num_rows, int64_t image_bytes) {
-  const int64_t rows_per_page = std::max<int64_t>(1, config.page_size_bytes / image_bytes);
+  const int64_t rows_per_page = config.values_per_page(image_bytes);
   const int64_t num_pages = (num_rows + rows_per_page - 1) / rows_per_page;
   std::vector<EncodedPage> pages(static_cast<size_t>(num_pages));
   std::vector<std::pair<const uint8_t*, const uint8_t*>> page_min_max(static_cast<size_t>(num_pages));

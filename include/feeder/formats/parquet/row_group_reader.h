@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +31,11 @@
 #include "feeder/store/image_store.h"
 
 namespace feeder::parquet {
+
+namespace detail {
+struct ChunkLocation;
+struct ChunkPages;
+}  // namespace detail
 
 // One open Parquet file of an image set. Holds the file descriptor and the parsed footer. Move-only.
 // Thread safety: read_row_group and every accessor are const and may be called from any number of
@@ -84,6 +90,26 @@ class ParquetRowGroupReader {
   // column and row for a bad value); std::out_of_range for an index outside the file.
   void read_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const;
 
+  // Rows [begin, end) of a row group, decoded into `pixels` ((end - begin), C*H*W) and `labels`.
+  struct RowRange {
+    int64_t begin = 0;
+    int64_t end = 0;
+    uint8_t* pixels = nullptr;
+    int64_t* labels = nullptr;
+  };
+  // Reads the rows of `ranges` (disjoint, in any order) of one row group, reading and decoding only
+  // the pages that hold them, one page at a time, each once however many ranges it holds: a part of
+  // a large row group costs about its share of it when its pages are small, and all of its pages
+  // when they are not (DuckDB's, one page per column chunk). The pages are found from their headers
+  // on the first read of the row group, then kept. Errors as read_row_group, with the page and row
+  // numbers of the whole chunk.
+  void read_rows(int64_t row_group_idx, std::span<const RowRange> ranges, std::vector<uint8_t>& scratch) const;
+  // The most memory read_rows uses besides the rows it fills, over the row groups of more than
+  // `min_rows` rows (0 when there are none): per column read, a dictionary page and a data page
+  // compressed and decompressed and the page's rows decoded, and for numeric pixel columns a tile of
+  // 32 bytes per row of the row group. Finds the pages of those row groups (a small read per page).
+  int64_t max_rows_read_bytes(int64_t min_rows = 0) const;
+
  private:
   ParquetRowGroupReader() = default;
   void close() noexcept;
@@ -105,6 +131,13 @@ class ParquetRowGroupReader {
   std::vector<int64_t> pixel_idx_;  // numeric pixel columns in pixel order; or
   int64_t image_idx_ = -1;          // the FIXED_LEN_BYTE_ARRAY column of whole images
   std::vector<Span> spans_;         // per row group, the bytes read
+  // The pages of each row group read by read_rows, found on first use (shared by moved-from and
+  // moved-to readers; guarded inside).
+  struct PageMaps;
+  std::shared_ptr<PageMaps> page_maps_;
+  std::vector<int64_t> needed_columns() const;
+  detail::ChunkLocation chunk_location(int64_t row_group_idx, int64_t column_idx) const;
+  std::shared_ptr<const std::vector<detail::ChunkPages>> row_group_pages(int64_t row_group_idx) const;
 };
 
 }  // namespace feeder::parquet

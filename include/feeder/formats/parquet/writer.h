@@ -43,6 +43,10 @@ struct ParquetWriteOptions {
   int64_t row_group_size = 65536;
   // Target uncompressed size of one data page; a page always holds at least one value.
   int64_t page_size_bytes = 1 << 20;
+  // When positive, every column's data pages hold this many rows (the last of a row group fewer),
+  // whatever their size, so that a part of a row group is whole pages of every column (a streamed
+  // set's pieces, feeder/formats/sharded.h). The label column's pages then carry statistics.
+  int64_t page_rows = 0;
   // Encoding threads; 0 = one per core. Must not be negative. When the system refuses a thread, the
   // write fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;

@@ -233,6 +233,10 @@ std::string chunk_context(const ChunkLocation& where) {
 }
 
 std::string page_context(const ChunkLocation& where, int64_t page_idx) {
+  // In a part of a chunk, pages after its dictionary page stand for the chunk's pages from
+  // first_data_page on.
+  const int64_t dictionary_pages = where.has_dictionary_page ? 1 : 0;
+  if (where.first_data_page > 0 && page_idx >= dictionary_pages) page_idx += where.first_data_page - dictionary_pages;
   return chunk_context(where) + " page " + std::to_string(page_idx);
 }
 
@@ -280,6 +284,70 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
     throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(rows_done) + " of its " +
                     std::to_string(num_values) + " values");
   }
+}
+
+ChunkPages locate_pages(const ChunkLocation& where,
+                        const std::function<std::span<const uint8_t>(int64_t offset, int64_t size_bytes)>& read) {
+  check_chunk(where);
+  // Most headers take a few dozen bytes; those with statistics more. Grown by 16x while a header
+  // does not parse, up to what is left of the chunk.
+  constexpr int64_t kFirstHeaderRead = 256;
+  ChunkPages pages;
+  const ColumnChunkInfo& chunk = *where.chunk;
+  int64_t pos = chunk.start_offset();
+  const int64_t end = pos + chunk.total_compressed_size_bytes;
+  int64_t rows = 0;
+  for (int64_t page_idx = 0; pos < end && rows < chunk.num_values; ++page_idx) {
+    const std::string context = page_context(where, page_idx);
+    format::PageHeader header;
+    size_t header_bytes = 0;
+    for (int64_t want = std::min(kFirstHeaderRead, end - pos);; want = std::min(want * 16, end - pos)) {
+      const std::span<const uint8_t> bytes = read(pos, want);
+      try {
+        header = format::PageHeader();
+        header_bytes = read_page_header(bytes.data(), bytes.size(), header, context);
+        break;
+      } catch (const DataError&) {
+        if (want >= end - pos || static_cast<int64_t>(bytes.size()) < want) throw;
+      }
+    }
+    if (header.compressed_page_size < 0 || static_cast<int64_t>(header.compressed_page_size) > end - pos - static_cast<int64_t>(header_bytes)) {
+      throw DataError(context + ": page header declares " + std::to_string(header.compressed_page_size) +
+                      " bytes but only " + std::to_string(end - pos - static_cast<int64_t>(header_bytes)) +
+                      " are left in the column chunk (truncated data page)");
+    }
+    PageSpan page;
+    page.offset = pos;
+    page.size_bytes = static_cast<int64_t>(header_bytes) + header.compressed_page_size;
+    page.uncompressed_bytes = std::max<int64_t>(0, header.uncompressed_page_size);
+    page.page_idx = page_idx;
+    switch (static_cast<PageType>(raw_enum(header.type))) {
+      case PageType::kDictionaryPage:
+        if (!pages.data.empty() || pages.dictionary) throw DataError(context + ": dictionary page after the first page");
+        pages.dictionary = page;
+        break;
+      case PageType::kDataPage:
+      case PageType::kDataPageV2: {
+        const int64_t values = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage
+                                   ? header.data_page_header.num_values
+                                   : header.data_page_header_v2.num_values;
+        begin_data_page(where, page_idx, rows, values, 0, context);  // checks the count
+        page.first_row = rows;
+        page.num_values = values;
+        rows += values;
+        pages.data.push_back(page);
+        break;
+      }
+      default:
+        break;  // index pages: no values
+    }
+    pos += page.size_bytes;
+  }
+  if (rows != chunk.num_values) {
+    throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(rows) + " of its " +
+                    std::to_string(chunk.num_values) + " values");
+  }
+  return pages;
 }
 
 PageCounts count_pages(const ChunkLocation& where) {

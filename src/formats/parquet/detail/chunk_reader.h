@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +25,12 @@ struct ChunkLocation {
   int64_t num_row_groups = 1;
   int64_t num_rows = 0;  // rows of the row group; a flat chunk holds exactly this many values
   bool verify_checksums = false;
+  // A part of a chunk (some of its pages, with its dictionary page first when it has one), decoded
+  // as a chunk of its own: its first data page is the chunk's page `first_data_page`, holding row
+  // `first_row` of the row group. Messages then give the chunk's page and row numbers.
+  int64_t first_row = 0;
+  int64_t first_data_page = 0;  // 0: the whole chunk
+  bool has_dictionary_page = false;
 };
 
 struct DictionaryPage {
@@ -80,6 +87,27 @@ struct DirectValues {
 void for_each_page(const ChunkLocation& where, const std::function<void(const DictionaryPage&)>& on_dictionary,
                    const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer = nullptr,
                    const DirectValues* direct = nullptr);
+
+// One page of a column chunk, as its header places it.
+struct PageSpan {
+  int64_t offset = 0;      // file offset of the page header
+  int64_t size_bytes = 0;  // header and body
+  int64_t uncompressed_bytes = 0;  // the body decompressed
+  int64_t page_idx = 0;    // in the chunk, every page counted
+  int64_t first_row = 0;   // data pages: the row of the row group holding its first value
+  int64_t num_values = 0;  // data pages
+};
+struct ChunkPages {
+  std::optional<PageSpan> dictionary;
+  std::vector<PageSpan> data;  // in file order
+};
+
+// Finds the pages of a chunk from their headers alone: read(offset, size) returns the file's
+// bytes there (fewer only at the end of the file); a header is read in a small read, grown while it
+// does not parse. Checks what for_each_page checks of the headers (sizes within the chunk, value
+// counts adding up to the chunk's), so that a part of the chunk can be decoded on its own.
+ChunkPages locate_pages(const ChunkLocation& where,
+                        const std::function<std::span<const uint8_t>(int64_t offset, int64_t size_bytes)>& read);
 
 // Counts pages by type without decompressing anything.
 struct PageCounts {

@@ -77,7 +77,7 @@ bool label_of(T value, bool as_unsigned, int64_t& label) {
 }
 
 [[noreturn]] void throw_at_row(const ChunkLocation& where, int64_t row, const std::string& what) {
-  throw DataError(chunk_context(where) + " row " + std::to_string(row) + ": " + what);
+  throw DataError(chunk_context(where) + " row " + std::to_string(where.first_row + row) + ": " + what);
 }
 
 // Throws `null_what` naming the first null row of the page, if it has any.
@@ -236,7 +236,6 @@ void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t ima
 // contiguous, so decoding writes sequentially), then the tile is transposed into the row-major
 // images in blocks that stay in L1, writing whole cache lines. Writing each column straight into
 // the images would touch one cache line per value, which measured several times slower.
-constexpr int64_t kTileColumns = 32;
 constexpr int64_t kTileRows = 64;
 
 void decode_pixel_columns(const std::function<ChunkLocation(int64_t column_idx)>& locate,
@@ -255,6 +254,27 @@ void decode_pixel_columns(const std::function<ChunkLocation(int64_t column_idx)>
       for (int64_t j = 0; j < group; ++j) {
         const uint8_t* src = scratch.tile.data() + j * rows + r0;
         for (int64_t r = 0; r < block; ++r) dst[r * num_pixels + j] = src[r];
+      }
+    }
+  }
+}
+
+void decode_pixel_column_rows(const std::function<void(int64_t column_idx, uint8_t* out)>& decode_column,
+                              std::span<const int64_t> pixel_idx, int64_t extent_begin, int64_t extent_rows,
+                              std::span<const ImageRows> rows, int64_t num_pixels, PixelScratch& scratch) {
+  const auto num_columns = static_cast<int64_t>(pixel_idx.size());
+  for (int64_t k0 = 0; k0 < num_columns; k0 += kTileColumns) {
+    const int64_t group = std::min(kTileColumns, num_columns - k0);
+    scratch.tile.resize(static_cast<size_t>(group * extent_rows));
+    for (int64_t j = 0; j < group; ++j) decode_column(pixel_idx[static_cast<size_t>(k0 + j)], scratch.tile.data() + j * extent_rows);
+    for (const ImageRows& part : rows) {
+      for (int64_t r0 = part.begin; r0 < part.end; r0 += kTileRows) {
+        const int64_t block = std::min(kTileRows, part.end - r0);
+        uint8_t* dst = part.images + (r0 - part.begin) * num_pixels + k0;
+        for (int64_t j = 0; j < group; ++j) {
+          const uint8_t* src = scratch.tile.data() + j * extent_rows + (r0 - extent_begin);
+          for (int64_t r = 0; r < block; ++r) dst[r * num_pixels + j] = src[r];
+        }
       }
     }
   }

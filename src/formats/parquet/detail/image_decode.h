@@ -35,6 +35,9 @@ void decode_label_chunk(const ChunkLocation& where, int64_t* out, PageBuffer& bu
 // through the generic decoders.
 void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t image_bytes, PageBuffer& buffer);
 
+// Pixel columns decoded together into one tile (decode_pixel_columns).
+inline constexpr int64_t kTileColumns = 32;
+
 // Buffers one thread reuses across row groups.
 struct PixelScratch {
   std::vector<uint8_t> tile;  // (columns of one group, rows) uint8, column-major
@@ -47,5 +50,19 @@ struct PixelScratch {
 void decode_pixel_columns(const std::function<ChunkLocation(int64_t column_idx)>& locate,
                           std::span<const int64_t> pixel_idx, int64_t begin, int64_t end, int64_t rows,
                           int64_t num_pixels, uint8_t* images, PixelScratch& scratch);
+
+// Rows [begin, end) of a row group and where their images go ((end - begin), num_pixels).
+struct ImageRows {
+  int64_t begin = 0;
+  int64_t end = 0;
+  uint8_t* images = nullptr;
+};
+
+// decode_pixel_columns for some rows of a row group: `decode_column(column_idx, out)` fills
+// out[r - extent_begin] for every row r of `rows` (out has extent_rows bytes); each of `rows` is
+// then transposed into its images.
+void decode_pixel_column_rows(const std::function<void(int64_t column_idx, uint8_t* out)>& decode_column,
+                              std::span<const int64_t> pixel_idx, int64_t extent_begin, int64_t extent_rows,
+                              std::span<const ImageRows> rows, int64_t num_pixels, PixelScratch& scratch);
 
 }  // namespace feeder::parquet::detail
