@@ -6,6 +6,7 @@
 //   feeder bench stream [--cache DIR] [--samples N] ...    the whole benchmark (builds the set once)
 //   feeder-stream-bench make-sorted --train F --out DIR     FashionMNIST sharded and sorted by label
 //   feeder-stream-bench rss-probe --data DIR --budget B     one streamed epoch, prints its peak RSS
+//   feeder-stream-bench shuffle-quality --data DIR --budget B   how well a streamed epoch mixes labels
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -17,7 +18,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <sstream>
@@ -57,7 +60,10 @@ struct StreamBenchOptions {
   int64_t batch_size = 512;
   int num_workers = 2;
   int repeats = 5;
+  int64_t piece_rows = 0;  // the stream's pieces and the set's pages; 0: stream_piece_rows
   fs::path out;  // Markdown report; empty: stdout only
+
+  int64_t resolved_piece_rows() const { return piece_rows > 0 ? piece_rows : stream_piece_rows(ImageShape{1, 28, 28}, num_samples); }
 };
 
 // Sample k of the large set: original k % 60000 (in a fixed permuted order) shifted by up to 2
@@ -78,7 +84,7 @@ void augment(const uint8_t* original, uint8_t* out, int64_t height, int64_t widt
 
 fs::path large_set_dir(const StreamBenchOptions& options) {
   return options.cache_dir / ("fashion-" + std::to_string(options.num_samples) + "-" + options.codec + "-rg" +
-                              std::to_string(options.row_group_rows));
+                              std::to_string(options.row_group_rows) + "-p" + std::to_string(options.resolved_piece_rows()));
 }
 
 // Builds the large set once; later runs find its index and reuse it.
@@ -103,6 +109,7 @@ ShardedDataset ensure_large_set(const StreamBenchOptions& options) {
   write.parquet.layout = parquet::ParquetLayout::kImage;
   write.parquet.codec = parquet::parse_parquet_codec(options.codec);
   write.parquet.row_group_size = options.row_group_rows;
+  write.parquet.page_rows = options.resolved_piece_rows();  // as feeder convert writes a sharded set
   const Stopwatch took;
   write_sharded(large, dir, write, [](int64_t done, int64_t total) {
     std::cerr << "\r  shard " << done << "/" << total << std::flush;
@@ -163,7 +170,8 @@ int64_t probe_peak_rss(const fs::path& dir, const StreamBenchOptions& options) {
   const std::string command = "'" + self.string() + "' rss-probe --data '" + dir.string() + "' --budget " +
                               std::to_string(options.memory_budget) + " --workers " +
                               std::to_string(options.num_workers) + " --batch-size " +
-                              std::to_string(options.batch_size);
+                              std::to_string(options.batch_size) + " --piece-rows " +
+                              std::to_string(options.resolved_piece_rows());
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) throw DataError("cannot start " + command);
   long long peak = -1;
@@ -192,7 +200,7 @@ int run_stream_bench(const StreamBenchOptions& options) {
   const int64_t peak_rss = probe_peak_rss(large_set_dir(options), options);
 
   // Cold: every shard evicted, one epoch read from the disk.
-  std::shared_ptr<SampleSource> stream = open_parquet_source(dataset);
+  std::shared_ptr<SampleSource> stream = open_parquet_source(dataset, {}, options.resolved_piece_rows());
   const double dd_rate = dd_read_mb_per_s(dataset);
   evict_from_page_cache(dataset);
   double cold_seconds = 0;
@@ -257,19 +265,88 @@ int run_stream_bench(const StreamBenchOptions& options) {
 }
 
 // One streamed epoch in this process; prints "peak_rss_bytes N" (the kernel's high-water mark).
-int run_rss_probe(const std::string& dir, int64_t budget, int workers, int64_t batch_size) {
+int run_rss_probe(const std::string& dir, int64_t budget, int workers, int64_t batch_size, int64_t piece_rows) {
   const ShardedDataset dataset = open_sharded_dataset(dir);
   LoaderOptions options;
   options.batch_size = batch_size;
   options.num_workers = workers;
   options.pin_memory = false;
   options.memory_budget = budget;
-  Loader loader(open_parquet_source(dataset), options);
+  Loader loader(open_parquet_source(dataset, {}, piece_rows), options);
   const int64_t samples = run_epoch(loader, 0);
   if (samples != dataset.num_rows) throw DataError("rss-probe: the epoch gave " + std::to_string(samples) + " samples");
   std::printf("peak_rss_bytes %lld\n", static_cast<long long>(peak_rss_kib()) * 1024);
   std::fprintf(stderr, "rss-probe: stream held at most %s of decoded row groups\n",
                format_byte_size(loader.peak_stream_bytes()).c_str());
+  return 0;
+}
+
+// How far a batch's labels are from the set's, for one epoch of `loader`: the mean number of
+// distinct labels in a batch and the mean total variation distance between a batch's label
+// frequencies and the set's (0: the same; 1: disjoint). A figure that needs no training, so that
+// a change in how a stream mixes shows in seconds.
+struct MixQuality {
+  double distinct_labels = 0;
+  double distance = 0;
+};
+
+MixQuality mix_quality(Loader& loader, int64_t epoch, const std::map<int64_t, double>& set_frequency) {
+  MixQuality quality;
+  int64_t batches = 0;
+  loader.start_epoch(epoch);
+  while (auto batch = loader.next()) {
+    std::map<int64_t, int64_t> counts;
+    for (int64_t i = 0; i < batch->size(); ++i) ++counts[batch->labels()[i]];
+    double distance = 0;
+    for (const auto& [label, frequency] : set_frequency) {
+      const auto it = counts.find(label);
+      const double here = it == counts.end() ? 0.0 : static_cast<double>(it->second) / static_cast<double>(batch->size());
+      distance += std::abs(here - frequency);
+    }
+    quality.distinct_labels += static_cast<double>(counts.size());
+    quality.distance += distance / 2;
+    ++batches;
+  }
+  quality.distinct_labels /= static_cast<double>(std::max<int64_t>(batches, 1));
+  quality.distance /= static_cast<double>(std::max<int64_t>(batches, 1));
+  return quality;
+}
+
+int run_shuffle_quality(const std::string& dir, const std::vector<int64_t>& budgets, int64_t batch_size,
+                        int64_t piece_rows, int epochs) {
+  const ShardedDataset dataset = open_sharded_dataset(dir);
+  const std::shared_ptr<SampleSource> stream = open_parquet_source(dataset, {}, piece_rows);
+  const std::shared_ptr<InMemorySource> memory = read_into_memory(*stream);
+  std::map<int64_t, double> set_frequency;
+  for (const int64_t label : memory->store()->labels()) set_frequency[label] += 1.0 / static_cast<double>(memory->size());
+  LoaderOptions options;
+  options.batch_size = batch_size;
+  options.num_workers = 2;
+  options.pin_memory = false;
+  std::printf("| set | pieces (rows) | budget | shuffle window | pieces per window | distinct labels per batch | distance from the set's labels |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  const auto report = [&](Loader& loader, const std::string& budget) {
+    MixQuality total;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      const MixQuality quality = mix_quality(loader, epoch, set_frequency);
+      total.distinct_labels += quality.distinct_labels / epochs;
+      total.distance += quality.distance / epochs;
+    }
+    const double mean_piece = static_cast<double>(stream->size()) / static_cast<double>(stream->num_blocks());
+    std::printf("| %s | %lld (%.0f) | %s | %lld | %.1f | %.2f | %.3f |\n", dir.c_str(),
+                static_cast<long long>(stream->num_blocks()), mean_piece, budget.c_str(),
+                static_cast<long long>(loader.shuffle_window()),
+                static_cast<double>(loader.shuffle_window()) / mean_piece, total.distinct_labels, total.distance);
+  };
+  {
+    Loader full(memory, options);
+    report(full, "in memory");
+  }
+  for (const int64_t budget : budgets) {
+    options.memory_budget = budget;
+    Loader streamed(stream, options);
+    report(streamed, format_byte_size(budget));
+  }
   return 0;
 }
 
@@ -313,6 +390,8 @@ int main(int argc, char** argv) {
   app.add_option("--shard-rows", options->shard_rows, "rows per shard")->check(at_least(1))->capture_default_str();
   app.add_option("--row-group-size", options->row_group_rows, "rows per row group")->check(at_least(1))->capture_default_str();
   app.add_option("--codec", options->codec, "Parquet codec of the large set")->capture_default_str();
+  app.add_option("--piece-rows", options->piece_rows, "rows per piece and per page (0: the stream's default)")
+      ->capture_default_str();
   app.add_option("--budget", *budget, "the streaming loader's memory budget")->capture_default_str();
   app.add_option("--batch-size", options->batch_size, "samples per batch")->check(at_least(1))->capture_default_str();
   app.add_option("--workers", options->num_workers, "loader workers")->check(at_least(0))->capture_default_str();
@@ -323,11 +402,25 @@ int main(int argc, char** argv) {
   auto probe_budget = std::make_shared<int64_t>(0);
   auto probe_workers = std::make_shared<int>(2);
   auto probe_batch = std::make_shared<int64_t>(512);
+  auto probe_pieces = std::make_shared<int64_t>(0);
   CLI::App* probe = app.add_subcommand("rss-probe", "stream one epoch and print this process's peak RSS");
   probe->add_option("--data", *probe_dir)->required();
   probe->add_option("--budget", *probe_budget)->required();
   probe->add_option("--workers", *probe_workers);
   probe->add_option("--batch-size", *probe_batch);
+  probe->add_option("--piece-rows", *probe_pieces);
+
+  auto quality_dir = std::make_shared<std::string>();
+  auto quality_budgets = std::make_shared<std::vector<std::string>>();
+  auto quality_batch = std::make_shared<int64_t>(64);
+  auto quality_pieces = std::make_shared<int64_t>(0);
+  auto quality_epochs = std::make_shared<int>(2);
+  CLI::App* quality = app.add_subcommand("shuffle-quality", "how well streamed epochs mix labels, against in memory");
+  quality->add_option("--data", *quality_dir, "a sharded set (directory, glob or file)")->required();
+  quality->add_option("--budget", *quality_budgets, "one or more memory budgets")->required();
+  quality->add_option("--batch-size", *quality_batch)->check(at_least(1))->capture_default_str();
+  quality->add_option("--piece-rows", *quality_pieces, "rows per piece (0: the default)")->capture_default_str();
+  quality->add_option("--epochs", *quality_epochs)->check(at_least(1))->capture_default_str();
 
   auto sorted_train = std::make_shared<std::string>();
   auto sorted_out = std::make_shared<std::string>();
@@ -345,8 +438,13 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (*probe) return run_rss_probe(*probe_dir, *probe_budget, *probe_workers, *probe_batch);
+    if (*probe) return run_rss_probe(*probe_dir, *probe_budget, *probe_workers, *probe_batch, *probe_pieces);
     if (*sorted) return make_sorted(*sorted_train, *sorted_out, *sorted_shard_rows, *sorted_row_group);
+    if (*quality) {
+      std::vector<int64_t> budgets;
+      for (const std::string& text : *quality_budgets) budgets.push_back(feeder::parse_byte_size(text, "--budget"));
+      return run_shuffle_quality(*quality_dir, budgets, *quality_batch, *quality_pieces, *quality_epochs);
+    }
     options->memory_budget = feeder::parse_byte_size(*budget, "--budget");
     options->data_dir = *data_dir;
     options->cache_dir = *cache_dir;

@@ -174,7 +174,7 @@ int run_sharded_convert(const ConvertArgs& args) {
   const Stopwatch load_time;
   const ImageStore store = load(args);
   const double read_seconds = load_time.seconds();
-  if (!args.page_rows_given) options.parquet.page_rows = stream_piece_rows(store.shape());
+  if (!args.page_rows_given) options.parquet.page_rows = stream_piece_rows(store.shape(), store.size());
   // One line per shard, for a person watching: not in logs or pipes.
   const bool show_progress = ::isatty(STDERR_FILENO) == 1;
   const Stopwatch write_time;

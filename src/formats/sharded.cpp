@@ -80,7 +80,7 @@ ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) 
   shard.num_rows = reader.num_rows();
   for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) shard.row_group_rows.push_back(reader.row_group_rows(rg));
   shard.row_group_max_compressed_bytes = reader.max_row_group_read_bytes();
-  shard.piece_read_bytes = reader.max_rows_read_bytes(stream_piece_rows(reader.shape()));
+  shard.piece_read_bytes = reader.max_rows_read_bytes(stream_piece_rows(reader.shape(), 0));
   shard.size_bytes = reader.size_bytes();
   return shard;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <list>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -37,7 +38,7 @@ class ParquetShardSource final : public SampleSource {
   ParquetShardSource(ShardedDataset dataset, ParquetImageOptions options, int64_t piece_rows)
       : dataset_(std::move(dataset)), options_(std::move(options)) {
     if (piece_rows < 0) throw OptionsError("piece_rows must be positive (or 0 for the default), got " + std::to_string(piece_rows));
-    piece_rows_ = piece_rows > 0 ? piece_rows : stream_piece_rows(dataset_.shape);
+    piece_rows_ = piece_rows > 0 ? piece_rows : stream_piece_rows(dataset_.shape, dataset_.num_rows);
     block_starts_.push_back(0);
     for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
       const ShardInfo& shard = dataset_.shards[shard_idx];
@@ -59,10 +60,11 @@ class ParquetShardSource final : public SampleSource {
       if (whole) max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes);
       if (split) {
         const int64_t largest_rows = *std::max_element(shard.row_group_rows.begin(), shard.row_group_rows.end());
-        // Recorded for the default pieces; other pieces split other row groups.
-        const bool recorded = shard.piece_read_bytes > 0 && piece_rows_ == stream_piece_rows(dataset_.shape);
-        const int64_t piece_bytes = recorded ? shard.piece_read_bytes
-                                        : shard.row_group_max_compressed_bytes + largest_rows * decoded_sample_bytes();
+        // Recorded over the row groups larger than the smallest pieces, so for any pieces at least as
+        // large; for smaller ones (or an index without it) the shard's pages are found now.
+        const bool recorded = shard.piece_read_bytes > 0 && piece_rows_ >= stream_piece_rows(dataset_.shape, 0);
+        const int64_t piece_bytes =
+            recorded ? shard.piece_read_bytes : open_shard(shard_idx, 0)->max_rows_read_bytes(piece_rows_);
         max_read_bytes_ = std::max(max_read_bytes_, piece_bytes);
       }
     }
@@ -132,8 +134,13 @@ class ParquetShardSource final : public SampleSource {
     }
     // Opened outside the lock, so threads reading other shards do not wait on this one's I/O. Two
     // threads missing the same shard both open it; the second to finish keeps the first's reader.
-    auto reader = std::make_shared<const ParquetRowGroupReader>(open_and_check(shard_idx, row_group_idx));
+    ParquetRowGroupReader opened = open_and_check(shard_idx, row_group_idx);
     detail::MutexLock lock(mutex_);
+    // The pages found while the shard was open before are found no more.
+    auto& maps = page_maps_[shard_idx];
+    if (maps) opened.use_page_maps(maps);
+    maps = opened.page_maps();
+    auto reader = std::make_shared<const ParquetRowGroupReader>(std::move(opened));
     const auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& entry) { return entry.first == shard_idx; });
     if (it != open_.end()) return it->second;
     open_.emplace_front(shard_idx, reader);
@@ -200,13 +207,20 @@ class ParquetShardSource final : public SampleSource {
   mutable detail::Mutex mutex_;  // the stream's reader threads open shards at once
   // Open shards, most recently used first, at most kMaxOpenShards: (shard index, reader).
   mutable std::list<std::pair<size_t, std::shared_ptr<const ParquetRowGroupReader>>> open_ GUARDED_BY(mutex_);
+  // Per shard, the pages its readers have found, kept while the shard is closed.
+  mutable std::map<size_t, std::shared_ptr<ParquetRowGroupReader::PageMaps>> page_maps_ GUARDED_BY(mutex_);
 };
 
 }  // namespace
 
-int64_t stream_piece_rows(const ImageShape& shape) {
-  constexpr int64_t kPieceBytes = int64_t{64} << 10;
-  return std::max<int64_t>(1, kPieceBytes / (shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t))));
+int64_t stream_piece_rows(const ImageShape& shape, int64_t num_rows) {
+  constexpr int64_t kMinPieceBytes = int64_t{64} << 10;
+  constexpr int64_t kMaxPieceBytes = int64_t{1} << 20;
+  constexpr int64_t kPiecesPerSet = 4096;
+  const int64_t sample_bytes = shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));
+  const int64_t smallest = std::max<int64_t>(1, kMinPieceBytes / sample_bytes);
+  const int64_t largest = std::max<int64_t>(smallest, kMaxPieceBytes / sample_bytes);
+  return std::clamp((num_rows + kPiecesPerSet - 1) / kPiecesPerSet, smallest, largest);
 }
 
 std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset, const ParquetImageOptions& options,

@@ -80,7 +80,7 @@ TEST(ShardedLoader, PiecesOfRowGroupsStreamLikeTheSetInMemory) {
     ShardWriteOptions write;
     write.shard_rows = c.rows;  // one shard of one row group, as DuckDB writes a set this size
     write.parquet.layout = c.layout;
-    const int64_t piece_rows = stream_piece_rows(c.shape);
+    const int64_t piece_rows = stream_piece_rows(c.shape, c.rows);
     write.parquet.page_size_bytes = piece_rows * c.shape.num_pixels();  // image pages of a piece each
     write_sharded(store, set, write);
     const ShardedDataset dataset = open_sharded_dataset(set.string());

@@ -249,7 +249,7 @@ TEST(ParquetConvert, ShardedSetsHavePagesOfOnePiece) {
   const ShardedDataset dataset = open_sharded_dataset((dir / "shards").string());
   ASSERT_EQ(dataset.shards.size(), 1u);
   const std::shared_ptr<SampleSource> source = open_parquet_source(dataset);
-  EXPECT_EQ(stream_piece_rows(store.shape()), 15);
+  EXPECT_EQ(stream_piece_rows(store.shape(), store.size()), 15);
   EXPECT_EQ(source->num_blocks(), 7);  // 6 pieces of 15 and one of 10
   testing::expect_same_images(read_sharded(dir / "shards"), store);
   EXPECT_EQ(page_rows_of(dataset.shards[0].path, "image"), (std::vector<int64_t>{15, 15, 15, 15, 15, 15, 10}));

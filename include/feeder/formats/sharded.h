@@ -112,11 +112,12 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
                              const ShardWriteOptions& options,
                              const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
-// The unit a streamed set is shuffled in: pieces of a row group of at most this many rows, about
-// 64 KiB of decoded samples (at least one). A shuffle window then mixes many pieces of many row
-// groups, whatever the row groups' size. `feeder convert` writes the pages of an image column with
-// as many rows, so that each piece is one page of its own.
-int64_t stream_piece_rows(const ImageShape& shape);
+// The unit a set of `num_rows` samples is shuffled in when it streams: pieces of a row group of at
+// most this many rows, a 4096th of the set, but no less than 64 KiB of decoded samples (at least
+// one) and no more than 1 MiB. A shuffle window then mixes many pieces of many row groups, whatever
+// the row groups' size, while a piece stays large enough to read at the disk's and the codec's
+// pace. `feeder convert` writes pages of as many rows (every column), so that each piece is a page.
+int64_t stream_piece_rows(const ImageShape& shape, int64_t num_rows);
 
 // A streaming source over a sharded set: blocks are pieces of row groups of `piece_rows` rows (0:
 // stream_piece_rows; the last piece of a row group may be shorter), read with pread into the caller's

@@ -280,7 +280,9 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
     if (cancelled_ || stopping_) return false;
     while (waiting_on < slots.size() && slot(slots[waiting_on]).state == SlotState::kReady) ++waiting_on;
     if (waiting_on == slots.size() || slot(slots[waiting_on]).state == SlotState::kFailed) break;
+    ++acquirers_waiting_;
     block_ready_.wait(mutex_);
+    --acquirers_waiting_;
   }
   if (waiting_on < slots.size()) rethrow_copy(slot(slots[waiting_on]).error);
 
@@ -295,6 +297,7 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
 }
 
 void BlockStream::release(int64_t batch_idx) {
+  bool wake_readers = false;
   {
     MutexLock lock(mutex_);
     const int64_t offset = batch_idx - first_batch_;
@@ -305,8 +308,10 @@ void BlockStream::release(int64_t batch_idx) {
       ++frontier_;
     // Loads end in batch order (windows follow each other; the padding comes last).
     while (next_free_ < loads_.size() && loads_[next_free_].last_batch < frontier_) free_load(loads_[next_free_++]);
+    wake_readers = readers_waiting_ > 0;
   }
-  work_.notify_all();
+  // Thousands of small blocks an epoch: waking nobody costs a system call each.
+  if (wake_readers) work_.notify_all();
 }
 
 int64_t BlockStream::peak_bytes() const {
@@ -408,7 +413,11 @@ void BlockStream::reader_loop(bool background) {
   std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every read
   MutexLock lock(mutex_);
   for (;;) {
-    while (!stopping_ && !next_read_ready()) work_.wait(mutex_);
+    while (!stopping_ && !next_read_ready()) {
+      ++readers_waiting_;
+      work_.wait(mutex_);
+      --readers_waiting_;
+    }
     if (stopping_) return;
     const bool scheduled = reading_schedule();
     // Blocks read ahead: start() waits for them, so ahead_ keeps their entries until they are back.
@@ -454,7 +463,7 @@ void BlockStream::reader_loop(bool background) {
         s.data = std::move(claim.data[i]);
       }
     }
-    block_ready_.notify_all();
+    if (acquirers_waiting_ > 0) block_ready_.notify_all();
   }
 }
 

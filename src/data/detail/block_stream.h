@@ -211,6 +211,8 @@ class BlockStream {
   uint64_t generation_ GUARDED_BY(mutex_) = 0;          // bumped by start(): reads of an older schedule are dropped
   bool cancelled_ GUARDED_BY(mutex_) = false;           // set by cancel() until the next start()
   bool stopping_ GUARDED_BY(mutex_) = false;
+  int acquirers_waiting_ GUARDED_BY(mutex_) = 0;  // in acquire(), waiting on block_ready_
+  int readers_waiting_ GUARDED_BY(mutex_) = 0;    // waiting on work_
   size_t next_read_ GUARDED_BY(mutex_) = 0;
   size_t next_free_ GUARDED_BY(mutex_) = 0;             // loads before this one are freed
   std::vector<uint8_t> assembled_ GUARDED_BY(mutex_);   // per batch from first_batch_

@@ -282,6 +282,15 @@ std::vector<std::pair<size_t, size_t>> page_runs(const std::vector<detail::PageS
 
 }  // namespace
 
+void ParquetRowGroupReader::use_page_maps(std::shared_ptr<PageMaps> maps) {
+  if (!maps) return;
+  {
+    feeder::detail::MutexLock lock(maps->mutex);
+    if (maps->by_row_group.size() != static_cast<size_t>(num_row_groups())) return;
+  }
+  page_maps_ = std::move(maps);
+}
+
 int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
   int64_t largest = 0;
   const int64_t image_bytes = shape_.num_pixels();

@@ -222,7 +222,11 @@ EncodedChunk encode_label_chunk(const WriteConfig& config, std::span<const int64
     return make_statistics(plain_bytes(*min_it), plain_bytes(*max_it));
   };
   EncodedChunk chunk;
-  if (std::optional<encoder::DictionaryColumn> column = encoder::dictionary_encode_int64(labels, kMaxLabelDictionaryEntries)) {
+  // Pages of a set that streams are read one at a time: PLAIN saves reading a dictionary page with
+  // each (a page of labels is a few hundred bytes either way).
+  std::optional<encoder::DictionaryColumn> column;
+  if (config.page_rows == 0) column = encoder::dictionary_encode_int64(labels, kMaxLabelDictionaryEntries);
+  if (column) {
     std::vector<uint8_t> plain_dictionary;
     encoder::put_plain_int64(column->dictionary, plain_dictionary);
     chunk = encode_dictionary_chunk(config, *column, plain_dictionary, values_per_page, page_statistics);

@@ -110,6 +110,14 @@ class ParquetRowGroupReader {
   // 32 bytes per row of the row group. Finds the pages of those row groups (a small read per page).
   int64_t max_rows_read_bytes(int64_t min_rows = 0) const;
 
+  // The pages of each row group that read_rows has found (guarded inside). A reader opened again on
+  // the same file may take over another's, so that they are not found again: a sharded source
+  // closes shards it has not read lately and opens them again later.
+  struct PageMaps;
+  std::shared_ptr<PageMaps> page_maps() const { return page_maps_; }
+  // Takes over `maps` from a reader of the same file; ignored when they are of another row group count.
+  void use_page_maps(std::shared_ptr<PageMaps> maps);
+
  private:
   ParquetRowGroupReader() = default;
   void close() noexcept;
@@ -131,9 +139,6 @@ class ParquetRowGroupReader {
   std::vector<int64_t> pixel_idx_;  // numeric pixel columns in pixel order; or
   int64_t image_idx_ = -1;          // the FIXED_LEN_BYTE_ARRAY column of whole images
   std::vector<Span> spans_;         // per row group, the bytes read
-  // The pages of each row group read by read_rows, found on first use (shared by moved-from and
-  // moved-to readers; guarded inside).
-  struct PageMaps;
   std::shared_ptr<PageMaps> page_maps_;
   std::vector<int64_t> needed_columns() const;
   detail::ChunkLocation chunk_location(int64_t row_group_idx, int64_t column_idx) const;

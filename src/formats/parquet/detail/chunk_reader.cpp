@@ -297,22 +297,23 @@ ChunkPages locate_pages(const ChunkLocation& where,
   int64_t pos = chunk.start_offset();
   const int64_t end = pos + chunk.total_compressed_size_bytes;
   int64_t rows = 0;
+  format::PageHeader header;
   for (int64_t page_idx = 0; pos < end && rows < chunk.num_values; ++page_idx) {
-    const std::string context = page_context(where, page_idx);
-    format::PageHeader header;
+    // Messages name the page; the text is made only for one (this loop runs for every page of a set).
+    const auto context = [&] { return page_context(where, page_idx); };
     size_t header_bytes = 0;
     for (int64_t want = std::min(kFirstHeaderRead, end - pos);; want = std::min(want * 16, end - pos)) {
       const std::span<const uint8_t> bytes = read(pos, want);
       try {
         header = format::PageHeader();
-        header_bytes = read_page_header(bytes.data(), bytes.size(), header, context);
+        header_bytes = read_page_header(bytes.data(), bytes.size(), header, "");
         break;
-      } catch (const DataError&) {
-        if (want >= end - pos || static_cast<int64_t>(bytes.size()) < want) throw;
+      } catch (const DataError& e) {
+        if (want >= end - pos || static_cast<int64_t>(bytes.size()) < want) throw DataError(context() + e.what());
       }
     }
     if (header.compressed_page_size < 0 || static_cast<int64_t>(header.compressed_page_size) > end - pos - static_cast<int64_t>(header_bytes)) {
-      throw DataError(context + ": page header declares " + std::to_string(header.compressed_page_size) +
+      throw DataError(context() + ": page header declares " + std::to_string(header.compressed_page_size) +
                       " bytes but only " + std::to_string(end - pos - static_cast<int64_t>(header_bytes)) +
                       " are left in the column chunk (truncated data page)");
     }
@@ -323,7 +324,7 @@ ChunkPages locate_pages(const ChunkLocation& where,
     page.page_idx = page_idx;
     switch (static_cast<PageType>(raw_enum(header.type))) {
       case PageType::kDictionaryPage:
-        if (!pages.data.empty() || pages.dictionary) throw DataError(context + ": dictionary page after the first page");
+        if (!pages.data.empty() || pages.dictionary) throw DataError(context() + ": dictionary page after the first page");
         pages.dictionary = page;
         break;
       case PageType::kDataPage:
@@ -331,7 +332,7 @@ ChunkPages locate_pages(const ChunkLocation& where,
         const int64_t values = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage
                                    ? header.data_page_header.num_values
                                    : header.data_page_header_v2.num_values;
-        begin_data_page(where, page_idx, rows, values, 0, context);  // checks the count
+        if (values < 0 || values > chunk.num_values - rows) begin_data_page(where, page_idx, rows, values, 0, context());
         page.first_row = rows;
         page.num_values = values;
         rows += values;
