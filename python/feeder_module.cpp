@@ -215,6 +215,7 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("num_samples", [](const PyLoader& l) { return l.loader().num_samples(); })
       .def_property_readonly("streaming", [](const PyLoader& l) { return l.loader().streaming(); })
       .def_property_readonly("shuffle_window", [](const PyLoader& l) { return l.loader().shuffle_window(); })
+      .def_property_readonly("shuffle_advice", [](const PyLoader& l) { return l.loader().shuffle_advice(); })
       .def_property_readonly("memory_budget", [](const PyLoader& l) { return l.loader().memory_budget(); })
       .def_property_readonly("pinned", [](const PyLoader& l) { return l.loader().pinned(); })
       .def_property_readonly("buffers_allocated", [](const PyLoader& l) { return l.loader().buffers_allocated(); })

@@ -5,6 +5,7 @@
 //
 //   feeder bench stream [--cache DIR] [--samples N] ...    the whole benchmark (builds the set once)
 //   feeder-stream-bench make-sorted --train F --out DIR     FashionMNIST sharded and sorted by label
+//                                                           (--out F.csv: one CSV file)
 //   feeder-stream-bench rss-probe --data DIR --budget B     one streamed epoch, prints its peak RSS
 //   feeder-stream-bench shuffle-quality --data DIR --budget B   how well a streamed epoch mixes labels
 
@@ -36,6 +37,7 @@
 #include "feeder/data/random.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/formats/csv.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/formats/sharded.h"
 #include "feeder/stopwatch.h"
@@ -362,6 +364,11 @@ int make_sorted(const fs::path& train, const fs::path& out, int64_t shard_rows, 
     const int64_t from = order[static_cast<size_t>(i)];
     std::memcpy(sorted.image(i), store.image(from), static_cast<size_t>(store.image_bytes()));
     sorted.labels()[static_cast<size_t>(i)] = store.label(from);
+  }
+  if (out.extension() == ".csv") {  // for `feeder convert` with its defaults, or for other writers
+    write_csv(sorted, out);
+    std::cout << out.string() << ": " << store.size() << " samples sorted by label\n";
+    return 0;
   }
   ShardWriteOptions write;
   write.shard_rows = shard_rows;

@@ -18,6 +18,7 @@ messages the `feeder` command prints; an error in a worker is raised by the next
 
 import json
 import os
+import warnings
 
 import numpy as np
 import torch  # loads libtorch_python before the extension, which links it
@@ -189,6 +190,9 @@ class DataLoader:
         self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,
                                       prefetch, mean, std, layout.lower(), rank, world_size, budget,
                                       shuffle_window, bool(pin_memory))
+        if self._loader.shuffle_advice:
+            # The set streams in a window that mixes too few pieces for how its labels are laid out.
+            warnings.warn(self._loader.shuffle_advice, RuntimeWarning, stacklevel=2)
         self._next_epoch = 0          # the epoch the next iter() starts
         self._epoch = None            # the epoch of the pass in progress or last run
         self._num_yielded = 0         # batches of that epoch handed out
@@ -328,16 +332,17 @@ class _EpochIterator:
 # -------------------------------------------------------------------- the commands
 
 def convert(input, output, *, layout=None, codec=None, level=None, row_group_size=None, shard_rows=None,
-            shard_size=None, shape=None):
+            shard_size=None, shape=None, page_rows=None, shuffle_on_write=None):
     """Converts between CSV, IDX and Parquet (by extension), as ``feeder convert IN OUT`` does, and prints
     its size report. An output directory (ending in '/', or with shard_rows/shard_size) gets a sharded
     Parquet set with index.json. Options as the command's: layout "columns" | "image", codec "zstd" |
     "snappy" | "gzip" | "lz4" | "brotli" | "none", level, row_group_size, shard_rows, shard_size ("256MB"),
-    shape (C, H, W)."""
+    shape (C, H, W), page_rows, shuffle_on_write (a seed: a sharded set's rows are written shuffled)."""
     args = [os.fspath(input), os.fspath(output)]
     for flag, value in (("--layout", layout), ("--codec", codec), ("--level", level),
                         ("--row-group-size", row_group_size), ("--shard-rows", shard_rows),
-                        ("--shard-size", shard_size)):
+                        ("--shard-size", shard_size), ("--page-rows", page_rows),
+                        ("--shuffle-on-write", shuffle_on_write)):
         if value is not None:
             args += [flag, str(value)]
     if shape is not None:

@@ -235,6 +235,9 @@ int run(const TrainArgs& args) {
   TensorLoader test_loader(sets.test.source, test_options);
   print_data_choice("Train data", sets.train, train_loader);
   print_data_choice("Test data", sets.test, test_loader);
+  if (!train_loader.loader().shuffle_advice().empty() && rank == 0) {
+    std::cerr << "feeder train: warning: " << train_loader.loader().shuffle_advice() << "\n";
+  }
 
   Trainer trainer(make_simple_cnn(args.seed), config);
   std::unique_ptr<GradientAverager> averager;

@@ -15,6 +15,7 @@
 #include "data/detail/block_stream.h"
 #include "data/detail/buffer_pool.h"
 #include "data/detail/convert.h"
+#include "data/detail/shuffle_advice.h"
 #include "util/mutex.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
@@ -288,6 +289,7 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
   const auto blocks = source_->block_starts();
   block_layout_ = XXH3_64bits(blocks.data(), blocks.size_bytes());
+  shuffle_advice_ = detail::shuffle_advice(*source_, options_);
   if (!store_) {
     const int readers = stream_readers(*source_, options_);
     const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);

@@ -81,6 +81,23 @@ class ParquetShardSource final : public SampleSource {
   int64_t max_read_bytes() const override { return max_read_bytes_; }
   int64_t read_group(int64_t block_idx) const override { return block_row_group_.at(static_cast<size_t>(block_idx)); }
 
+  // From each row group's label statistics: every shard's footer is read (opened as reads do).
+  std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const override {
+    if (!dataset_.labeled) return {};
+    std::vector<std::pair<int64_t, int64_t>> row_groups;
+    for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
+      const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, 0);
+      for (int64_t rg = 0; rg < reader->num_row_groups(); ++rg) {
+        const auto range = reader->row_group_label_range(rg);
+        if (!range) return {};
+        row_groups.push_back(*range);
+      }
+    }
+    std::vector<std::pair<int64_t, int64_t>> blocks;
+    for (const int64_t row_group : block_row_group_) blocks.push_back(row_groups.at(static_cast<size_t>(row_group)));
+    return blocks;
+  }
+
   void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override {
     const int64_t blocks[] = {block_idx};
     uint8_t* const pixel_ptrs[] = {pixels};
@@ -214,7 +231,7 @@ class ParquetShardSource final : public SampleSource {
 }  // namespace
 
 int64_t stream_piece_rows(const ImageShape& shape, int64_t num_rows) {
-  constexpr int64_t kMinPieceBytes = int64_t{64} << 10;
+  constexpr int64_t kMinPieceBytes = int64_t{16} << 10;
   constexpr int64_t kMaxPieceBytes = int64_t{1} << 20;
   constexpr int64_t kPiecesPerSet = 4096;
   const int64_t sample_bytes = shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));

@@ -120,6 +120,29 @@ TEST(ShardedLoader, PiecesOfRowGroupsStreamLikeTheSetInMemory) {
   }
 }
 
+// Shards sorted by label: the row groups' label statistics make the loader say that a small window
+// mixes too few of them; the same rows shuffled when written need no advice.
+TEST(ShardedLoader, SortedShardsGetShuffleAdviceAndShuffledOnWriteNone) {
+  TempDir dir;
+  ImageStore store = testing::make_store({1, 4, 4}, 2000, true);
+  for (int64_t row = 0; row < store.size(); ++row) store.labels()[static_cast<size_t>(row)] = row / 200;
+  ShardWriteOptions write;
+  write.shard_rows = 500;
+  write.parquet.row_group_size = 100;
+  write_sharded(store, dir / "sorted", write);
+  write.shuffle_seed = 3;
+  write_sharded(store, dir / "shuffled", write);
+  LoaderOptions options;
+  options.batch_size = 16;
+  options.num_workers = 1;
+  options.shuffle_window = 300;
+  options.memory_budget = 1 << 20;
+  Loader sorted(open_parquet_source(open_sharded_dataset((dir / "sorted").string())), options);
+  EXPECT_NE(sorted.shuffle_advice().find("the labels are clustered"), std::string::npos) << sorted.shuffle_advice();
+  Loader shuffled(open_parquet_source(open_sharded_dataset((dir / "shuffled").string())), options);
+  EXPECT_EQ(shuffled.shuffle_advice(), "");
+}
+
 // The default window fills the budget, but never with what depends on num_workers (the readers'
 // buffers beyond the first two, the batches in flight without workers): the order, and a saved
 // state, are the same for any number of workers. Before, 0 and 2 workers gave different windows,

@@ -239,7 +239,7 @@ std::vector<int64_t> page_rows_of(const std::filesystem::path& path, const std::
 
 TEST(ParquetConvert, ShardedSetsHavePagesOfOnePiece) {
   TempDir dir;
-  ImageStore store = testing::make_store(ImageShape{1, 64, 64}, 100, true);  // pieces of 15 rows
+  ImageStore store = testing::make_store(ImageShape{1, 32, 32}, 100, true);  // pieces of 15 rows
   for (int64_t row = 0; row < store.size(); ++row) store.labels()[static_cast<size_t>(row)] = row % 10;
   write_csv(store, dir / "in.csv");
   ::testing::internal::CaptureStdout();

@@ -2,12 +2,14 @@
 
 import gc
 import json
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
 import feeder
+from conftest import write_idx
 
 
 def epoch_labels(loader):
@@ -131,6 +133,20 @@ def test_streams_a_set_larger_than_its_budget(tmp_path, idx_set):
     assert "streaming" in streamed.source_description
     for _ in range(2):
         assert epoch_labels(streamed) == epoch_labels(in_memory)
+
+
+def test_warns_when_a_streamed_window_mixes_too_few_pieces_of_sorted_labels(tmp_path, idx_set):
+    _, images, labels = idx_set
+    order = np.argsort(labels, kind="stable")
+    sorted_path = write_idx(str(tmp_path / "sorted"), images[order], labels[order])
+    feeder.convert(sorted_path, str(tmp_path / "sorted_shards") + "/", shard_rows=200, row_group_size=50)
+    feeder.convert(sorted_path, str(tmp_path / "mixed_shards") + "/", shard_rows=200, row_group_size=50,
+                   shuffle_on_write=5)
+    with pytest.warns(RuntimeWarning, match="the labels are clustered"):
+        feeder.DataLoader(tmp_path / "sorted_shards", batch_size=16, memory_budget="1MiB", shuffle_window=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same rows shuffled when written: no warning
+        feeder.DataLoader(tmp_path / "mixed_shards", batch_size=16, memory_budget="1MiB", shuffle_window=100)
 
 
 # ------------------------------------------------------------------------ zero copy and buffers

@@ -194,6 +194,10 @@ class Loader {
   bool streaming() const { return source_->in_memory() == nullptr; }
   // The shuffle window in effect, in samples (the whole set when it fits one window).
   int64_t shuffle_window() const { return options_.shuffle_window; }
+  // When streaming, what the source's label statistics say about how well the shuffle window mixes
+  // labels: empty when well enough (or nothing is known), else a paragraph saying what to change.
+  // `feeder train` prints it; the Python DataLoader warns with it.
+  const std::string& shuffle_advice() const { return shuffle_advice_; }
   // Streaming only: the memory budget in effect, and the most the stream has held so far.
   int64_t memory_budget() const { return options_.memory_budget; }
   int64_t peak_stream_bytes() const;
@@ -233,6 +237,7 @@ class Loader {
   int64_t num_samples_ = 0;
   int64_t num_batches_ = 0;
   uint64_t block_layout_ = 0;  // LoaderState::block_layout
+  std::string shuffle_advice_;
   std::shared_ptr<detail::BufferPool> pool_;
   std::unique_ptr<Shared> shared_;
 };

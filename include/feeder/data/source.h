@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "feeder/store/image_store.h"
@@ -60,6 +61,12 @@ class SampleSource {
                            std::span<uint8_t* const> pixels, std::span<int64_t* const> labels) const {
     for (size_t i = 0; i < blocks.size(); ++i) read_block(blocks[i], scratch, pixels[i], labels[i]);
   }
+
+  // Per block, the smallest and largest label it may hold, from statistics the source has without
+  // reading samples (Parquet's per-row-group statistics of the label column): an upper bound of the
+  // labels of each block. Empty when not known. For the loader's advice on how well a streamed
+  // window mixes labels (Loader::shuffle_advice).
+  virtual std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const { return {}; }
 
   int64_t num_blocks() const { return static_cast<int64_t>(block_starts().size()) - 1; }
   int64_t block_rows(int64_t block_idx) const {

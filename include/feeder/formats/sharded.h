@@ -113,7 +113,7 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
                              const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
 // The unit a set of `num_rows` samples is shuffled in when it streams: pieces of a row group of at
-// most this many rows, a 4096th of the set, but no less than 64 KiB of decoded samples (at least
+// most this many rows, a 4096th of the set, but no less than 16 KiB of decoded samples (at least
 // one) and no more than 1 MiB. A shuffle window then mixes many pieces of many row groups, whatever
 // the row groups' size, while a piece stays large enough to read at the disk's and the codec's
 // pace. `feeder convert` writes pages of as many rows (every column), so that each piece is a page.

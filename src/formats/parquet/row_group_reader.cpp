@@ -169,8 +169,8 @@ int64_t ParquetRowGroupReader::max_row_group_read_bytes() const {
   return largest;
 }
 
-std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::label_range() const {
-  if (label_idx_ < 0 || metadata_.row_groups.empty()) return std::nullopt;
+std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::row_group_label_range(int64_t row_group_idx) const {
+  if (label_idx_ < 0) return std::nullopt;
   const ColumnSchema& column = metadata_.columns[static_cast<size_t>(label_idx_)];
   const bool is_int32 = column.physical_type == PhysicalType::kInt32;
   if ((!is_int32 && column.physical_type != PhysicalType::kInt64) || !column.int_signed) return std::nullopt;
@@ -185,16 +185,24 @@ std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::label_range() 
     std::memcpy(&value, bytes.data(), 8);
     return value;
   };
+  const RowGroupInfo& group = metadata_.row_groups.at(static_cast<size_t>(row_group_idx));
+  const ColumnChunkInfo& chunk = group.columns[static_cast<size_t>(label_idx_)];
+  if (!chunk.min_bytes || !chunk.max_bytes || chunk.min_bytes->size() != value_bytes ||
+      chunk.max_bytes->size() != value_bytes) {
+    return std::nullopt;
+  }
+  return std::pair{value_of(*chunk.min_bytes), value_of(*chunk.max_bytes)};
+}
+
+std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::label_range() const {
+  if (label_idx_ < 0 || metadata_.row_groups.empty()) return std::nullopt;
   std::pair<int64_t, int64_t> range{INT64_MAX, INT64_MIN};
-  for (const RowGroupInfo& group : metadata_.row_groups) {
-    const ColumnChunkInfo& chunk = group.columns[static_cast<size_t>(label_idx_)];
-    if (group.num_rows == 0) continue;
-    if (!chunk.min_bytes || !chunk.max_bytes || chunk.min_bytes->size() != value_bytes ||
-        chunk.max_bytes->size() != value_bytes) {
-      return std::nullopt;
-    }
-    range.first = std::min(range.first, value_of(*chunk.min_bytes));
-    range.second = std::max(range.second, value_of(*chunk.max_bytes));
+  for (int64_t rg = 0; rg < num_row_groups(); ++rg) {
+    if (row_group_rows(rg) == 0) continue;
+    const auto group = row_group_label_range(rg);
+    if (!group) return std::nullopt;
+    range.first = std::min(range.first, group->first);
+    range.second = std::max(range.second, group->second);
   }
   if (range.first > range.second) return std::nullopt;
   return range;
@@ -301,13 +309,16 @@ int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
     int64_t column_bytes = 0;
     for (const int64_t column_idx : needed_columns()) {
       const detail::ChunkPages& chunk = (*pages)[static_cast<size_t>(column_idx)];
-      const int64_t value_bytes = column_idx == image_idx_ ? image_bytes : static_cast<int64_t>(sizeof(int64_t));
+      // A page's rows decoded: images, or labels; pixel columns decode into the tile (below).
+      const int64_t value_bytes = column_idx == image_idx_   ? image_bytes
+                                  : column_idx == label_idx_ ? static_cast<int64_t>(sizeof(int64_t))
+                                                             : 0;
       const int64_t dictionary = chunk.dictionary ? chunk.dictionary->size_bytes + chunk.dictionary->uncompressed_bytes : 0;
       for (const detail::PageSpan& page : chunk.data) {
         column_bytes = std::max(column_bytes, dictionary + page.size_bytes + page.uncompressed_bytes + page.num_values * value_bytes);
       }
     }
-    const int64_t tile = pixel_idx_.empty() ? 0 : detail::kTileColumns * rows;
+    const int64_t tile = pixel_idx_.empty() ? 0 : detail::tile_columns(rows) * rows;
     largest = std::max(largest, column_bytes + tile);
   }
   return largest;

@@ -73,6 +73,8 @@ class ParquetRowGroupReader {
   // The label column's smallest and largest value from its chunk statistics, when every row group
   // has them and the column is a signed INT32 or INT64; otherwise (or unlabeled) nullopt.
   std::optional<std::pair<int64_t, int64_t>> label_range() const;
+  // The same for one row group.
+  std::optional<std::pair<int64_t, int64_t>> row_group_label_range(int64_t row_group_idx) const;
 
   int64_t num_rows() const { return metadata_.num_rows; }
   int64_t num_row_groups() const { return static_cast<int64_t>(metadata_.row_groups.size()); }

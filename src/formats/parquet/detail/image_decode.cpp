@@ -263,8 +263,9 @@ void decode_pixel_column_rows(const std::function<void(int64_t column_idx, uint8
                               std::span<const int64_t> pixel_idx, int64_t extent_begin, int64_t extent_rows,
                               std::span<const ImageRows> rows, int64_t num_pixels, PixelScratch& scratch) {
   const auto num_columns = static_cast<int64_t>(pixel_idx.size());
-  for (int64_t k0 = 0; k0 < num_columns; k0 += kTileColumns) {
-    const int64_t group = std::min(kTileColumns, num_columns - k0);
+  const int64_t columns = tile_columns(extent_rows);
+  for (int64_t k0 = 0; k0 < num_columns; k0 += columns) {
+    const int64_t group = std::min(columns, num_columns - k0);
     scratch.tile.resize(static_cast<size_t>(group * extent_rows));
     for (int64_t j = 0; j < group; ++j) decode_column(pixel_idx[static_cast<size_t>(k0 + j)], scratch.tile.data() + j * extent_rows);
     for (const ImageRows& part : rows) {

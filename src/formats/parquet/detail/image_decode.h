@@ -15,6 +15,7 @@
 //   t.parquet: column 'pixel3' row 0: null pixel value (pixel columns must not have nulls)
 //   t.parquet: column 'label' row 2: null label
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -37,6 +38,10 @@ void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t ima
 
 // Pixel columns decoded together into one tile (decode_pixel_columns).
 inline constexpr int64_t kTileColumns = 32;
+// Parts of a row group (decode_pixel_column_rows) decode fewer columns at once when the rows they
+// span are many, so that the tile stays within this.
+inline constexpr int64_t kMaxTileBytes = int64_t{256} << 10;
+inline int64_t tile_columns(int64_t rows) { return std::clamp<int64_t>(kMaxTileBytes / std::max<int64_t>(rows, 1), 1, kTileColumns); }
 
 // Buffers one thread reuses across row groups.
 struct PixelScratch {

@@ -1,0 +1,17 @@
+#pragma once
+
+// Internal to the loader: whether a streamed shuffle window mixes enough pieces for the way labels
+// are laid out in the set, judged from the source's label statistics alone (no sample is read).
+
+#include <string>
+
+#include "feeder/data/loader.h"
+#include "feeder/data/source.h"
+
+namespace feeder::detail {
+
+// Empty when the window mixes well enough or nothing is known; otherwise one paragraph saying
+// what was found and what to change. `options` are the loader's resolved options.
+std::string shuffle_advice(const SampleSource& source, const LoaderOptions& options);
+
+}  // namespace feeder::detail
