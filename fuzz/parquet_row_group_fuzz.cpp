@@ -1,5 +1,6 @@
 // libFuzzer target for the row-group reader: the input is written to a temporary file, opened by its
-// footer (pread, as the streaming source does) and every row group is read and decoded. Any input
+// footer (pread, as the streaming source does) and every row group is read and decoded, whole and
+// in parts (read_rows: its pages found from their headers, each read on its own). Any input
 // must either decode or throw DataError, without crashes, hangs, leaks or huge allocations.
 
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         reader.read_row_group(rg, scratch, pixels.data(), labels.data());
       } catch (const feeder::DataError&) {
       }
+      if (rows < 2) continue;
+      // Two parts with a row left out between them, as a stream's pieces of one window are.
+      const int64_t cut = 1 + static_cast<int64_t>(size % static_cast<size_t>(rows - 1));
+      const ParquetRowGroupReader::RowRange parts[] = {
+          {0, cut - (cut > 1 ? 1 : 0), pixels.data(), labels.data()},
+          {cut, rows, pixels.data() + cut * reader.shape().num_pixels(), labels.data() + cut}};
+      const std::span<const ParquetRowGroupReader::RowRange> all(parts);
+      try {
+        reader.read_rows(rg, cut > 1 ? all : all.subspan(1), scratch);
+      } catch (const feeder::DataError&) {
+      }
+    }
+    try {
+      reader.max_rows_read_bytes(0);
+    } catch (const feeder::DataError&) {
     }
   } catch (const feeder::DataError&) {
   }
