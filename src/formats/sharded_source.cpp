@@ -81,20 +81,27 @@ class ParquetShardSource final : public SampleSource {
   int64_t max_read_bytes() const override { return max_read_bytes_; }
   int64_t read_group(int64_t block_idx) const override { return block_row_group_.at(static_cast<size_t>(block_idx)); }
 
-  // From each row group's label statistics: every shard's footer is read (opened as reads do).
+  // From each row group's label statistics (every shard's footer is read, opened as reads do), and
+  // for a row group split into pieces, from its label pages' statistics when they all have them (as
+  // feeder convert writes them; finding them reads the page headers, as the first read would).
   std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const override {
     if (!dataset_.labeled) return {};
-    std::vector<std::pair<int64_t, int64_t>> row_groups;
+    std::vector<std::pair<int64_t, int64_t>> blocks;
     for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
       const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, 0);
       for (int64_t rg = 0; rg < reader->num_row_groups(); ++rg) {
-        const auto range = reader->row_group_label_range(rg);
-        if (!range) return {};
-        row_groups.push_back(*range);
+        const auto whole = reader->row_group_label_range(rg);
+        if (!whole) return {};
+        const int64_t row_group = shard_first_row_group_[shard_idx] + rg;
+        const int64_t first_row = row_group_starts_[static_cast<size_t>(row_group)];
+        const int64_t rows = row_group_starts_[static_cast<size_t>(row_group) + 1] - first_row;
+        for (int64_t begin = 0; begin < rows; begin += piece_rows_) {
+          const auto part = rows > piece_rows_ ? reader->rows_label_range(rg, begin, std::min(rows, begin + piece_rows_))
+                                               : std::nullopt;
+          blocks.push_back(part.value_or(*whole));
+        }
       }
     }
-    std::vector<std::pair<int64_t, int64_t>> blocks;
-    for (const int64_t row_group : block_row_group_) blocks.push_back(row_groups.at(static_cast<size_t>(row_group)));
     return blocks;
   }
 

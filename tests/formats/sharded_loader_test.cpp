@@ -141,6 +141,20 @@ TEST(ShardedLoader, SortedShardsGetShuffleAdviceAndShuffledOnWriteNone) {
   EXPECT_NE(sorted.shuffle_advice().find("the labels are clustered"), std::string::npos) << sorted.shuffle_advice();
   Loader shuffled(open_parquet_source(open_sharded_dataset((dir / "shuffled").string())), options);
   EXPECT_EQ(shuffled.shuffle_advice(), "");
+
+  // One row group for the whole set (every label in its statistics), written as feeder convert
+  // writes it: the label pages of each piece carry statistics, and those tell.
+  ImageStore large = testing::make_store({1, 16, 16}, 2000, true);
+  for (int64_t row = 0; row < large.size(); ++row) large.labels()[static_cast<size_t>(row)] = row / 200;
+  ShardWriteOptions one;
+  one.shard_rows = 2000;
+  one.parquet.layout = parquet::ParquetLayout::kImage;
+  one.parquet.page_rows = stream_piece_rows(large.shape(), large.size());
+  write_sharded(large, dir / "one", one);
+  const std::shared_ptr<SampleSource> single = open_parquet_source(open_sharded_dataset((dir / "one").string()));
+  ASSERT_GT(single->num_blocks(), 20);
+  Loader one_group(single, options);
+  EXPECT_NE(one_group.shuffle_advice().find("the labels are clustered"), std::string::npos) << one_group.shuffle_advice();
 }
 
 // The default window fills the budget, but never with what depends on num_workers (the readers'

@@ -169,29 +169,49 @@ int64_t ParquetRowGroupReader::max_row_group_read_bytes() const {
   return largest;
 }
 
+namespace {
+
+// A label statistic's PLAIN bytes as an int64, for a signed INT32 or INT64 column; nullopt otherwise.
+std::optional<int64_t> label_value(const ColumnSchema& column, const std::optional<std::string>& bytes) {
+  const bool is_int32 = column.physical_type == PhysicalType::kInt32;
+  if ((!is_int32 && column.physical_type != PhysicalType::kInt64) || !column.int_signed || !bytes) return std::nullopt;
+  if (bytes->size() != (is_int32 ? 4u : 8u)) return std::nullopt;
+  if (is_int32) {
+    int32_t value = 0;
+    std::memcpy(&value, bytes->data(), 4);
+    return value;
+  }
+  int64_t value = 0;
+  std::memcpy(&value, bytes->data(), 8);
+  return value;
+}
+
+}  // namespace
+
 std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::row_group_label_range(int64_t row_group_idx) const {
   if (label_idx_ < 0) return std::nullopt;
   const ColumnSchema& column = metadata_.columns[static_cast<size_t>(label_idx_)];
-  const bool is_int32 = column.physical_type == PhysicalType::kInt32;
-  if ((!is_int32 && column.physical_type != PhysicalType::kInt64) || !column.int_signed) return std::nullopt;
-  const size_t value_bytes = is_int32 ? 4 : 8;
-  const auto value_of = [&](const std::string& bytes) -> int64_t {
-    if (is_int32) {
-      int32_t value = 0;
-      std::memcpy(&value, bytes.data(), 4);
-      return value;
-    }
-    int64_t value = 0;
-    std::memcpy(&value, bytes.data(), 8);
-    return value;
-  };
-  const RowGroupInfo& group = metadata_.row_groups.at(static_cast<size_t>(row_group_idx));
-  const ColumnChunkInfo& chunk = group.columns[static_cast<size_t>(label_idx_)];
-  if (!chunk.min_bytes || !chunk.max_bytes || chunk.min_bytes->size() != value_bytes ||
-      chunk.max_bytes->size() != value_bytes) {
-    return std::nullopt;
+  const ColumnChunkInfo& chunk = metadata_.row_groups.at(static_cast<size_t>(row_group_idx)).columns[static_cast<size_t>(label_idx_)];
+  const std::optional<int64_t> low = label_value(column, chunk.min_bytes);
+  const std::optional<int64_t> high = label_value(column, chunk.max_bytes);
+  if (!low || !high) return std::nullopt;
+  return std::pair{*low, *high};
+}
+
+std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::rows_label_range(int64_t row_group_idx, int64_t begin,
+                                                                                   int64_t end) const {
+  if (label_idx_ < 0) return std::nullopt;
+  const ColumnSchema& column = metadata_.columns[static_cast<size_t>(label_idx_)];
+  const auto pages = row_group_pages(row_group_idx);
+  std::optional<std::pair<int64_t, int64_t>> range;
+  for (const detail::PageSpan& page : (*pages)[static_cast<size_t>(label_idx_)].data) {
+    if (page.first_row >= end || page.first_row + page.num_values <= begin) continue;
+    const std::optional<int64_t> low = label_value(column, page.min_bytes);
+    const std::optional<int64_t> high = label_value(column, page.max_bytes);
+    if (!low || !high) return std::nullopt;
+    range = range ? std::pair{std::min(range->first, *low), std::max(range->second, *high)} : std::pair{*low, *high};
   }
-  return std::pair{value_of(*chunk.min_bytes), value_of(*chunk.max_bytes)};
+  return range;
 }
 
 std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::label_range() const {

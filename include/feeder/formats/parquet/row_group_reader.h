@@ -75,6 +75,9 @@ class ParquetRowGroupReader {
   std::optional<std::pair<int64_t, int64_t>> label_range() const;
   // The same for one row group.
   std::optional<std::pair<int64_t, int64_t>> row_group_label_range(int64_t row_group_idx) const;
+  // The same for rows [begin, end) of a row group, from the statistics of the label pages that hold
+  // them (finding the row group's pages as read_rows does); nullopt when a page has none.
+  std::optional<std::pair<int64_t, int64_t>> rows_label_range(int64_t row_group_idx, int64_t begin, int64_t end) const;
 
   int64_t num_rows() const { return metadata_.num_rows; }
   int64_t num_row_groups() const { return static_cast<int64_t>(metadata_.row_groups.size()); }

@@ -96,6 +96,8 @@ struct PageSpan {
   int64_t page_idx = 0;    // in the chunk, every page counted
   int64_t first_row = 0;   // data pages: the row of the row group holding its first value
   int64_t num_values = 0;  // data pages
+  // Data pages: the statistics' minimum and maximum as stored (PLAIN bytes), when the header has them.
+  std::optional<std::string> min_bytes, max_bytes;
 };
 struct ChunkPages {
   std::optional<PageSpan> dictionary;
