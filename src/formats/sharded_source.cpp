@@ -59,7 +59,6 @@ class ParquetShardSource final : public SampleSource {
       // bounds theirs); split ones a page at a time.
       if (whole) max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes);
       if (split) {
-        const int64_t largest_rows = *std::max_element(shard.row_group_rows.begin(), shard.row_group_rows.end());
         // Recorded over the row groups larger than the smallest pieces, so for any pieces at least as
         // large; for smaller ones (or an index without it) the shard's pages are found now.
         const bool recorded = shard.piece_read_bytes > 0 && piece_rows_ >= stream_piece_rows(dataset_.shape, 0);
