@@ -19,7 +19,8 @@
 // Files: DIR/checkpoint-<global step, 10 digits>.pt, a LibTorch archive (torch::serialize). Each
 // is written to a temporary file, synced, renamed into place and the directory synced, so a crash
 // leaves the set as it was before or after, never a half-written file under the name; the newest
-// `keep` are kept. A file damaged anyway (a full disk, a copy cut short) fails to load and the one
+// `keep` are kept (one more when a crash comes between writing a file and removing the oldest:
+// the older is removed only once the newer is in place). A file damaged anyway (a full disk, a copy cut short) fails to load and the one
 // before it is used, with a warning.
 //
 // Not thread safe: one thread (the training loop) drives a CheckpointStore.
