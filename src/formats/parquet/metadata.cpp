@@ -241,13 +241,7 @@ ColumnChunkInfo parse_column_chunk(const format::ColumnChunk& raw_chunk, const C
   if (meta.__isset.statistics) {
     const format::Statistics& statistics = meta.statistics;
     if (statistics.__isset.null_count) chunk.null_count = statistics.null_count;
-    if (statistics.__isset.min_value && statistics.__isset.max_value) {
-      chunk.min_bytes = statistics.min_value;
-      chunk.max_bytes = statistics.max_value;
-    } else if (statistics.__isset.min && statistics.__isset.max) {
-      chunk.min_bytes = statistics.min;
-      chunk.max_bytes = statistics.max;
-    }
+    detail::statistics_min_max(statistics, chunk.min_bytes, chunk.max_bytes);
   }
   if (chunk.num_values < 0) throw DataError(where + ": negative num_values " + std::to_string(chunk.num_values));
   if (chunk.total_compressed_size_bytes < 0 || chunk.total_uncompressed_size_bytes < 0) {

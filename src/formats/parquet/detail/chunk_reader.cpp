@@ -338,14 +338,8 @@ ChunkPages locate_pages(const ChunkLocation& where,
         const bool v1 = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage;
         const bool has_statistics = v1 ? header.data_page_header.__isset.statistics : header.data_page_header_v2.__isset.statistics;
         if (has_statistics) {
-          const format::Statistics& statistics = v1 ? header.data_page_header.statistics : header.data_page_header_v2.statistics;
-          if (statistics.__isset.min_value && statistics.__isset.max_value) {
-            page.min_bytes = statistics.min_value;
-            page.max_bytes = statistics.max_value;
-          } else if (statistics.__isset.min && statistics.__isset.max) {
-            page.min_bytes = statistics.min;
-            page.max_bytes = statistics.max;
-          }
+          statistics_min_max(v1 ? header.data_page_header.statistics : header.data_page_header_v2.statistics,
+                             page.min_bytes, page.max_bytes);
         }
         rows += values;
         pages.data.push_back(page);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -16,6 +17,19 @@ namespace feeder::parquet::detail {
 
 // The wire value of a generated enum field. Files may hold values outside the enum's list, and
 // loading such a value as the enum type is undefined, so it is read as the integer it was stored as.
+// The minimum and maximum of `statistics` as stored: min_value/max_value, else the deprecated
+// min/max; left unset when it has neither pair. For chunk and page statistics alike.
+inline void statistics_min_max(const format::Statistics& statistics, std::optional<std::string>& min,
+                               std::optional<std::string>& max) {
+  if (statistics.__isset.min_value && statistics.__isset.max_value) {
+    min = statistics.min_value;
+    max = statistics.max_value;
+  } else if (statistics.__isset.min && statistics.__isset.max) {
+    min = statistics.min;
+    max = statistics.max;
+  }
+}
+
 template <class E>
 int32_t raw_enum(const E& value) {
   static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t));
