@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# Sets feeder up on Debian 12: installs the packages it needs (only those missing), then configures
+# Sets feeder up on Debian 12 or 13: installs the packages it needs (only those missing), then configures
 # and builds it into build/.
-#   ./setup.sh          install + release build of the feeder executable (build/feeder) and of the
-#                       Python package, in the environment build/venv
-#   ./setup.sh --test   install + release build of everything, then the whole test suite, the core
-#                       again under ASan+UBSan and under TSan, fuzzing, Parquet cross-checks and the
-#                       ablation check
+#   ./setup.sh                 install + release build of the feeder executable (build/feeder) and of
+#                              the Python package, in the environment build/venv
+#   ./setup.sh --test          install + release build of everything, then the whole test suite, the
+#                              core again under ASan+UBSan and under TSan, fuzzing, Parquet
+#                              cross-checks and the ablation check
+#   ./setup.sh --test-release  the same without the sanitizer builds, fuzzing, cross-checks and
+#                              ablation check: the release build and every one of its tests (CI runs
+#                              this on the second Debian release, where the whole would not fit its time)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 run_tests=0
+run_checks=0  # the sanitizer builds, fuzzing, cross-checks and ablation check
 for arg in "$@"; do
   case "$arg" in
-    --test) run_tests=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown option '$arg' (use --test or nothing)" >&2; exit 2 ;;
+    --test) run_tests=1; run_checks=1 ;;
+    --test-release) run_tests=1 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (use --test, --test-release or nothing)" >&2; exit 2 ;;
   esac
 done
 
@@ -23,6 +28,20 @@ fail() {
   echo "setup.sh: $*" >&2
   exit 1
 }
+
+command -v apt-get >/dev/null && command -v dpkg-query >/dev/null ||
+  fail "this is not a Debian system (no apt-get): install the packages listed in setup.sh with your package manager, then run: cmake -S . -B build -G Ninja && cmake --build build"
+# The release decides the names of versioned packages: clang's runtime (sanitizers, libFuzzer) is
+# libclang-rt-14-dev on Debian 12 and libclang-rt-19-dev on Debian 13, each the default clang's.
+debian_release=$(cut -d. -f1 /etc/debian_version 2>/dev/null || true)
+case "$debian_release" in
+  12) clang_major=14 ;;
+  13) clang_major=19 ;;
+  *)
+    clang_major=19
+    echo "setup.sh: note: made for Debian 12 (bookworm) and 13 (trixie); this is Debian $(cat /etc/debian_version 2>/dev/null || echo '?'), package names may differ" >&2
+    ;;
+esac
 
 # Everything the build, the main job and the tests use, named explicitly: nothing may come from what a
 # machine happens to have. Keep these lists in step with what the build and the scripts call.
@@ -34,23 +53,23 @@ packages=(
   zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libbrotli-dev  # Parquet codecs
   libthrift-dev thrift-compiler libboost-dev  # Parquet metadata; Thrift's headers include Boost's
   python3-torch python3-pandas gnuplot-nox  # the Python reference and charts of `feeder bench`
-  pybind11-dev python3-dev             # the Python package (build/venv: `import feeder`)
+  pybind11-dev python3-dev libdlpack-dev  # the Python package (build/venv: `import feeder`)
   libcli11-dev nlohmann-json3-dev      # command lines (CLI11) and JSON files (nlohmann/json)
   libxxhash-dev                        # content hashes of shards and dataset fingerprints (XXH3)
 )
 # Only the tests use these (the first command stays quick without them).
 test_packages=(
-  libgtest-dev clang libclang-rt-14-dev  # tests, sanitizers, fuzzing
+  libgtest-dev                         # the C++ tests
   python3-pytest                       # the Python package's tests
+  python3-venv python3-setuptools python3-wheel python3-build  # pip install and a wheel, offline
+)
+# Only the checks of --test beyond the release tests.
+check_packages=(
+  clang "libclang-rt-$clang_major-dev"  # sanitizers and fuzzing
   ca-certificates                      # npm's registry over https, for the Parquet cross-checks
 )
 if ((run_tests)); then packages+=("${test_packages[@]}"); fi
-
-command -v apt-get >/dev/null && command -v dpkg-query >/dev/null ||
-  fail "this is not a Debian system (no apt-get): install the packages listed in setup.sh with your package manager, then run: cmake -S . -B build -G Ninja && cmake --build build"
-if [ -r /etc/debian_version ] && ! grep -q '^12\.' /etc/debian_version; then
-  echo "setup.sh: note: made for Debian 12 (bookworm); this is Debian $(cat /etc/debian_version), package names may differ" >&2
-fi
+if ((run_checks)); then packages+=("${check_packages[@]}"); fi
 
 missing=()
 for package in "${packages[@]}"; do
@@ -58,7 +77,7 @@ for package in "${packages[@]}"; do
 done
 # Node.js + npm run the Parquet cross-checks; any install of them will do (some machines carry a
 # newer Node.js than Debian's, whose npm package would conflict with it).
-if ((run_tests)); then
+if ((run_checks)); then
   command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 fi
 
@@ -94,6 +113,8 @@ cmake --build build -j "$jobs"
 
 if ((run_tests)); then
   ctest --test-dir build --output-on-failure -j "$jobs"
+fi
+if ((run_checks)); then
   # The core again under AddressSanitizer + UndefinedBehaviorSanitizer (no LibTorch: it is not built
   # with sanitizers and would only be noise).
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_SANITIZE=ON -DFEEDER_WITH_TORCH=OFF

@@ -1,13 +1,16 @@
 // The C++ half of the Python package `feeder` (python/feeder/__init__.py is the other): loaders over
-// feeder's sources whose batches reach Python as torch tensors over the loader's own buffers, and
-// the convert and inspect commands. Everything here is a thin layer over the library; options are
+// feeder's sources whose batches reach Python as DLPack capsules over the loader's own buffers
+// (torch.utils.dlpack.from_dlpack makes them tensors without a copy), and the convert and inspect
+// commands. It links no LibTorch: one build serves any torch, CPU or CUDA, 1.13 or 2.x. Everything here is a thin layer over the library; options are
 // checked by the library, so Python sees the messages the C++ side gives.
 //
 // The GIL is released whenever C++ waits or works for long: opening and loading a set, starting an
 // epoch, waiting for a batch, converting. Nothing that runs without the GIL touches a Python object.
 
-#include <torch/python.h>  // pybind11, and LibTorch's tensor <-> torch.Tensor casters (libtorch_python)
+#include <dlpack/dlpack.h>
 #include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdio>
 #include <memory>
@@ -22,7 +25,6 @@
 #include "feeder/data/loader.h"
 #include "feeder/data/source.h"
 #include "feeder/system/runtime.h"
-#include "feeder/torch/adapter.h"
 #include "feeder/train/train_data.h"
 #include "feeder/util/byte_size.h"
 #include "feeder/version.h"
@@ -67,16 +69,62 @@ OpenedSet from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::opti
   return opened;
 }
 
+// A DLPack tensor over memory that `owner` keeps alive, handed to Python as a "dltensor" capsule
+// (the DLPack protocol's legacy form, which torch 1.13 and 2.x take alike). Whoever consumes the
+// capsule calls the deleter when its tensor dies, from any thread and without the GIL: the deleter
+// only drops a C++ reference to the batch buffer, which returns it to the loader's pool.
+struct ExportedTensor {
+  DLManagedTensor managed{};
+  std::shared_ptr<void> owner;
+  int64_t shape[4] = {};
+  int64_t strides[4] = {};
+};
+
+void delete_exported(DLManagedTensor* managed) { delete static_cast<ExportedTensor*>(managed->manager_ctx); }
+
+// An unconsumed capsule (the tensor was never made) frees what it holds; a consumed one was renamed
+// "used_dltensor" by its consumer, who owns the tensor now.
+void destroy_capsule(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "used_dltensor")) return;
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (managed == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  managed->deleter(managed);
+}
+
+py::capsule export_tensor(const void* data, DLDataType dtype, std::initializer_list<int64_t> shape,
+                          std::initializer_list<int64_t> strides, std::shared_ptr<void> owner) {
+  auto exported = std::make_unique<ExportedTensor>();
+  exported->owner = std::move(owner);
+  std::copy(shape.begin(), shape.end(), exported->shape);
+  std::copy(strides.begin(), strides.end(), exported->strides);
+  DLTensor& tensor = exported->managed.dl_tensor;
+  tensor.data = const_cast<void*>(data);
+  tensor.device = DLDevice{kDLCPU, 0};
+  tensor.ndim = static_cast<int32_t>(shape.size());
+  tensor.dtype = dtype;
+  tensor.shape = exported->shape;
+  tensor.strides = exported->strides;  // in elements, as DLPack counts them
+  tensor.byte_offset = 0;
+  exported->managed.manager_ctx = exported.get();
+  exported->managed.deleter = delete_exported;
+  PyObject* capsule = PyCapsule_New(&exported->managed, "dltensor", destroy_capsule);
+  if (capsule == nullptr) throw py::error_already_set();
+  exported.release();  // the capsule owns it now
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+
 // One Python DataLoader's loader. Loader itself has one consumer thread; since next() lets go of the
 // GIL while it waits, mutex_ keeps a second Python thread from entering the loader meanwhile. The
 // mutex is taken only after the GIL is released, so the two locks are never waited on in the
 // opposite order.
 class PyLoader {
  public:
-  PyLoader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options, bool pin_memory) {
+  PyLoader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options) {
     py::gil_scoped_release release;  // a streaming loader reads epoch 0's first blocks here
-    loader_ = std::make_unique<Loader>(std::move(source), options,
-                                       pin_memory ? make_pinned_allocator_if_cuda() : nullptr);
+    loader_ = std::make_unique<Loader>(std::move(source), options);
   }
 
   void start_epoch(int64_t epoch) {
@@ -85,7 +133,8 @@ class PyLoader {
     loader_->start_epoch(epoch);
   }
 
-  // (images, labels) over the batch's buffer, or None at the end of the epoch.
+  // (images, labels) over the batch's buffer as DLPack capsules, or None at the end of the epoch. The images are logically (B,C,H,W): contiguous, or with channels-last
+  // strides when the loader writes them (B,H,W,C).
   py::object next() {
     std::optional<Batch> batch;
     {
@@ -96,8 +145,17 @@ class PyLoader {
     if (!batch) return py::none();
     last_images_ = reinterpret_cast<uintptr_t>(batch->images());
     last_labels_ = reinterpret_cast<uintptr_t>(batch->labels());
-    TensorBatch tensors = to_tensors(*batch);
-    return py::make_tuple(std::move(tensors.images), std::move(tensors.labels));
+    const ImageShape shape = batch->shape();
+    const int64_t b = batch->size();
+    const int64_t c = shape.channels, h = shape.height, w = shape.width;
+    const bool nhwc = batch->layout() == ImageLayout::kNhwc;
+    std::shared_ptr<void> owner = batch->buffer_owner();
+    py::capsule images = export_tensor(batch->images(), DLDataType{kDLFloat, 32, 1}, {b, c, h, w},
+                                       nhwc ? std::initializer_list<int64_t>{h * w * c, 1, w * c, c}
+                                            : std::initializer_list<int64_t>{c * h * w, h * w, w, 1},
+                                       owner);
+    py::capsule labels = export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, {1}, std::move(owner));
+    return py::make_tuple(std::move(images), std::move(labels));
   }
 
   std::string state() {
@@ -173,7 +231,7 @@ PYBIND11_MODULE(_feeder, m) {
     try {
       if (error) std::rethrow_exception(error);
     } catch (const DataError& e) {
-      data_error(e.what());
+      PyErr_SetString(data_error.ptr(), e.what());
     } catch (const std::system_error& e) {
       PyErr_SetString(PyExc_OSError, e.what());
     }
@@ -195,18 +253,16 @@ PYBIND11_MODULE(_feeder, m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](const OpenedSet& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
                        int num_workers, int prefetch, float mean, float std, const std::string& layout,
-                       int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window,
-                       bool pin_memory) {
+                       int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window) {
              // The budget counts only for a streamed set; one in memory is already held.
              const LoaderOptions options = make_options(batch_size, shuffle, seed, drop_last, num_workers, prefetch,
                                                         mean, std, layout, rank, world_size, memory_budget,
                                                         shuffle_window);
-             return std::make_unique<PyLoader>(source.source, options, pin_memory);
+             return std::make_unique<PyLoader>(source.source, options);
            }),
            py::arg("source"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"), py::arg("drop_last"),
            py::arg("num_workers"), py::arg("prefetch"), py::arg("mean"), py::arg("std"), py::arg("layout"),
-           py::arg("rank"), py::arg("world_size"), py::arg("memory_budget"), py::arg("shuffle_window"),
-           py::arg("pin_memory"))
+           py::arg("rank"), py::arg("world_size"), py::arg("memory_budget"), py::arg("shuffle_window"))
       .def("start_epoch", &PyLoader::start_epoch)
       .def("next", &PyLoader::next)
       .def("state", &PyLoader::state)
@@ -217,7 +273,6 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("shuffle_window", [](const PyLoader& l) { return l.loader().shuffle_window(); })
       .def_property_readonly("shuffle_advice", [](const PyLoader& l) { return l.loader().shuffle_advice(); })
       .def_property_readonly("memory_budget", [](const PyLoader& l) { return l.loader().memory_budget(); })
-      .def_property_readonly("pinned", [](const PyLoader& l) { return l.loader().pinned(); })
       .def_property_readonly("buffers_allocated", [](const PyLoader& l) { return l.loader().buffers_allocated(); })
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 

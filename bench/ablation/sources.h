@@ -79,7 +79,7 @@ class TorchDataSource : public BatchSource {
       loader_.reset();  // joins the old workers
       loader_ = make_loader_();
     }
-    iterator_.emplace(loader_->begin());
+    iterator_ = std::make_unique<Iterator>(loader_->begin());
     advance_ = false;
     next_index_ = 0;
   }
@@ -111,7 +111,8 @@ class TorchDataSource : public BatchSource {
   bool recreate_each_epoch_;
   bool pin_memory_;
   std::unique_ptr<TorchLoader> loader_;
-  std::optional<Iterator> iterator_;
+  // Held by pointer: GCC 14 misreads the destruction of an optional<Iterator> (-Wmaybe-uninitialized).
+  std::unique_ptr<Iterator> iterator_;
   bool advance_ = false;
   int64_t next_index_ = 0;
 };

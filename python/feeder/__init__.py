@@ -9,7 +9,8 @@
             ...
 
 Batches are assembled by C++ threads straight into reusable buffers; the tensors handed out are
-those buffers (no copy), and a buffer goes back to the loader when its tensors are freed. The order
+those buffers (no copy: they cross over DLPack, so the extension links no LibTorch and works with
+any torch), and a buffer goes back to the loader when its tensors are freed. The order
 of samples depends only on (seed, epoch, rank, world_size) and the data, never on num_workers.
 
 Errors: ValueError for bad options, feeder.DataError (an OSError) for bad or missing files, with the
@@ -21,7 +22,13 @@ import os
 import warnings
 
 import numpy as np
-import torch  # loads libtorch_python before the extension, which links it
+
+try:
+    import torch
+except ImportError as error:  # not a declared dependency: pip must not replace the user's torch
+    raise ImportError("feeder needs PyTorch (1.13 or later) in this environment: install torch first "
+                      "(Debian: python3-torch; or pip, the build for your CUDA)") from error
+from torch.utils.dlpack import from_dlpack as _from_dlpack
 
 from . import _feeder
 
@@ -146,7 +153,8 @@ class DataLoader:
             A set whose decoded size fits is read into memory; a larger one is streamed within the
             budget. None: half the available memory.
         shuffle_window: samples shuffled together when streaming (0: as many as the budget holds).
-        pin_memory: page-locked batch buffers when CUDA is available (ignored otherwise).
+        pin_memory: when CUDA is available, each batch is copied into page-locked memory (as
+            torch's DataLoader does), so that ``.cuda(non_blocking=True)`` overlaps; ignored otherwise.
         labels: the labels of in-memory images (see source).
 
     Iterating yields ``(images, labels)``: float32 (B,C,H,W) and int64 (B) CPU tensors that share
@@ -189,7 +197,8 @@ class DataLoader:
         self._source = _open_source(source, labels, budget)
         self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,
                                       prefetch, mean, std, layout.lower(), rank, world_size, budget,
-                                      shuffle_window, bool(pin_memory))
+                                      shuffle_window)
+        self._pin_memory = bool(pin_memory) and torch.cuda.is_available()
         if self._loader.shuffle_advice:
             # The set streams in a window that mixes too few pieces for how its labels are laid out.
             warnings.warn(self._loader.shuffle_advice, RuntimeWarning, stacklevel=2)
@@ -304,12 +313,13 @@ class DataLoader:
 class _EpochIterator:
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
-    __slots__ = ("_owner", "_generation", "_next")
+    __slots__ = ("_owner", "_generation", "_next", "_pin")
 
     def __init__(self, owner, generation):
         self._owner = owner
         self._generation = generation
         self._next = owner._loader.next
+        self._pin = owner._pin_memory
 
     def __iter__(self):
         return self
@@ -326,7 +336,10 @@ class _EpochIterator:
             owner._finished = True
             raise StopIteration
         owner._num_yielded += 1
-        return batch
+        images, labels = _from_dlpack(batch[0]), _from_dlpack(batch[1])
+        if self._pin:
+            return images.pin_memory(), labels.pin_memory()
+        return images, labels
 
 
 # -------------------------------------------------------------------- the commands

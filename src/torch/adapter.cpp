@@ -1,10 +1,11 @@
 #include "feeder/torch/adapter.h"
 
 #include <ATen/Context.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 
 #include <mutex>
 #include <unordered_map>
+
+#include "torch/libtorch_compat.h"
 
 namespace feeder {
 namespace {
@@ -14,7 +15,7 @@ class PinnedAllocator : public BufferAllocator {
  public:
   void* allocate(size_t size_bytes) override {
     std::lock_guard lock(mutex_);
-    at::Allocator* pinned = at::detail::getCUDAHooks().getPinnedMemoryAllocator();
+    at::Allocator* pinned = torch_compat::pinned_memory_allocator();
     at::DataPtr data = pinned->allocate(size_bytes);
     void* raw = data.get();
     owned_.emplace(raw, std::move(data));

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "feeder/error.h"
+#include "torch/libtorch_compat.h"
 #include "train/detail/error_text.h"
 
 namespace feeder {
@@ -111,6 +112,7 @@ ProcessGroup::ProcessGroup(const DistributedOptions& options) : options_(options
     store_options.numWorkers = static_cast<size_t>(options_.world_size);
     store_options.waitWorkers = true;  // a serving rank 0 waits for every rank to connect, within the timeout
     store_options.timeout = options_.timeout;
+    torch_compat::use_classic_tcp_store(store_options);
     store_ = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
     if (options_.use_agent_store) {
       // The prefix torch.distributed's env:// rendezvous puts on the agent's store.

@@ -1,13 +1,11 @@
 #include "feeder/train/trainer.h"
 
-#include <ATen/autocast_mode.h>
-#include <ATen/detail/CUDAHooksInterface.h>
-
 #include <string>
 
 #include "feeder/error.h"
 #include "feeder/stopwatch.h"
 #include "feeder/system/runtime.h"
+#include "torch/libtorch_compat.h"
 
 namespace feeder {
 namespace {
@@ -22,29 +20,17 @@ class AutocastScope {
   AutocastScope(bool enabled, const torch::Device& device)
       : enabled_(enabled), cuda_(device.is_cuda()) {
     if (!enabled_) return;
-    if (cuda_) {
-      previous_enabled_ = at::autocast::is_enabled();
-      previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    } else {
-      previous_enabled_ = at::autocast::is_cpu_enabled();
-      previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    }
+    previous_enabled_ = torch_compat::autocast_enabled(cuda_);
+    previous_dtype_ = torch_compat::autocast_dtype(cuda_);
+    torch_compat::set_autocast_enabled(cuda_, true);
+    torch_compat::set_autocast_dtype(cuda_, at::kBFloat16);
     at::autocast::increment_nesting();
   }
   ~AutocastScope() {
     if (!enabled_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) {
-      at::autocast::set_enabled(previous_enabled_);
-      at::autocast::set_autocast_gpu_dtype(previous_dtype_);
-    } else {
-      at::autocast::set_cpu_enabled(previous_enabled_);
-      at::autocast::set_autocast_cpu_dtype(previous_dtype_);
-    }
+    torch_compat::set_autocast_enabled(cuda_, previous_enabled_);
+    torch_compat::set_autocast_dtype(cuda_, previous_dtype_);
   }
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
@@ -96,7 +82,7 @@ Hardware detect_hardware() {
   hardware.cuda_available = torch::cuda::is_available();
   // Ampere and later; the hook answers false in a CPU-only LibTorch.
   hardware.cuda_bf16 =
-      hardware.cuda_available && at::detail::getCUDAHooks().supportsBFloat16ConvolutionWithCuDNNv8();
+      hardware.cuda_available && torch_compat::cuda_bf16_convolutions();
   return hardware;
 }
 

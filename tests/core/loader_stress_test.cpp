@@ -256,7 +256,9 @@ void run_for(bool streaming, Faults faults, std::chrono::seconds budget, int min
               static_cast<long long>(scenarios), static_cast<long long>(batches), static_cast<long long>(full_epochs),
               static_cast<long long>(failed));
   EXPECT_GT(batches, 0);
-  if (faults == Faults::kNone) EXPECT_GT(full_epochs, 0);
+  if (faults == Faults::kNone) {
+    EXPECT_GT(full_epochs, 0);
+  }
 }
 
 TEST(LoaderStress, InMemory) { run_for(false, Faults::kNone, 10s, 5); }

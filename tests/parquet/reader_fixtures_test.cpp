@@ -1,6 +1,7 @@
 // Every file of tests/data/parquet-testing that INDEX.md marks readable by a flat reader, checked
 // against the values INDEX.md gives (numeric columns; a few string columns too).
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 

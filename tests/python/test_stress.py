@@ -115,7 +115,8 @@ def run_scenario(seed, source, streaming, reference, operations=60):
 
 @pytest.mark.parametrize("streaming", [False, True])
 def test_random_breaks_restarts_and_resumes_give_the_reference_batches(shards, streaming):
-    faulthandler.dump_traceback_later(120, exit=True, file=sys.stderr)  # a hang fails, with stacks
+    # sys.__stderr__: pytest captures sys.stderr, and the stacks of a hang must reach the log
+    faulthandler.dump_traceback_later(120, exit=True, file=sys.__stderr__)  # a hang fails, with stacks
     try:
         reference = {}
         for seed in range(6):

@@ -23,6 +23,7 @@
 #include "feeder/train/distributed.h"
 #include "feeder/train/simple_cnn.h"
 #include "feeder/train/trainer.h"
+#include "torch/libtorch_compat.h"
 
 namespace feeder {
 namespace {
@@ -434,6 +435,7 @@ TEST(Distributed, RanksJoinTorchrunsAgentStoreAsClientsUnderTheAttemptPrefix) {
   agent_options.isServer = true;
   agent_options.waitWorkers = false;
   agent_options.timeout = milliseconds(20000);
+  torch_compat::use_classic_tcp_store(agent_options);
   const auto agent_store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", agent_options);
   std::vector<torch::Tensor> sums(2);
   run_ranks(2, [&](int rank) {

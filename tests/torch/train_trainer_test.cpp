@@ -1,7 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <ATen/autocast_mode.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -12,6 +10,7 @@
 #include "feeder/torch/adapter.h"
 #include "feeder/train/simple_cnn.h"
 #include "feeder/train/trainer.h"
+#include "torch/libtorch_compat.h"
 
 namespace feeder {
 namespace {
@@ -186,7 +185,7 @@ TEST(Trainer, LeavesAutocastOffAfterAStep) {
   const FixedBatch batch = fixed_batch(8, 1);
   trainer.train_step(batch.images, batch.labels);
   trainer.predict(batch.images);
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(torch_compat::autocast_enabled(/*cuda=*/false));
   // Parameters and their gradients stay fp32 under autocast.
   for (const auto& parameter : trainer.model()->parameters()) {
     EXPECT_EQ(parameter.scalar_type(), torch::kFloat);

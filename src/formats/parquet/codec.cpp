@@ -139,7 +139,9 @@ void decompress_brotli(std::span<const uint8_t> in, std::span<uint8_t> out, cons
 }
 
 void append_be32(std::vector<uint8_t>& out, uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(value >> shift));
+  const uint8_t bytes[4] = {static_cast<uint8_t>(value >> 24), static_cast<uint8_t>(value >> 16),
+                            static_cast<uint8_t>(value >> 8), static_cast<uint8_t>(value)};
+  out.insert(out.end(), bytes, bytes + 4);
 }
 
 std::vector<uint8_t> compress_lz4_block(std::span<const uint8_t> in) {
