@@ -24,6 +24,7 @@
 #include "feeder/error.h"
 #include "feeder/data/loader.h"
 #include "feeder/data/source.h"
+#include "feeder/formats/dataset_files.h"
 #include "feeder/system/runtime.h"
 #include "feeder/train/train_data.h"
 #include "feeder/util/byte_size.h"
@@ -276,6 +277,9 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("buffers_allocated", [](const PyLoader& l) { return l.loader().buffers_allocated(); })
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
+  m.def("find_split_file", [](const std::string& dir, bool train) {
+    return find_split_file(dir, train ? Split::kTrain : Split::kTest).string();
+  }, py::arg("dir"), py::arg("train"));
   m.def("convert", &convert, py::arg("args"));
   m.def("inspect", &inspect, py::arg("path"));
   m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });

@@ -88,7 +88,7 @@ def main():
         rows.append((f"torch DataLoader, Dataset v2, {workers} workers", *samples_per_second(loader, args.epochs)))
         del loader
     for workers in (1, 2):
-        loader = feeder.DataLoader(train_images, batch_size=args.batch_size, num_workers=workers)
+        loader = feeder.DataLoader(train_images, batch_size=args.batch_size, shuffle=True, num_workers=workers)
         rows.append((f"feeder.DataLoader, {workers} workers", *samples_per_second(loader, args.epochs)))
         del loader
 

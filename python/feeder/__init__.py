@@ -110,14 +110,72 @@ def _as_int64_labels(labels):
     return np.ascontiguousarray(labels, dtype=np.int64)
 
 
-def _open_source(source, labels, memory_budget):
+def _is_idx_directory(path):
+    """A directory of IDX files (as `feeder train --data` takes), not a Parquet set."""
+    if not os.path.isdir(path) or os.path.exists(os.path.join(path, "index.json")):
+        return False
+    names = os.listdir(path)
+    return not any(name.endswith(".parquet") for name in names) and any("-idx3-ubyte" in name for name in names)
+
+
+def _open_source(source, labels, memory_budget, train, allow_unlabeled):
     if isinstance(source, (str, os.PathLike)):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
-        return _feeder.open_path(os.fspath(source), memory_budget)
+        path = os.fspath(source)
+        if _is_idx_directory(path):
+            # torchvision's `train=`: the training or the test split of the directory
+            path = _feeder.find_split_file(path, bool(train))
+        opened = _feeder.open_path(path, memory_budget)
+        if not opened.labeled and not allow_unlabeled:
+            raise DataError(
+                f"{path}: no labels (an IDX images file reads them from the *-labels-idx1-ubyte[.gz] file "
+                f"beside it; a CSV or Parquet set from its label column): batches would carry labels of -1. "
+                f"Pass allow_unlabeled=True to iterate the images alone")
+        return opened
     if isinstance(source, tuple) and len(source) == 2 and labels is None:
         source, labels = source
     return _feeder.from_arrays(_as_uint8_images(source), _as_int64_labels(labels))
+
+
+# torch.utils.data.DataLoader's arguments that have no meaning here, and what to use instead.
+_REFUSED = {
+    "sampler": "feeder orders the samples itself: shuffle=, seed=, and rank=/world_size= for "
+               "DistributedSampler's split",
+    "batch_sampler": "feeder makes the batches itself: batch_size=, drop_last=, shuffle=, seed=",
+    "collate_fn": "feeder assembles batches in C++ into (images, labels) tensors: pass transform=, a "
+                  "callable (images, labels) -> (images, labels) applied to each batch",
+    "worker_init_fn": "workers are C++ threads in this process, with nothing to initialise",
+    "multiprocessing_context": "workers are C++ threads in this process, not processes",
+}
+
+
+class _DatasetView:
+    """What DataLoader.dataset gives: the set's size (``len(loader.dataset)``, as with torch's
+    DataLoader), its image shape, whether it is labeled, and its name."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source):
+        self._source = source
+
+    def __len__(self):
+        return self._source.num_samples
+
+    @property
+    def image_shape(self):
+        return self._source.shape
+
+    @property
+    def labeled(self):
+        return self._source.labeled
+
+    @property
+    def name(self):
+        return self._source.name
+
+    def __repr__(self):
+        return f"<feeder dataset {self._source.name!r}: {len(self)} samples of {self._source.shape}>"
 
 
 def _check_int(name, value, minimum):
@@ -135,13 +193,18 @@ class DataLoader:
             torch tensor or NumPy array, with labels as ``(images, labels)`` or ``labels=``. A
             C-contiguous uint8 array is used where it lies, not copied; do not change it while the
             loader lives. Labels are copied (8 bytes an image).
-        batch_size: samples per batch (of this rank).
-        shuffle: shuffle every epoch; False keeps the data's order.
+        batch_size: samples per batch (of this rank); 1 by default, as torch's.
+        shuffle: shuffle every epoch; False (the default, as torch's) keeps the data's order.
         seed: the shuffle's seed. The order is a function of (seed, epoch, rank, world_size) only.
+        generator: a torch.Generator instead of seed: its initial_seed() becomes the seed (the
+            order then depends on (that seed, epoch), not on the generator's later state).
         drop_last: drop the last, smaller batch.
         num_workers: C++ threads assembling batches (0: on the calling thread, inside next()).
             Threads, not processes: nothing is pickled or copied per worker.
-        prefetch: batches assembled ahead of the training loop, at most.
+        prefetch: batches assembled ahead of the training loop, at most (4 by default).
+        prefetch_factor: torch's spelling, per worker: prefetch = prefetch_factor * num_workers.
+        persistent_workers: accepted for torch's sake; feeder's workers are threads that always
+            persist across epochs.
         normalize: None (pixels / 255, the article's transform) or (mean, std), applied as
             (pixels / 255 - mean) / std while converting to float32.
         layout: "nchw", or "nhwc" for channels-last tensors (still shaped (B,C,H,W), with
@@ -156,6 +219,16 @@ class DataLoader:
         pin_memory: when CUDA is available, each batch is copied into page-locked memory (as
             torch's DataLoader does), so that ``.cuda(non_blocking=True)`` overlaps; ignored otherwise.
         labels: the labels of in-memory images (see source).
+        train: for a directory of IDX files (``feeder train --data``'s kind): True for its training
+            split (``train-images-idx3-ubyte[.gz]``), False for its test split, as torchvision's.
+        allow_unlabeled: a file or set without labels is an error unless this is True (its batches
+            then carry labels of -1).
+        transform: a callable ``(images, labels) -> (images, labels)`` applied to every batch on the
+            thread that iterates (e.g. moving it to the GPU, or an augmentation on the tensors).
+        timeout, pin_memory_device, in_order: torch's, accepted at their defaults only.
+
+    torch.utils.data.DataLoader's sampler, batch_sampler, collate_fn, worker_init_fn and
+    multiprocessing_context are refused with a ValueError that says what to use instead.
 
     Iterating yields ``(images, labels)``: float32 (B,C,H,W) and int64 (B) CPU tensors that share
     the loader's buffers. A buffer returns to the loader when its tensors are freed, so keeping
@@ -170,9 +243,37 @@ class DataLoader:
     with or without ``set_epoch()`` of the saved epoch before it (see set_epoch).
     """
 
-    def __init__(self, source, batch_size=512, shuffle=True, seed=42, drop_last=False, num_workers=1,
-                 prefetch=4, normalize=None, layout="nchw", rank=0, world_size=1, memory_budget=None,
-                 shuffle_window=0, pin_memory=False, labels=None):
+    def __init__(self, source, batch_size=1, shuffle=False, seed=42, drop_last=False, num_workers=1,
+                 prefetch=None, normalize=None, layout="nchw", rank=0, world_size=1, memory_budget=None,
+                 shuffle_window=0, pin_memory=False, labels=None, *, train=True, allow_unlabeled=False,
+                 transform=None, generator=None, prefetch_factor=None, persistent_workers=False, timeout=0,
+                 pin_memory_device="", in_order=True, sampler=None, batch_sampler=None, collate_fn=None,
+                 worker_init_fn=None, multiprocessing_context=None):
+        refused = {"sampler": sampler, "batch_sampler": batch_sampler, "collate_fn": collate_fn,
+                   "worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}
+        for name, value in refused.items():
+            if value is not None:
+                raise ValueError(f"{name} is not supported by feeder.DataLoader: {_REFUSED[name]}")
+        if timeout != 0:
+            raise ValueError(f"timeout={timeout!r} is not supported: feeder's next() waits for the batch it "
+                             f"needs, and a worker's error is raised by it")
+        if pin_memory_device:
+            raise ValueError("pin_memory_device is not supported: pin_memory=True pins for CUDA")
+        if not in_order:
+            raise ValueError("in_order=False is not supported: batches always come in order")
+        if transform is not None and not callable(transform):
+            raise ValueError(f"transform must be a callable (images, labels) -> (images, labels), got {transform!r}")
+        if generator is not None:
+            if seed != 42:
+                raise ValueError("pass seed= or generator=, not both")
+            seed = generator.initial_seed()
+        if prefetch is not None and prefetch_factor is not None:
+            raise ValueError("pass prefetch= (batches in flight) or prefetch_factor= (per worker), not both")
+        if prefetch_factor is not None:
+            _check_int("prefetch_factor", prefetch_factor, 1)
+            prefetch = prefetch_factor * max(1, num_workers)
+        elif prefetch is None:
+            prefetch = 4
         _check_int("batch_size", batch_size, 1)
         _check_int("seed", seed, 0)
         _check_int("num_workers", num_workers, 0)
@@ -194,7 +295,9 @@ class DataLoader:
         self.num_workers = num_workers
         self.rank = rank
         self.world_size = world_size
-        self._source = _open_source(source, labels, budget)
+        self.persistent_workers = bool(persistent_workers)
+        self._transform = transform
+        self._source = _open_source(source, labels, budget, train, allow_unlabeled)
         self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,
                                       prefetch, mean, std, layout.lower(), rank, world_size, budget,
                                       shuffle_window)
@@ -214,6 +317,11 @@ class DataLoader:
     def __len__(self):
         """Batches per epoch of this rank."""
         return self._loader.num_batches
+
+    @property
+    def dataset(self):
+        """The set iterated: ``len(loader.dataset)`` is its size, as with torch's DataLoader."""
+        return _DatasetView(self._source)
 
     @property
     def num_samples(self):
@@ -313,13 +421,14 @@ class DataLoader:
 class _EpochIterator:
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
-    __slots__ = ("_owner", "_generation", "_next", "_pin")
+    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform")
 
     def __init__(self, owner, generation):
         self._owner = owner
         self._generation = generation
         self._next = owner._loader.next
         self._pin = owner._pin_memory
+        self._transform = owner._transform
 
     def __iter__(self):
         return self
@@ -338,7 +447,9 @@ class _EpochIterator:
         owner._num_yielded += 1
         images, labels = _from_dlpack(batch[0]), _from_dlpack(batch[1])
         if self._pin:
-            return images.pin_memory(), labels.pin_memory()
+            images, labels = images.pin_memory(), labels.pin_memory()
+        if self._transform is not None:
+            return self._transform(images, labels)
         return images, labels
 
 

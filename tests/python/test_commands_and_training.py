@@ -74,7 +74,7 @@ class SimpleCNN(nn.Module):
 
 def test_training_steps_on_fashion_mnist_lower_the_loss():
     torch.manual_seed(0)
-    train = feeder.DataLoader(os.path.join(FASHION_MNIST, "train-images-idx3-ubyte.gz"), batch_size=256,
+    train = feeder.DataLoader(os.path.join(FASHION_MNIST, "train-images-idx3-ubyte.gz"), batch_size=256, shuffle=True,
                               num_workers=2, layout="nhwc")
     model = SimpleCNN().to(memory_format=torch.channels_last)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)

@@ -64,7 +64,7 @@ def test_normalize_and_channels_last():
 def test_order_depends_only_on_seed_and_epoch_not_workers(numbered):
     runs = {}
     for workers in (0, 1, 3):
-        loader = feeder.DataLoader(numbered, batch_size=64, seed=5, num_workers=workers, prefetch=2)
+        loader = feeder.DataLoader(numbered, batch_size=64, shuffle=True, seed=5, num_workers=workers, prefetch=2)
         runs[workers] = [epoch_labels(loader) for _ in range(3)]
     assert runs[0] == runs[1] == runs[3]
     first, second, third = runs[0]
@@ -143,10 +143,10 @@ def test_warns_when_a_streamed_window_mixes_too_few_pieces_of_sorted_labels(tmp_
     feeder.convert(sorted_path, str(tmp_path / "mixed_shards") + "/", shard_rows=200, row_group_size=50,
                    shuffle_on_write=5)
     with pytest.warns(RuntimeWarning, match="the labels are clustered"):
-        feeder.DataLoader(tmp_path / "sorted_shards", batch_size=16, memory_budget="1MiB", shuffle_window=100)
+        feeder.DataLoader(tmp_path / "sorted_shards", batch_size=16, shuffle=True, memory_budget="1MiB", shuffle_window=100)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the same rows shuffled when written: no warning
-        feeder.DataLoader(tmp_path / "mixed_shards", batch_size=16, memory_budget="1MiB", shuffle_window=100)
+        feeder.DataLoader(tmp_path / "mixed_shards", batch_size=16, shuffle=True, memory_budget="1MiB", shuffle_window=100)
 
 
 # ------------------------------------------------------------------------ zero copy and buffers

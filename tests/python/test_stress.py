@@ -39,7 +39,7 @@ class Model:
 
 def run_scenario(seed, source, streaming, reference, operations=60):
     rng = random.Random(seed)
-    options = dict(batch_size=rng.choice([64, 100, 128]), seed=rng.randrange(1000), shuffle_window=WINDOW)
+    options = dict(batch_size=rng.choice([64, 100, 128]), shuffle=True, seed=rng.randrange(1000), shuffle_window=WINDOW)
     if streaming:
         options["memory_budget"] = "2MiB"
 
@@ -50,7 +50,7 @@ def run_scenario(seed, source, streaming, reference, operations=60):
         key = (options["batch_size"], options["seed"], epoch)
         if key not in reference:
             ref = feeder.DataLoader(source, num_workers=0, memory_budget="64MiB", batch_size=options["batch_size"],
-                                    seed=options["seed"], shuffle_window=WINDOW)
+                                    shuffle=True, seed=options["seed"], shuffle_window=WINDOW)
             assert not ref.streaming
             ref.set_epoch(epoch)
             reference[key] = [labels.tolist() for _, labels in ref]
