@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -117,6 +118,9 @@ py::capsule export_tensor(const void* data, DLDataType dtype, std::initializer_l
   return py::reinterpret_steal<py::capsule>(capsule);
 }
 
+// How often next() looks for a signal (Ctrl-C) while it waits for a batch.
+constexpr std::chrono::milliseconds kSignalCheckInterval{20};
+
 // One Python DataLoader's loader. Loader itself has one consumer thread; since next() lets go of the
 // GIL while it waits, mutex_ keeps a second Python thread from entering the loader meanwhile. The
 // mutex is taken only after the GIL is released, so the two locks are never waited on in the
@@ -138,10 +142,16 @@ class PyLoader {
   // strides when the loader writes them (B,H,W,C).
   py::object next() {
     std::optional<Batch> batch;
-    {
-      py::gil_scoped_release release;
-      std::lock_guard lock(mutex_);
-      batch = loader_->next();
+    // Waits in slices, checking Python's signals between them, so that Ctrl-C raises
+    // KeyboardInterrupt within a slice however long the batch takes.
+    for (bool ready = false; !ready;) {
+      {
+        py::gil_scoped_release release;
+        std::lock_guard lock(mutex_);
+        ready = loader_->wait_for_next(kSignalCheckInterval);
+        if (ready) batch = loader_->next();
+      }
+      if (!ready && PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     if (!batch) return py::none();
     last_images_ = reinterpret_cast<uintptr_t>(batch->images());

@@ -383,6 +383,17 @@ std::optional<Batch> Loader::next() {
   return std::move(result.batch);
 }
 
+bool Loader::wait_for_next(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  detail::MutexLock lock(shared_->mutex);
+  if (!shared_->epoch_started) throw std::logic_error("Loader::wait_for_next() called before start_epoch()");
+  if (options_.num_workers == 0 || shared_->next_to_deliver >= shared_->epoch_batches) return true;
+  while (shared_->ready.count(shared_->next_to_deliver) == 0) {
+    if (!shared_->batch_done.wait_until(shared_->mutex, deadline)) return shared_->ready.count(shared_->next_to_deliver) != 0;
+  }
+  return true;
+}
+
 // Every field of a LoaderState, once: its JSON key, the name restore() gives it (nullptr for the
 // position, epoch and batches_delivered, which say where the state is, not what it is of), and the
 // member of `a` and of `b`. to_json, from_json, state() and restore() all walk this list, in the

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -340,6 +341,32 @@ TEST(Loader, NextBeforeStartEpochIsAnError) {
   auto store = numbered_store(10);
   Loader loader(store, options_with(4, 1));
   EXPECT_THROW(loader.next(), std::logic_error);
+}
+
+// wait_for_next waits at most its timeout for a batch a worker is still assembling, then says
+// whether next() would return at once; the batch it waited for is the one next() gives.
+TEST(Loader, WaitForNextWaitsOnlyItsTimeoutForABatchInTheMaking) {
+  auto store = numbered_store(10);
+  std::atomic<bool> release{false};
+  const BatchTransform hold_first = [&](Batch& batch, SplitMix64&) {
+    if (batch.index() != 0) return;
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);  // never hang the test
+    while (!release.load() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  Loader loader(store, options_with(5, 1), nullptr, hold_first);
+  EXPECT_THROW(loader.wait_for_next(std::chrono::milliseconds(1)), std::logic_error);  // before start_epoch
+  loader.start_epoch(0);
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_FALSE(loader.wait_for_next(std::chrono::milliseconds(30)));
+  EXPECT_GE(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(30));
+  release = true;
+  EXPECT_TRUE(loader.wait_for_next(std::chrono::seconds(20)));
+  std::optional<Batch> first = loader.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->index(), 0);
+  EXPECT_TRUE(loader.next());
+  EXPECT_TRUE(loader.wait_for_next(std::chrono::milliseconds(1)));  // the epoch is over: next() returns at once
+  EXPECT_FALSE(loader.next());
 }
 
 TEST(Loader, EmptyStoreGivesEmptyEpochs) {

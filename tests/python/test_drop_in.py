@@ -110,3 +110,27 @@ def test_transform_is_applied_to_every_batch(numbered):
     assert float(batches[0][0][1].max()) == pytest.approx(2 * 1 / 255)
     with pytest.raises(ValueError, match="callable"):
         feeder.DataLoader(numbered, transform="flip")
+
+
+def test_ctrl_c_while_next_waits_raises_keyboard_interrupt_before_the_batch_is_done():
+    import signal
+    import threading
+    import time
+
+    images = np.ones((60_000, 1, 28, 28), dtype=np.uint8)  # one batch: 188 MB of float32 to write
+    loader = feeder.DataLoader(images, batch_size=60_000, num_workers=1, prefetch=1, allow_unlabeled=True)
+    start = time.perf_counter()
+    for _ in loader:
+        pass
+    whole_batch = time.perf_counter() - start
+    timer = threading.Timer(0.01, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        timer.start()
+        for _ in loader:
+            pass
+    interrupted = time.perf_counter() - start
+    timer.join()
+    # Before: the interrupt waited for the batch (interrupted >= whole_batch).
+    print(f"whole batch {whole_batch:.3f} s, interrupted after {interrupted:.3f} s")
+    assert interrupted < whole_batch / 2, (interrupted, whole_batch)

@@ -9,6 +9,7 @@
 // out, so a batch may outlive the loader; the destructor cancels the epoch and joins the threads.
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -209,6 +210,11 @@ class Loader {
   void start_epoch(int64_t epoch);
   // The next batch of the current epoch, or nothing at its end. Rethrows a worker's exception.
   std::optional<Batch> next();
+  // Waits at most `timeout` until next() would return without waiting for a worker: its batch is
+  // assembled, the epoch is over, or there are no workers (next() then assembles it itself). True
+  // then, false when the time ran out. For a caller that must stay responsive while it waits
+  // (Python's Ctrl-C is checked between slices of the wait).
+  bool wait_for_next(std::chrono::milliseconds timeout);
   // Epoch `epoch` as a range: `for (Batch& batch : loader.epoch(e))` is start_epoch(e) and then
   // next() until the end (feeder/data/epoch_range.h). The loader must outlive the range.
   EpochRange<Loader, Batch> epoch(int64_t epoch) { return {*this, epoch}; }
