@@ -138,7 +138,8 @@ class PyLoader {
     loader_->start_epoch(epoch);
   }
 
-  // (images, labels) over the batch's buffer as DLPack capsules, or None at the end of the epoch. The images are logically (B,C,H,W): contiguous, or with channels-last
+  // (images, labels, num_padding): the batch's buffer as two DLPack capsules, and how many of its
+  // last rows are the padding of ranks (EpochPlan); None at the end of the epoch. The images are logically (B,C,H,W): contiguous, or with channels-last
   // strides when the loader writes them (B,H,W,C).
   py::object next() {
     std::optional<Batch> batch;
@@ -166,7 +167,7 @@ class PyLoader {
                                             : std::initializer_list<int64_t>{c * h * w, h * w, w, 1},
                                        owner);
     py::capsule labels = export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, {1}, std::move(owner));
-    return py::make_tuple(std::move(images), std::move(labels));
+    return py::make_tuple(std::move(images), std::move(labels), batch->num_padding());
   }
 
   std::string state() {

@@ -36,7 +36,7 @@ __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "DataError", "convert", "inspect", "recommended_environment", "__version__"]
+__all__ = ["DataLoader", "Batch", "DataError", "convert", "inspect", "recommended_environment", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -230,7 +230,8 @@ class DataLoader:
     torch.utils.data.DataLoader's sampler, batch_sampler, collate_fn, worker_init_fn and
     multiprocessing_context are refused with a ValueError that says what to use instead.
 
-    Iterating yields ``(images, labels)``: float32 (B,C,H,W) and int64 (B) CPU tensors that share
+    Iterating yields ``(images, labels)`` as a ``feeder.Batch`` (a tuple with ``num_padding``: rows at
+    its end that pad the epoch for ranks): float32 (B,C,H,W) and int64 (B) CPU tensors that share
     the loader's buffers. A buffer returns to the loader when its tensors are freed, so keeping
     every batch of an epoch costs a new buffer each; an unlabeled set yields labels of -1.
 
@@ -418,6 +419,18 @@ class DataLoader:
         self._next_epoch = next_epoch
 
 
+class Batch(tuple):
+    """A batch: the pair ``(images, labels)``, which unpacks as a tuple, and ``num_padding``: how many
+    of its last rows repeat samples only to give every rank the same number (DistributedSampler's
+    padding of the epoch to a multiple of world_size); 0 except in a rank's last batch. An evaluation
+    summed over ranks is exact when it counts ``labels[:len(labels) - batch.num_padding]``."""
+
+    def __new__(cls, images, labels, num_padding):
+        batch = tuple.__new__(cls, (images, labels))
+        batch.num_padding = num_padding
+        return batch
+
+
 class _EpochIterator:
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
@@ -449,8 +462,8 @@ class _EpochIterator:
         if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
         if self._transform is not None:
-            return self._transform(images, labels)
-        return images, labels
+            images, labels = self._transform(images, labels)
+        return Batch(images, labels, batch[2])
 
 
 # -------------------------------------------------------------------- the commands

@@ -134,3 +134,15 @@ def test_ctrl_c_while_next_waits_raises_keyboard_interrupt_before_the_batch_is_d
     # Before: the interrupt waited for the batch (interrupted >= whole_batch).
     print(f"whole batch {whole_batch:.3f} s, interrupted after {interrupted:.3f} s")
     assert interrupted < whole_batch / 2, (interrupted, whole_batch)
+
+
+def test_each_batch_says_how_many_of_its_rows_pad_the_epoch_for_ranks(numbered):
+    counted = []
+    for rank in range(3):
+        loader = feeder.DataLoader(numbered, batch_size=64, shuffle=True, rank=rank, world_size=3)
+        for batch in loader:
+            images, labels = batch  # still unpacks as a pair
+            assert isinstance(batch, feeder.Batch) and 0 <= batch.num_padding <= len(labels)
+            counted += labels[:len(labels) - batch.num_padding].tolist()
+    # 1000 samples over 3 ranks: 2 padding rows; without them every sample is counted exactly once
+    assert sorted(counted) == list(range(1000))
