@@ -12,6 +12,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -213,13 +216,59 @@ LoaderOptions make_options(int64_t batch_size, bool shuffle, uint64_t seed, bool
   return options;
 }
 
-// `feeder convert` with these arguments; the size report goes to standard output as the command's does.
-void convert(const std::vector<std::string>& args) {
-  {
-    py::gil_scoped_release release;
-    cli::call_single_command(cli::add_convert_command, args);
+// Captures what is written to file descriptor 1 while it lives, in a temporary file: the CLI's
+// commands print their reports with printf, and Python's sys.stdout (a notebook's cell, say) is not
+// that descriptor. What other threads print meanwhile is caught too, and shown with the report.
+class StdoutCapture {
+ public:
+  StdoutCapture() {
+    std::fflush(stdout);
+    file_ = std::tmpfile();
+    if (file_ == nullptr) throw std::system_error(errno, std::generic_category(), "a temporary file for the report");
+    saved_ = ::dup(STDOUT_FILENO);
+    if (saved_ < 0 || ::dup2(::fileno(file_), STDOUT_FILENO) < 0) {
+      const int error = errno;
+      close();
+      throw std::system_error(error, std::generic_category(), "capturing standard output");
+    }
   }
-  std::fflush(stdout);
+  ~StdoutCapture() { close(); }
+  StdoutCapture(const StdoutCapture&) = delete;
+  StdoutCapture& operator=(const StdoutCapture&) = delete;
+
+  // Restores the descriptor and returns what was written.
+  std::string finish() {
+    restore();
+    std::string text;
+    std::rewind(file_);
+    char chunk[4096];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, file_)) > 0;) text.append(chunk, n);
+    return text;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  void close() {
+    restore();
+    if (file_ != nullptr) std::fclose(file_);
+    file_ = nullptr;
+  }
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
+
+// `feeder convert` with these arguments; returns the size report the command prints.
+std::string convert(const std::vector<std::string>& args) {
+  py::gil_scoped_release release;
+  StdoutCapture capture;
+  cli::call_single_command(cli::add_convert_command, args);
+  return capture.finish();
 }
 
 std::string inspect(const std::string& path) {

@@ -470,8 +470,8 @@ class _EpochIterator:
 
 def convert(input, output, *, layout=None, codec=None, level=None, row_group_size=None, shard_rows=None,
             shard_size=None, shape=None, page_rows=None, shuffle_on_write=None):
-    """Converts between CSV, IDX and Parquet (by extension), as ``feeder convert IN OUT`` does, and prints
-    its size report. An output directory (ending in '/', or with shard_rows/shard_size) gets a sharded
+    """Converts between CSV, IDX and Parquet (by extension), as ``feeder convert IN OUT`` does, prints
+    its size report through ``sys.stdout`` (a notebook shows it) and returns it. An output directory (ending in '/', or with shard_rows/shard_size) gets a sharded
     Parquet set with index.json. Options as the command's: layout "columns" | "image", codec "zstd" |
     "snappy" | "gzip" | "lz4" | "brotli" | "none", level, row_group_size, shard_rows, shard_size ("256MB"),
     shape (C, H, W), page_rows, shuffle_on_write (a seed: a sharded set's rows are written shuffled)."""
@@ -488,7 +488,9 @@ def convert(input, output, *, layout=None, codec=None, level=None, row_group_siz
         except (TypeError, ValueError):
             raise ValueError(f"shape must be (C, H, W), got {shape!r}") from None
         args += ["--shape", f"{channels}x{height}x{width}"]
-    _feeder.convert(args)
+    report = _feeder.convert(args)
+    print(report, end="")  # through sys.stdout: a notebook shows it
+    return report
 
 
 def inspect(path):
