@@ -63,10 +63,11 @@ struct LoaderOptions {
   // allows for a streaming source, the whole set (a full shuffle) in memory. A set that fits one
   // window is fully shuffled, so the order in memory and streaming is the same for the same window.
   int64_t shuffle_window = 0;
-  // Streaming sources only: the reader threads run at the lowest scheduling priority (nice 19 on
-  // Linux), so that reading ahead never delays the workers or the training loop (it halved the
-  // data wait of streamed training on 2 cores); the readers still get the cores whenever the
-  // workers wait for them. false leaves them at the process's priority.
+  // Streaming sources only: the reader threads run at a low scheduling priority (nice 10 on
+  // Linux), so that reading ahead does not delay the workers or the training loop (lowest, nice
+  // 19, halved the data wait of streamed training on 2 cores, but let other busy processes starve
+  // the readers); the readers still get the cores whenever the workers wait for them. false
+  // leaves them at the process's priority.
   bool background_readers = true;
 };
 

@@ -16,7 +16,10 @@ namespace feeder::detail {
 
 namespace {
 
-constexpr int kReaderNice = 19;
+// Low, not the lowest: at nice 19 other busy processes starve the readers (under 1% of a core each
+// against four CPU-bound processes), and a thread cannot raise its priority again when a worker
+// waits on it (docs/streaming.md).
+constexpr int kReaderNice = 10;
 
 // Throws a copy of a failed block's error. Every batch that needs the block fails with it, on
 // several workers and then the consumer; copies keep them from sharing one exception object, whose
@@ -403,10 +406,10 @@ BlockStream::Claim BlockStream::claim_ahead() {
 }
 
 void BlockStream::reader_loop(bool background) {
-  // Readers work a window or more ahead of the batches: in the background they run at the lowest
-  // priority, below the threads that wait for data (workers, the training loop), so that the burst
-  // of reads when a window is freed does not delay those (with feeder train streaming, the data
-  // wait fell from about 2% of an epoch to about 1%). When workers wait for a block, nothing else is
+  // Readers work a window or more ahead of the batches: in the background they run at a low
+  // priority (kReaderNice), below the threads that wait for data (workers, the training loop), so
+  // that the burst of reads when a window is freed does not delay those (with feeder train
+  // streaming and nice 19, the data wait fell from about 2% of an epoch to about 1%). When workers wait for a block, nothing else is
   // runnable and the readers get the cores. Best effort: a failure (or a system without per-thread
   // priorities) leaves the default priority.
   if (background) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kReaderNice);

@@ -78,7 +78,7 @@ struct SampleRef {
 // parts (set by start() before any acquire()).
 class BlockStream {
  public:
-  // `background_readers`: the readers run at the lowest scheduling priority (see LoaderOptions).
+  // `background_readers`: the readers run at a low scheduling priority (see LoaderOptions).
   BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes,
               bool background_readers);
   ~BlockStream();
