@@ -117,13 +117,13 @@ fi
 if ((run_checks)); then
   # The core again under AddressSanitizer + UndefinedBehaviorSanitizer (no LibTorch: it is not built
   # with sanitizers and would only be noise).
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_SANITIZE=ON -DFEEDER_WITH_TORCH=OFF
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_SANITIZE=ON -DFEEDER_WITH_TORCH=OFF -DFEEDER_PYTHON=OFF
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
   # The core again under ThreadSanitizer (clang): every test without LibTorch or Python, the loader's
   # stress test among them. halt_on_error: a data race fails its test instead of scrolling by.
-  CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_TSAN=ON \
+  CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_TSAN=ON -DFEEDER_PYTHON=OFF \
     -DFEEDER_WITH_TORCH=OFF -DFEEDER_INSTALL=OFF -DFEEDER_BENCH=OFF -DFEEDER_CLI=OFF
   cmake --build build-tsan -j "$jobs"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure -j "$jobs"
