@@ -1,8 +1,9 @@
 // The C++ half of the Python package `feeder` (python/feeder/__init__.py is the other): loaders over
 // feeder's sources whose batches reach Python as DLPack capsules over the loader's own buffers
 // (torch.utils.dlpack.from_dlpack makes them tensors without a copy), and the convert and inspect
-// commands. It links no LibTorch: one build serves any torch, CPU or CUDA, 1.13 or 2.x. Everything here is a thin layer over the library; options are
-// checked by the library, so Python sees the messages the C++ side gives.
+// commands. It links no LibTorch: one build serves any torch, CPU or CUDA, 1.13 or 2.x. Everything
+// here is a thin layer over the library; options are checked by the library, so Python sees the
+// messages the C++ side gives.
 //
 // The GIL is released whenever C++ waits or works for long: opening and loading a set, starting an
 // epoch, waiting for a batch, converting. Nothing that runs without the GIL touches a Python object.
@@ -15,11 +16,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -100,7 +103,7 @@ void destroy_capsule(PyObject* capsule) {
 }
 
 py::capsule export_tensor(const void* data, DLDataType dtype, std::initializer_list<int64_t> shape,
-                          std::initializer_list<int64_t> strides, std::shared_ptr<void> owner) {
+                          std::span<const int64_t> strides, std::shared_ptr<void> owner) {
   auto exported = std::make_unique<ExportedTensor>();
   exported->owner = std::move(owner);
   std::copy(shape.begin(), shape.end(), exported->shape);
@@ -142,8 +145,8 @@ class PyLoader {
   }
 
   // (images, labels, num_padding): the batch's buffer as two DLPack capsules, and how many of its
-  // last rows are the padding of ranks (EpochPlan); None at the end of the epoch. The images are logically (B,C,H,W): contiguous, or with channels-last
-  // strides when the loader writes them (B,H,W,C).
+  // last rows are the padding of ranks (EpochPlan); None at the end of the epoch. The images are
+  // logically (B,C,H,W), with the batch's strides (Batch::image_strides).
   py::object next() {
     std::optional<Batch> batch;
     // Waits in slices, checking Python's signals between them, so that Ctrl-C raises
@@ -162,14 +165,13 @@ class PyLoader {
     last_labels_ = reinterpret_cast<uintptr_t>(batch->labels());
     const ImageShape shape = batch->shape();
     const int64_t b = batch->size();
-    const int64_t c = shape.channels, h = shape.height, w = shape.width;
-    const bool nhwc = batch->layout() == ImageLayout::kNhwc;
+    const std::array<int64_t, 4> image_strides = batch->image_strides();
+    constexpr int64_t kLabelStrides[] = {1};
     std::shared_ptr<void> owner = batch->buffer_owner();
-    py::capsule images = export_tensor(batch->images(), DLDataType{kDLFloat, 32, 1}, {b, c, h, w},
-                                       nhwc ? std::initializer_list<int64_t>{h * w * c, 1, w * c, c}
-                                            : std::initializer_list<int64_t>{c * h * w, h * w, w, 1},
-                                       owner);
-    py::capsule labels = export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, {1}, std::move(owner));
+    py::capsule images = export_tensor(batch->images(), DLDataType{kDLFloat, 32, 1},
+                                       {b, shape.channels, shape.height, shape.width}, image_strides, owner);
+    py::capsule labels =
+        export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, kLabelStrides, std::move(owner));
     return py::make_tuple(std::move(images), std::move(labels), batch->num_padding());
   }
 

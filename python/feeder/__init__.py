@@ -195,7 +195,8 @@ class DataLoader:
             loader lives. Labels are copied (8 bytes an image).
         batch_size: samples per batch (of this rank); 1 by default, as torch's.
         shuffle: shuffle every epoch; False (the default, as torch's) keeps the data's order.
-        seed: the shuffle's seed. The order is a function of (seed, epoch, rank, world_size) only.
+        seed: the shuffle's seed (42 by default). The order is a function of (seed, epoch, rank,
+            world_size) only.
         generator: a torch.Generator instead of seed: its initial_seed() becomes the seed (the
             order then depends on (that seed, epoch), not on the generator's later state).
         drop_last: drop the last, smaller batch.
@@ -244,7 +245,7 @@ class DataLoader:
     with or without ``set_epoch()`` of the saved epoch before it (see set_epoch).
     """
 
-    def __init__(self, source, batch_size=1, shuffle=False, seed=42, drop_last=False, num_workers=1,
+    def __init__(self, source, batch_size=1, shuffle=False, seed=None, drop_last=False, num_workers=1,
                  prefetch=None, normalize=None, layout="nchw", rank=0, world_size=1, memory_budget=None,
                  shuffle_window=0, pin_memory=False, labels=None, *, train=True, allow_unlabeled=False,
                  transform=None, generator=None, prefetch_factor=None, persistent_workers=False, timeout=0,
@@ -265,9 +266,11 @@ class DataLoader:
         if transform is not None and not callable(transform):
             raise ValueError(f"transform must be a callable (images, labels) -> (images, labels), got {transform!r}")
         if generator is not None:
-            if seed != 42:
+            if seed is not None:
                 raise ValueError("pass seed= or generator=, not both")
             seed = generator.initial_seed()
+        elif seed is None:
+            seed = 42
         if prefetch is not None and prefetch_factor is not None:
             raise ValueError("pass prefetch= (batches in flight) or prefetch_factor= (per worker), not both")
         if prefetch_factor is not None:

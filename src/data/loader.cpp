@@ -389,9 +389,9 @@ bool Loader::wait_for_next(std::chrono::milliseconds timeout) {
   if (!shared_->epoch_started) throw std::logic_error("Loader::wait_for_next() called before start_epoch()");
   if (options_.num_workers == 0 || shared_->next_to_deliver >= shared_->epoch_batches) return true;
   while (shared_->ready.count(shared_->next_to_deliver) == 0) {
-    if (!shared_->batch_done.wait_until(shared_->mutex, deadline)) return shared_->ready.count(shared_->next_to_deliver) != 0;
+    if (!shared_->batch_done.wait_until(shared_->mutex, deadline)) break;
   }
-  return true;
+  return shared_->ready.count(shared_->next_to_deliver) != 0;
 }
 
 // Every field of a LoaderState, once: its JSON key, the name restore() gives it (nullptr for the

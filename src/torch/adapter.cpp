@@ -39,14 +39,10 @@ TensorBatch to_tensors(const Batch& batch) {
   const int64_t b = batch.size();
   std::shared_ptr<void> owner = batch.buffer_owner();
   auto keep_alive = [owner](void*) mutable { owner.reset(); };
-  // The images are written (B,C,H,W) or (B,H,W,C); either way the tensor is logically NCHW, with
-  // channels-last strides for the latter, which is what LibTorch's channels-last kernels expect.
+  // The images are written (B,C,H,W) or (B,H,W,C); either way the tensor is logically NCHW.
   std::vector<int64_t> sizes{b, shape.channels, shape.height, shape.width};
-  std::vector<int64_t> strides;
-  if (batch.layout() == ImageLayout::kNhwc)
-    strides = {shape.height * shape.width * shape.channels, 1, shape.width * shape.channels, shape.channels};
-  else
-    strides = {shape.channels * shape.height * shape.width, shape.height * shape.width, shape.width, 1};
+  const std::array<int64_t, 4> image_strides = batch.image_strides();
+  std::vector<int64_t> strides(image_strides.begin(), image_strides.end());
   TensorBatch tensors;
   tensors.images = torch::from_blob(const_cast<float*>(batch.images()), sizes, strides, keep_alive,
                                     torch::TensorOptions().dtype(torch::kFloat32));

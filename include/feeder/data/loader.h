@@ -8,8 +8,9 @@
 // Ownership: the loader shares its source (shared_ptr) and its buffer pool with every Batch it hands
 // out, so a batch may outlive the loader; the destructor cancels the epoch and joins the threads.
 
-#include <cstddef>
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -129,6 +130,13 @@ class Batch {
   ImageLayout layout() const { return layout_; }
 
   float* images();  // (B,C,H,W) or (B,H,W,C) float32, contiguous
+  // The images seen as logically (B,C,H,W), in elements: contiguous strides, or channels-last ones
+  // when the batch is (B,H,W,C) (what LibTorch's channels-last kernels and DLPack consumers expect).
+  std::array<int64_t, 4> image_strides() const {
+    const int64_t c = shape_.channels, h = shape_.height, w = shape_.width;
+    if (layout_ == ImageLayout::kNhwc) return {h * w * c, 1, w * c, c};
+    return {c * h * w, h * w, w, 1};
+  }
   const float* images() const;
   int64_t* labels();  // (B) int64
   const int64_t* labels() const;

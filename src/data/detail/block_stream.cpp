@@ -409,9 +409,9 @@ void BlockStream::reader_loop(bool background) {
   // Readers work a window or more ahead of the batches: in the background they run at a low
   // priority (kReaderNice), below the threads that wait for data (workers, the training loop), so
   // that the burst of reads when a window is freed does not delay those (with feeder train
-  // streaming and nice 19, the data wait fell from about 2% of an epoch to about 1%). When workers wait for a block, nothing else is
-  // runnable and the readers get the cores. Best effort: a failure (or a system without per-thread
-  // priorities) leaves the default priority.
+  // streaming and nice 19, the data wait fell from about 2% of an epoch to about 1%). When workers
+  // wait for a block, nothing else is runnable and the readers get the cores. Best effort: a
+  // failure (or a system without per-thread priorities) leaves the default priority.
   if (background) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kReaderNice);
   std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every read
   MutexLock lock(mutex_);
