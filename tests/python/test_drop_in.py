@@ -43,6 +43,8 @@ def test_a_generator_gives_the_order_of_its_seed(numbered):
     assert first != [labels.tolist() for _, labels in feeder.DataLoader(numbered, batch_size=100, shuffle=True, seed=8)]
     with pytest.raises(ValueError, match="not both"):
         feeder.DataLoader(numbered, seed=3, generator=torch.Generator())
+    with pytest.raises(ValueError, match="not both"):  # the default's value given explicitly is still given
+        feeder.DataLoader(numbered, seed=42, generator=torch.Generator())
 
 
 @pytest.mark.parametrize("name,value,advice", [
