@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "cli/commands.h"
@@ -47,9 +48,11 @@ OpenedSet open_path(const std::string& spec, int64_t memory_budget) {
   return open_set(spec, memory_budget > 0 ? memory_budget : default_memory_budget());
 }
 
-// An in-memory set over the caller's array: `images` is a C-contiguous uint8 (N,C,H,W) array that the
-// store uses where it lies, holding a reference to it; `labels` (N) int64 are copied.
-OpenedSet from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::optional<py::array_t<int64_t>> labels) {
+// An in-memory set over the caller's array: `images` is a C-contiguous (N,C,H,W) array of uint8
+// pixels (or float32 values, served as they are) that the store uses where it lies, holding a
+// reference to it; `labels` (N) int64 are copied.
+template <typename Pixel>
+OpenedSet from_arrays(py::array_t<Pixel, py::array::c_style> images, std::optional<py::array_t<int64_t>> labels) {
   if (images.ndim() != 4) throw OptionsError("images must have 4 dimensions (N,C,H,W), got " + std::to_string(images.ndim()));
   const int64_t num_images = images.shape(0);
   const ImageShape shape{images.shape(1), images.shape(2), images.shape(3)};
@@ -57,7 +60,7 @@ OpenedSet from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::opti
   if (labels) {
     if (labels->ndim() != 1 || labels->shape(0) != num_images)
       throw OptionsError("labels must have shape (" + std::to_string(num_images) + ",) to match the images");
-    const auto view = labels->unchecked<1>();
+    const auto view = labels->template unchecked<1>();
     for (int64_t i = 0; i < num_images; ++i) label_values[static_cast<size_t>(i)] = view(i);
   }
   // The array's reference is dropped with the GIL held, whichever thread frees the store last.
@@ -66,9 +69,10 @@ OpenedSet from_arrays(py::array_t<uint8_t, py::array::c_style> images, std::opti
     py::gil_scoped_acquire gil;
     delete object;
   });
-  std::shared_ptr<uint8_t> pixels(holder, const_cast<uint8_t*>(images.data()));
+  std::shared_ptr<uint8_t> pixels(holder, reinterpret_cast<uint8_t*>(const_cast<Pixel*>(images.data())));
+  constexpr PixelType type = std::is_same_v<Pixel, float> ? PixelType::kFloat32 : PixelType::kUint8;
   auto store = std::make_shared<const ImageStore>(shape, num_images, std::move(pixels), std::move(label_values),
-                                                  labels.has_value());
+                                                  labels.has_value(), type);
   OpenedSet opened;
   opened.spec = "in-memory array";
   opened.source = std::make_shared<InMemorySource>(store, opened.spec);
@@ -311,7 +315,8 @@ PYBIND11_MODULE(_feeder, m) {
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
   m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
-  m.def("from_arrays", &from_arrays, py::arg("images"), py::arg("labels"));
+  m.def("from_arrays", &from_arrays<uint8_t>, py::arg("images"), py::arg("labels"));
+  m.def("from_float_arrays", &from_arrays<float>, py::arg("images"), py::arg("labels"));
 
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](const OpenedSet& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,

@@ -31,12 +31,13 @@ except ImportError as error:  # not a declared dependency: pip must not replace 
 from torch.utils.dlpack import from_dlpack as _from_dlpack
 
 from . import _feeder
+from .cached import CachedDataset, cached
 
 __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "Batch", "DataError", "convert", "inspect", "recommended_environment", "__version__"]
+__all__ = ["DataLoader", "Batch", "DataError", "cached", "CachedDataset", "convert", "inspect", "recommended_environment", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -133,8 +134,21 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
                 f"beside it; a CSV or Parquet set from its label column): batches would carry labels of -1. "
                 f"Pass allow_unlabeled=True to iterate the images alone")
         return opened
+    if isinstance(source, CachedDataset):
+        if labels is not None:
+            raise ValueError("labels= goes with in-memory images; a cached dataset carries its own labels")
+        images = np.ascontiguousarray(source.images)
+        if images.dtype == np.uint8:
+            return _feeder.from_arrays(images, source.labels)
+        return _feeder.from_float_arrays(images, source.labels)
     if isinstance(source, tuple) and len(source) == 2 and labels is None:
         source, labels = source
+    if isinstance(source, torch.utils.data.Dataset) or (
+            hasattr(source, "__getitem__") and hasattr(source, "__len__")
+            and not isinstance(source, (np.ndarray, torch.Tensor, list, tuple))):
+        raise ValueError(f"a {type(source).__name__} Dataset is read through feeder.cached(dataset): every item "
+                         f"once, in parallel, into memory, then served at the loader's speed "
+                         f"(feeder.DataLoader(feeder.cached(dataset), ...))")
     return _feeder.from_arrays(_as_uint8_images(source), _as_int64_labels(labels))
 
 
@@ -188,7 +202,7 @@ class DataLoader:
     """Iterates a dataset in batches of (images, labels) tensors, like torch.utils.data.DataLoader.
 
     Args:
-        source: a path (an IDX ``*-images-idx3-ubyte[.gz]`` file, a CSV, a Parquet file, a directory
+        source: a map-style Dataset read once through ``feeder.cached(dataset)``, a path (an IDX ``*-images-idx3-ubyte[.gz]`` file, a CSV, a Parquet file, a directory
             of Parquet shards, or a glob), or in-memory data: uint8 images (N,C,H,W) or (N,H,W) as a
             torch tensor or NumPy array, with labels as ``(images, labels)`` or ``labels=``. A
             C-contiguous uint8 array is used where it lies, not copied; do not change it while the
@@ -289,7 +303,13 @@ class DataLoader:
             raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
         if not isinstance(layout, str) or layout.lower() not in ("nchw", "nhwc"):
             raise ValueError(f"layout must be 'nchw' or 'nhwc', got {layout!r}")
-        mean, std = _normalization(normalize)
+        if isinstance(source, CachedDataset):
+            if normalize is not None:
+                raise ValueError("normalize= does not apply to a cached dataset: it is served with the values its "
+                                 "Dataset returned (normalise there before caching, or in transform=)")
+            mean, std = source.normalization()
+        else:
+            mean, std = _normalization(normalize)
         budget = _memory_budget_bytes(memory_budget)
 
         self.batch_size = batch_size

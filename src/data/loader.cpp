@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <new>
 #include <string>
@@ -238,6 +239,10 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   EpochPlan::check(size, options.batch_size, options.drop_last, options.rank, options.world_size, source.name());
   validate(options);
   if (source.in_memory()) {
+    if (source.in_memory()->pixel_type() == PixelType::kFloat32 &&
+        (options.normalization.mean != 0.0f || options.normalization.std != 1.0f))
+      throw OptionsError(source.name() + ": its pixels are float32 values, served as they are: normalization "
+                         "applies to uint8 pixels only (leave it at mean 0, std 1)");
     options.shuffle_window = options.shuffle_window == 0 ? size : std::min(options.shuffle_window, size);
     options.memory_budget = 0;
     return options;
@@ -273,6 +278,17 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
                        " rows each); raise the budget, or lower the shuffle window, prefetch or batch size");
   }
   return options;
+}
+
+// One float32 image of a float store into the batch: a copy, transposed to (H,W,C) for kNhwc.
+void copy_float_image(const float* src, float* dst, const ImageShape& shape, ImageLayout layout) {
+  const int64_t plane = shape.height * shape.width;
+  if (layout != ImageLayout::kNhwc || shape.channels == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(shape.num_pixels()) * sizeof(float));
+    return;
+  }
+  for (int64_t c = 0; c < shape.channels; ++c)
+    for (int64_t p = 0; p < plane; ++p) dst[p * shape.channels + c] = src[c * plane + p];
 }
 
 }  // namespace
@@ -534,7 +550,9 @@ Batch Loader::assemble(int64_t batch_index) const {
     buffer->sample_indices[i] = shared_->plan.sample_at(first + i);
     buffer->labels[i] = ref.label;
     float* dst = buffer->images + i * pixels;
-    if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
+    if (store_ && store_->pixel_type() == PixelType::kFloat32)
+      copy_float_image(reinterpret_cast<const float*>(ref.pixels), dst, shape, options_.layout);
+    else if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
       detail::convert_pixels_to_hwc(ref.pixels, dst, shape.channels, shape.height * shape.width, scale, bias);
     else
       detail::convert_pixels(ref.pixels, dst, pixels, scale, bias);

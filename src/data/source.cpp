@@ -42,6 +42,9 @@ uint64_t InMemorySource::fingerprint() const {
 void InMemorySource::read_block(int64_t block_idx, std::vector<uint8_t>&, uint8_t* pixels, int64_t* labels) const {
   if (block_idx < 0 || block_idx >= num_blocks())
     throw OptionsError(name_ + ": no block " + std::to_string(block_idx) + " (it has " + std::to_string(num_blocks()) + ")");
+  // Blocks are read as uint8 pixels (streaming, read_into_memory); a float32 store is only gathered from.
+  if (store_->pixel_type() != PixelType::kUint8)
+    throw OptionsError(name_ + ": a float32 store is served from memory only, not read as blocks of uint8 pixels");
   const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
   const int64_t rows = block_rows(block_idx);
   std::memcpy(pixels, store_->image(first), static_cast<size_t>(rows * store_->image_bytes()));

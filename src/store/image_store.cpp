@@ -28,8 +28,8 @@ ImageStore::ImageStore(ImageShape shape, int64_t num_images, bool labeled)
 }
 
 ImageStore::ImageStore(ImageShape shape, int64_t num_images, std::shared_ptr<uint8_t> pixels,
-                       std::vector<int64_t> labels, bool labeled)
-    : shape_(shape), num_images_(num_images), labeled_(labeled), pixels_(std::move(pixels)), labels_(std::move(labels)) {
+                       std::vector<int64_t> labels, bool labeled, PixelType type)
+    : shape_(shape), num_images_(num_images), labeled_(labeled), pixel_type_(type), pixels_(std::move(pixels)), labels_(std::move(labels)) {
   check_size(shape, num_images);
   if (!pixels_ && num_images > 0) throw OptionsError("image store: no pixels given for " + std::to_string(num_images) + " images");
   if (static_cast<int64_t>(labels_.size()) != num_images)

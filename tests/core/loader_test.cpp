@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -167,6 +168,75 @@ TEST(Loader, NhwcLayoutTransposesChannels) {
     for (int64_t c = 0; c < 3; ++c)
       for (int64_t p = 0; p < 4; ++p)
         EXPECT_FLOAT_EQ(batch->images()[i * 12 + p * 3 + c], store->image(i)[c * 4 + p] / 255.0f);
+}
+
+// A float32 store (feeder.cached() of values that are not 256 levels) is served as it is.
+std::shared_ptr<ImageStore> float_store(int64_t num_images, ImageShape shape) {
+  const int64_t values = num_images * shape.num_pixels();
+  std::shared_ptr<float> data(new float[static_cast<size_t>(values)], std::default_delete<float[]>());
+  for (int64_t v = 0; v < values; ++v) data.get()[v] = std::sin(static_cast<float>(v)) * 3.7f;  // not 256 levels
+  std::vector<int64_t> labels(static_cast<size_t>(num_images));
+  for (int64_t i = 0; i < num_images; ++i) labels[static_cast<size_t>(i)] = i;
+  std::shared_ptr<uint8_t> bytes(data, reinterpret_cast<uint8_t*>(data.get()));
+  return std::make_shared<ImageStore>(shape, num_images, std::move(bytes), std::move(labels), true,
+                                      PixelType::kFloat32);
+}
+
+const float* float_image(const ImageStore& store, int64_t idx) {
+  return reinterpret_cast<const float*>(store.image(idx));
+}
+
+TEST(Loader, AFloatStoreIsServedAsItIsForAnyNumberOfWorkers) {
+  auto store = float_store(103, {2, 3, 5});
+  EXPECT_EQ(store->image_bytes(), 2 * 3 * 5 * 4);
+  for (int workers : {0, 1, 3}) {
+    Loader loader(store, options_with(10, workers));
+    loader.start_epoch(1);
+    int64_t seen = 0;
+    while (auto batch = loader.next()) {
+      for (int64_t i = 0; i < batch->size(); ++i) {
+        const int64_t sample = batch->labels()[i];
+        ASSERT_EQ(batch->sample_indices()[static_cast<size_t>(i)], sample);
+        ASSERT_EQ(0, std::memcmp(batch->images() + i * 30, float_image(*store, sample), 30 * sizeof(float)))
+            << "sample " << sample << " with " << workers << " workers";
+        ++seen;
+      }
+    }
+    EXPECT_EQ(seen, 103);
+  }
+}
+
+TEST(Loader, AFloatStoreInNhwcIsTransposedExactly) {
+  auto store = float_store(4, {3, 2, 2});
+  LoaderOptions options = options_with(4, 1);
+  options.shuffle = false;
+  options.layout = ImageLayout::kNhwc;
+  Loader loader(store, options);
+  loader.start_epoch(0);
+  auto batch = loader.next();
+  ASSERT_TRUE(batch);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t p = 0; p < 4; ++p)
+        EXPECT_EQ(batch->images()[i * 12 + p * 3 + c], float_image(*store, i)[c * 4 + p]);
+}
+
+TEST(Loader, AFloatStoreRefusesNormalizationAndBlockReads) {
+  auto store = float_store(8, {1, 2, 2});
+  LoaderOptions options = options_with(4, 1);
+  options.normalization = {0.5f, 0.25f};
+  try {
+    Loader loader(store, options);
+    FAIL() << "a float32 store with a normalization was accepted";
+  } catch (const OptionsError& e) {
+    EXPECT_NE(std::string(e.what()).find("float32 values, served as they are"), std::string::npos) << e.what();
+  }
+  InMemorySource source(store);
+  std::vector<uint8_t> scratch;
+  std::vector<uint8_t> pixels(64);
+  std::vector<int64_t> labels(8);
+  EXPECT_THROW(source.read_block(0, scratch, pixels.data(), labels.data()), OptionsError);
+  EXPECT_EQ(source.decoded_sample_bytes(), 4 * 4 + 8);
 }
 
 TEST(Loader, EarlyBreakThenNextEpochIsComplete) {

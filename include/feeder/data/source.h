@@ -73,7 +73,10 @@ class SampleSource {
     return block_starts()[static_cast<size_t>(block_idx) + 1] - block_starts()[static_cast<size_t>(block_idx)];
   }
   // Decoded bytes per sample as the loader holds them: pixels plus an int64 label.
-  int64_t decoded_sample_bytes() const { return shape().num_pixels() + static_cast<int64_t>(sizeof(int64_t)); }
+  int64_t decoded_sample_bytes() const {
+    const ImageStore* store = in_memory();
+    return (store ? store->image_bytes() : shape().num_pixels()) + static_cast<int64_t>(sizeof(int64_t));
+  }
   int64_t decoded_bytes() const { return size() * decoded_sample_bytes(); }
 };
 

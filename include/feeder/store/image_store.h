@@ -30,6 +30,11 @@ struct ImageShape {
 
 std::string to_string(const ImageShape& shape);
 
+// What one stored pixel value is. uint8 for every reader (raw pixels, scaled and normalised per
+// batch); float32 for values a program computed already (feeder.cached() of a Python Dataset whose
+// values are not 256 evenly spaced levels), served as they are, without scaling or normalisation.
+enum class PixelType : uint8_t { kUint8, kFloat32 };
+
 // Label stored for images of an unlabeled set (a file with no label column), as in the article.
 inline constexpr int64_t kNoLabel = -1;
 
@@ -48,8 +53,9 @@ class ImageStore {
   // caller's array, kept alive by the shared_ptr (an aliasing one that owns the array's holder) for
   // as long as the store lives. The caller must not change those pixels while a loader reads them.
   // `labels` has num_images entries (all kNoLabel when `labeled` is false).
+  // `type` says what the pixel bytes hold: image_bytes() per image either way.
   ImageStore(ImageShape shape, int64_t num_images, std::shared_ptr<uint8_t> pixels, std::vector<int64_t> labels,
-             bool labeled);
+             bool labeled, PixelType type = PixelType::kUint8);
   // Move-only: a copy would share the pixels it looks as if it owned.
   ImageStore(ImageStore&&) = default;
   ImageStore& operator=(ImageStore&&) = default;
@@ -58,10 +64,13 @@ class ImageStore {
 
   int64_t size() const { return num_images_; }
   const ImageShape& shape() const { return shape_; }
-  int64_t image_bytes() const { return shape_.num_pixels(); }
+  PixelType pixel_type() const { return pixel_type_; }
+  // Bytes of one image: its pixel values times their size.
+  int64_t image_bytes() const { return shape_.num_pixels() * (pixel_type_ == PixelType::kFloat32 ? 4 : 1); }
   // True when the source had labels; otherwise every label is kNoLabel.
   bool labeled() const { return labeled_; }
 
+  // The pixel bytes (image_bytes() per image).
   std::span<uint8_t> pixels() { return {pixels_.get(), num_pixel_bytes()}; }
   std::span<const uint8_t> pixels() const { return {pixels_.get(), num_pixel_bytes()}; }
   std::span<int64_t> labels() { return labels_; }
@@ -78,7 +87,8 @@ class ImageStore {
   ImageShape shape_;
   int64_t num_images_ = 0;
   bool labeled_ = false;
-  size_t num_pixel_bytes() const { return static_cast<size_t>(num_images_ * shape_.num_pixels()); }
+  PixelType pixel_type_ = PixelType::kUint8;
+  size_t num_pixel_bytes() const { return static_cast<size_t>(num_images_ * image_bytes()); }
 
   std::shared_ptr<uint8_t> pixels_;  // (N,C,H,W): allocated here, or the caller's array
   std::vector<int64_t> labels_;  // (N)
