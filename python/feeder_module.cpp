@@ -33,6 +33,7 @@
 #include "feeder/data/loader.h"
 #include "feeder/data/source.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/image/image_decoder.h"
 #include "feeder/system/runtime.h"
 #include "feeder/train/train_data.h"
 #include "feeder/util/byte_size.h"
@@ -349,6 +350,23 @@ PYBIND11_MODULE(_feeder, m) {
   }, py::arg("dir"), py::arg("train"));
   m.def("convert", &convert, py::arg("args"));
   m.def("inspect", &inspect, py::arg("path"));
+  m.def(
+      "decode_image",
+      [](py::buffer data, int channels, const std::string& name) {
+        const py::buffer_info info = data.request();
+        if (info.itemsize != 1) throw OptionsError("decode_image takes bytes (an encoded image)");
+        const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(info.ptr), static_cast<size_t>(info.size));
+        std::vector<uint8_t> pixels;
+        ImageHeader header;
+        {
+          py::gil_scoped_release release;
+          header = decode_image(bytes, channels, name, pixels);
+        }
+        py::array_t<uint8_t> result({header.height, header.width, static_cast<int64_t>(channels)});
+        std::copy(pixels.begin(), pixels.end(), result.mutable_data());
+        return py::make_tuple(result, to_string(header.format), header.channels);
+      },
+      py::arg("data"), py::arg("channels"), py::arg("name"));
   m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });
   m.def("default_memory_budget", &default_memory_budget);
   m.def("recommended_process_settings", [](int threads) {

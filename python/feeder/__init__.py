@@ -37,7 +37,7 @@ __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "Batch", "DataError", "cached", "CachedDataset", "convert", "inspect", "recommended_environment", "__version__"]
+__all__ = ["DataLoader", "Batch", "DataError", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -514,6 +514,23 @@ def convert(input, output, *, layout=None, codec=None, level=None, row_group_siz
     report = _feeder.convert(args)
     print(report, end="")  # through sys.stdout: a notebook shows it
     return report
+
+
+def decode_image(data, channels=3):
+    """Decodes a JPEG, PNG or WebP image (bytes, or a path) as feeder's loaders do: a uint8 NumPy
+    array (H,W,channels), channels 1 (gray) or 3 (RGB). The pixels equal PIL's
+    ``Image.open(f).convert("RGB")`` (or ``"L"``; for a color JPEG, its luma plane, PIL's
+    ``draft("L")``); alpha is dropped, palettes expanded, 16-bit samples keep their high byte.
+    A damaged image raises DataError naming it and what is wrong."""
+    name = "<bytes>"
+    if isinstance(data, (str, os.PathLike)):
+        name = os.fspath(data)
+        with open(name, "rb") as f:
+            data = f.read()
+    if channels not in (1, 3):
+        raise ValueError(f"channels must be 1 (gray) or 3 (RGB), got {channels!r}")
+    pixels, _, _ = _feeder.decode_image(data, channels, name)
+    return pixels
 
 
 def inspect(path):

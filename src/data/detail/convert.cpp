@@ -1,6 +1,15 @@
 #include "data/detail/convert.h"
 
+// GCC 12 warns inside its own avx512fintrin.h (the deliberately undefined register of
+// _mm512_undefined_*) when the intrinsics below are inlined: a false positive in the header.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 namespace feeder::detail {
 namespace {

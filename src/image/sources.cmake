@@ -1,0 +1,9 @@
+# Encoded images: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp), each a Debian library.
+target_sources(feeder_core PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/image_decoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/jpeg_decoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/png_decoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/webp_decoder.cpp
+)
+pkg_check_modules(FEEDER_IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
+target_link_libraries(feeder_core PRIVATE PkgConfig::FEEDER_IMAGE_CODECS)
