@@ -61,7 +61,7 @@ packages=(
 # Only the tests use these (the first command stays quick without them).
 test_packages=(
   libgtest-dev                         # the C++ tests
-  python3-pytest python3-pil           # the Python package's tests; PIL makes and reads their images
+  python3-pytest python3-pil python3-torchvision  # the Python tests; PIL and torchvision are the image references
   python3-venv python3-setuptools python3-wheel python3-build  # pip install and a wheel, offline
 )
 # Only the checks of --test beyond the release tests.

@@ -33,7 +33,9 @@
 #include "feeder/data/loader.h"
 #include "feeder/data/source.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
+#include "feeder/image/resized_crop.h"
 #include "feeder/system/runtime.h"
 #include "feeder/train/train_data.h"
 #include "feeder/util/byte_size.h"
@@ -367,6 +369,59 @@ PYBIND11_MODULE(_feeder, m) {
         return py::make_tuple(result, to_string(header.format), header.channels);
       },
       py::arg("data"), py::arg("channels"), py::arg("name"));
+  // The image pipeline's pieces, for tests against torchvision and PIL.
+  m.def(
+      "random_resized_crop",
+      [](int64_t width, int64_t height, std::pair<double, double> scale, std::pair<double, double> ratio,
+         std::vector<double> draws) {
+        RandomResizedCropOptions options{scale.first, scale.second, ratio.first, ratio.second};
+        validate(options);
+        size_t used = 0;
+        const CropBox box = random_resized_crop(width, height, options, [&] {
+          if (used == draws.size()) throw OptionsError("random_resized_crop: ran out of draws");
+          return draws[used++];
+        });
+        return py::make_tuple(py::make_tuple(static_cast<int64_t>(box.top), static_cast<int64_t>(box.left),
+                                             static_cast<int64_t>(box.height), static_cast<int64_t>(box.width)),
+                              used);
+      },
+      py::arg("width"), py::arg("height"), py::arg("scale"), py::arg("ratio"), py::arg("draws"));
+  m.def(
+      "center_crop",
+      [](int64_t width, int64_t height, int64_t resize, int64_t crop) {
+        const CropBox box = center_crop(width, height, resize, crop);
+        return py::make_tuple(box.top, box.left, box.height, box.width);
+      },
+      py::arg("width"), py::arg("height"), py::arg("resize"), py::arg("crop"));
+  m.def(
+      "decode_resized_crop",
+      [](py::buffer data, int channels, std::tuple<double, double, double, double> box, int64_t out_height,
+         int64_t out_width, bool dct_scaling, bool resize_first, const std::string& name) {
+        const py::buffer_info buffer = data.request();
+        const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(buffer.ptr), static_cast<size_t>(buffer.size));
+        ResizedCropOptions options;
+        options.channels = channels;
+        options.out_height = out_height;
+        options.out_width = out_width;
+        options.dct_scaling = dct_scaling;
+        py::array_t<float> result({out_height, out_width, static_cast<int64_t>(channels)});
+        float* out = result.mutable_data();
+        ResizedCropInfo info;
+        {
+          py::gil_scoped_release release;
+          ImageScratch scratch;
+          const CropBox given{std::get<0>(box), std::get<1>(box), std::get<2>(box), std::get<3>(box), resize_first};
+          info = decode_resized_crop(bytes, name, [&](int64_t, int64_t) { return given; }, options, scratch, out);
+        }
+        py::dict details;
+        details["scale_eighths"] = info.scale_eighths;
+        details["decoded_pixels"] = info.decoded_pixels;
+        details["width"] = info.header.width;
+        details["height"] = info.header.height;
+        return py::make_tuple(result, details);
+      },
+      py::arg("data"), py::arg("channels"), py::arg("box"), py::arg("out_height"), py::arg("out_width"),
+      py::arg("dct_scaling"), py::arg("resize_first"), py::arg("name"));
   m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });
   m.def("default_memory_budget", &default_memory_budget);
   m.def("recommended_process_settings", [](int threads) {

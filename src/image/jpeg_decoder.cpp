@@ -10,6 +10,7 @@
 #include "feeder/error.h"
 #include "image/detail/color.h"
 #include "image/detail/decoders.h"
+#include "image/detail/resample.h"
 
 namespace feeder::detail {
 namespace {
@@ -65,6 +66,51 @@ ImageHeader header_of(const jpeg_decompress_struct& cinfo) {
           cinfo.num_components};
 }
 
+// Asks libjpeg for the color space that gives `channels` with the least work, as PIL would
+// convert: CMYK is converted here afterwards, a color file asked for gray gives its luma plane.
+void choose_color_space(jpeg_decompress_struct& cinfo, int channels) {
+  const J_COLOR_SPACE stored = cinfo.jpeg_color_space;
+  if (stored == JCS_CMYK || stored == JCS_YCCK)
+    cinfo.out_color_space = JCS_CMYK;
+  else if (channels == 1 && (stored == JCS_GRAYSCALE || stored == JCS_YCbCr))
+    cinfo.out_color_space = JCS_GRAYSCALE;  // the luma plane: no color conversion at all
+  else
+    cinfo.out_color_space = JCS_RGB;  // a gray file asked for RGB is replicated by libjpeg
+}
+
+// Reads the rows [output_scanline, last) into `pixels` (rows of width * channels), converting
+// what libjpeg gives when its components are not `channels`. `rows` is scratch.
+void read_rows(jpeg_decompress_struct& cinfo, int channels, int64_t last, uint8_t* pixels, std::vector<uint8_t>& rows) {
+  const int64_t width = cinfo.output_width;
+  const int components = cinfo.output_components;
+  const bool direct = components == channels;
+  const int batch = std::min<int>(cinfo.rec_outbuf_height, 16);
+  if (!direct) rows.resize(static_cast<size_t>(width * components * batch));
+  const int64_t first_row = cinfo.output_scanline;
+  while (static_cast<int64_t>(cinfo.output_scanline) < last) {
+    const int64_t first = cinfo.output_scanline;
+    const int want = static_cast<int>(std::min<int64_t>(batch, last - first));
+    JSAMPROW pointers[16];
+    for (int i = 0; i < want; ++i)
+      pointers[i] = direct ? pixels + (first - first_row + i) * width * channels : rows.data() + i * width * components;
+    const auto read = static_cast<int64_t>(jpeg_read_scanlines(&cinfo, pointers, static_cast<JDIMENSION>(want)));
+    if (direct) continue;
+    for (int64_t i = 0; i < read; ++i) {
+      uint8_t* source = rows.data() + i * width * components;
+      uint8_t* target = pixels + (first - first_row + i) * width * channels;
+      if (components == 4) {
+        cmyk_to_rgb(source, source, width, cinfo.saw_Adobe_marker);  // in place: 4 -> 3 bytes a pixel
+        if (channels == 1)
+          rgb_to_gray(source, target, width);
+        else
+          std::copy_n(source, width * 3, target);
+      } else {
+        rgb_to_gray(source, target, width);  // an RGB-coded file asked for gray
+      }
+    }
+  }
+}
+
 }  // namespace
 
 ImageHeader read_jpeg_header(std::span<const uint8_t> bytes, const std::string& name) {
@@ -85,48 +131,63 @@ void decode_jpeg(std::span<const uint8_t> bytes, int channels, const std::string
   jpeg_read_header(&cinfo, TRUE);
   header = header_of(cinfo);
   check_image_size(header, max_pixels, name);
-
-  const J_COLOR_SPACE stored = cinfo.jpeg_color_space;
-  const bool cmyk = stored == JCS_CMYK || stored == JCS_YCCK;
-  if (cmyk)
-    cinfo.out_color_space = JCS_CMYK;  // converted below as PIL converts it
-  else if (channels == 1 && (stored == JCS_GRAYSCALE || stored == JCS_YCbCr))
-    cinfo.out_color_space = JCS_GRAYSCALE;  // the luma plane: no color conversion at all
-  else
-    cinfo.out_color_space = JCS_RGB;  // a gray file asked for RGB is replicated by libjpeg
+  choose_color_space(cinfo, channels);
   jpeg_start_decompress(&cinfo);
-
-  const int64_t width = cinfo.output_width;
-  const int64_t height = cinfo.output_height;
-  const int components = cinfo.output_components;
-  pixels.resize(static_cast<size_t>(width * height * channels));
-  const bool direct = components == channels;
-  if (!direct) rows.resize(static_cast<size_t>(width * components * cinfo.rec_outbuf_height));
-  while (cinfo.output_scanline < cinfo.output_height) {
-    const int64_t first = cinfo.output_scanline;
-    JSAMPROW pointers[16];
-    const int batch = std::min<int>(cinfo.rec_outbuf_height, 16);
-    for (int i = 0; i < batch; ++i)
-      pointers[i] = direct ? pixels.data() + std::min<int64_t>(first + i, height - 1) * width * channels
-                           : rows.data() + i * width * components;
-    const auto read = static_cast<int64_t>(jpeg_read_scanlines(&cinfo, pointers, static_cast<JDIMENSION>(batch)));
-    if (direct) continue;
-    for (int64_t i = 0; i < read; ++i) {
-      uint8_t* source = rows.data() + i * width * components;
-      uint8_t* target = pixels.data() + (first + i) * width * channels;
-      if (cmyk) {
-        cmyk_to_rgb(source, source, width, cinfo.saw_Adobe_marker);  // in place: 4 -> 3 bytes a pixel
-        if (channels == 1)
-          rgb_to_gray(source, target, width);
-        else
-          std::copy_n(source, width * 3, target);
-      } else {
-        rgb_to_gray(source, target, width);  // an RGB-coded file asked for gray
-      }
-    }
-  }
+  pixels.resize(static_cast<size_t>(int64_t{cinfo.output_width} * cinfo.output_height * channels));
+  read_rows(cinfo, channels, cinfo.output_height, pixels.data(), rows);
   // Not jpeg_finish_decompress: every pixel is decoded, and what follows the last scan does not
   // change any. A truncated file is caught above, where libjpeg runs out of data.
+}
+
+void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
+                        const std::function<CropBox(int64_t, int64_t)>& choose_box, const ResizedCropOptions& options,
+                        ImageScratch& scratch, ResizedCropInfo& info, JpegRegion& region) {
+  Decompressor d;
+  if (setjmp(d.errors.jump)) throw d.error(name);
+  jpeg_decompress_struct& cinfo = d.cinfo;
+  jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  info.header = header_of(cinfo);
+  check_image_size(info.header, options.max_pixels, name);
+  const CropBox box = choose_box(info.header.width, info.header.height);
+  info.box = box;
+  // The smallest scale n/8 at which the box still has the output's resolution.
+  int eighths = 8;
+  if (options.dct_scaling) {
+    for (eighths = 1; eighths < 8; ++eighths)
+      if (box.width * eighths >= 8.0 * static_cast<double>(options.out_width) &&
+          box.height * eighths >= 8.0 * static_cast<double>(options.out_height))
+        break;
+  }
+  cinfo.scale_num = static_cast<unsigned>(eighths);
+  cinfo.scale_denom = 8;
+  choose_color_space(cinfo, options.channels);
+  jpeg_start_decompress(&cinfo);
+  region.scale_eighths = eighths;
+  region.scaled_width = cinfo.output_width;
+  region.scaled_height = cinfo.output_height;
+
+  // The columns and rows the resampling reads, at this scale.
+  const double sx = static_cast<double>(region.scaled_width) / static_cast<double>(info.header.width);
+  const double sy = static_cast<double>(region.scaled_height) / static_cast<double>(info.header.height);
+  int64_t column_first = 0, column_last = 0, row_first = 0, row_last = 0;
+  resample_span(box.left * sx, (box.left + box.width) * sx, region.scaled_width, options.out_width, column_first,
+                column_last);
+  resample_span(box.top * sy, (box.top + box.height) * sy, region.scaled_height, options.out_height, row_first,
+                row_last);
+  JDIMENSION x_offset = static_cast<JDIMENSION>(column_first);
+  JDIMENSION x_width = static_cast<JDIMENSION>(column_last - column_first);
+  if (x_width < cinfo.output_width) jpeg_crop_scanline(&cinfo, &x_offset, &x_width);  // widened to whole iMCUs
+  region.left = x_offset;
+  region.width = cinfo.output_width;
+  if (row_first > 0) row_first = jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(row_first));
+  region.top = row_first;
+  region.height = row_last - row_first;
+  scratch.pixels.resize(static_cast<size_t>(region.width * region.height * options.channels));
+  read_rows(cinfo, options.channels, row_last, scratch.pixels.data(), scratch.rows);
+  info.scale_eighths = eighths;
+  info.decoded_pixels = region.width * region.height;
+  // The rows below the box are never decoded: the decompressor is destroyed here.
 }
 
 }  // namespace feeder::detail

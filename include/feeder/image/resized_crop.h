@@ -1,0 +1,58 @@
+#pragma once
+
+// A box of an encoded image, decoded and resized to the output size in one step: what a sample of a
+// real image dataset becomes before flipping and normalising. For JPEG only what the box needs is
+// decoded: DCT-domain scaling (the smallest n/8 of the image that still gives the output
+// resolution), the box's columns (jpeg_crop_scanline) and rows (jpeg_skip_scanlines, and no
+// decoding below the box). PNG and WebP are decoded whole. Then one resampling with a bilinear
+// (triangle) filter widened by the downscale factor (antialias), as PIL's and torchvision's bilinear
+// resize with antialias, computed in float and not rounded to uint8.
+//
+// Thread safety: a pure function of its inputs; give each thread its own scratch.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "feeder/image/crop.h"
+#include "feeder/image/image_decoder.h"
+
+namespace feeder {
+
+// Buffers reused between decodes by one thread.
+struct ImageScratch {
+  std::vector<uint8_t> pixels;  // the decoded region
+  std::vector<uint8_t> rows;    // rows before a color conversion
+  std::vector<float> resampled; // the horizontal pass
+  std::vector<float> weights;   // horizontal resampling coefficients
+  std::vector<int64_t> spans;   // their first source pixel and count, per output pixel
+  std::vector<float> vertical_weights;
+  std::vector<int64_t> vertical_spans;
+};
+
+struct ResizedCropOptions {
+  int channels = 3;          // 1 or 3
+  int64_t out_height = 224;
+  int64_t out_width = 224;
+  bool dct_scaling = true;   // JPEG: decode at the smallest n/8 scale that keeps the output's resolution
+  int64_t max_pixels = kDefaultMaxImagePixels;
+};
+
+// What a decode did, for statistics and tests.
+struct ResizedCropInfo {
+  ImageHeader header;
+  CropBox box;            // in the image's pixels
+  int scale_eighths = 8;  // JPEG's DCT scale used, in eighths
+  int64_t decoded_pixels = 0;  // pixels actually decoded (at that scale)
+};
+
+// Decodes the box that `choose_box(width, height)` gives for the image's size, resized to
+// (out_height, out_width), into `out` as float values 0..255, (H,W,C) with `channels` channels.
+// Throws DataError (the image named by `name`) as decode_image does.
+ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::string& name,
+                                    const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
+                                    const ResizedCropOptions& options, ImageScratch& scratch, float* out);
+
+}  // namespace feeder

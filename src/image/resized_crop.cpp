@@ -1,0 +1,60 @@
+#include "feeder/image/resized_crop.h"
+
+#include <string>
+
+#include "feeder/error.h"
+#include "image/detail/decoders.h"
+#include "image/detail/resample.h"
+
+namespace feeder {
+namespace {
+
+void check_box(const CropBox& box, const ImageHeader& header, const std::string& name) {
+  constexpr double kSlack = 1e-6;  // a center crop's box is computed in floating point
+  if (!(box.width > 0 && box.height > 0 && box.left >= -kSlack && box.top >= -kSlack &&
+        box.left + box.width <= static_cast<double>(header.width) + kSlack &&
+        box.top + box.height <= static_cast<double>(header.height) + kSlack))
+    throw OptionsError(name + ": crop box (top " + std::to_string(box.top) + ", left " + std::to_string(box.left) +
+                       ", " + std::to_string(box.height) + " x " + std::to_string(box.width) + ") is not inside the " +
+                       std::to_string(header.width) + "x" + std::to_string(header.height) + " image");
+}
+
+}  // namespace
+
+ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::string& name,
+                                    const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
+                                    const ResizedCropOptions& options, ImageScratch& scratch, float* out) {
+  if (options.channels != 1 && options.channels != 3)
+    throw OptionsError("image channels must be 1 (gray) or 3 (RGB), got " + std::to_string(options.channels));
+  if (options.out_width <= 0 || options.out_height <= 0)
+    throw OptionsError("image output size must be positive, got " + std::to_string(options.out_height) + "x" +
+                       std::to_string(options.out_width));
+  ResizedCropInfo info;
+  // Whichever way the image is decoded, `box` ends up in the coordinates of the decoded pixels.
+  const auto checked_box = [&](int64_t width, int64_t height) {
+    const CropBox box = choose_box(width, height);
+    check_box(box, ImageHeader{ImageFormat::kJpeg, width, height, 0}, name);
+    return box;
+  };
+  if (sniff_image_format(bytes) == ImageFormat::kJpeg) {
+    detail::JpegRegion region;
+    detail::decode_jpeg_region(bytes, name, checked_box, options, scratch, info, region);
+    const double sx = static_cast<double>(region.scaled_width) / static_cast<double>(info.header.width);
+    const double sy = static_cast<double>(region.scaled_height) / static_cast<double>(info.header.height);
+    const detail::ResampleBox box =
+        detail::resample_box(info.box, sx, sy, region.left, region.top, region.width, region.height);
+    detail::resample(scratch.pixels.data(), region.width, region.height, options.channels, box, options.out_width,
+                     options.out_height, scratch, out);
+    return info;
+  }
+  info.header = decode_image(bytes, options.channels, name, scratch.pixels, options.max_pixels);
+  info.box = checked_box(info.header.width, info.header.height);
+  info.decoded_pixels = info.header.width * info.header.height;
+  const detail::ResampleBox box =
+      detail::resample_box(info.box, 1.0, 1.0, 0, 0, info.header.width, info.header.height);
+  detail::resample(scratch.pixels.data(), info.header.width, info.header.height, options.channels, box,
+                   options.out_width, options.out_height, scratch, out);
+  return info;
+}
+
+}  // namespace feeder
