@@ -148,8 +148,12 @@ def test_what_cannot_be_cached_is_refused_with_the_reason(article_v1):
         feeder.cached(ragged, num_workers=0)
     with pytest.raises(Exception, match=r"item 3 is float32 \(1, 5, 4\)"):  # raised in a worker, re-raised here
         feeder.cached(ragged, num_workers=1)
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter([])
+
     with pytest.raises(ValueError, match="map-style Dataset"):
-        feeder.cached(torch.utils.data.IterableDataset())
+        feeder.cached(Stream())
     with pytest.raises(ValueError, match="empty"):
         feeder.cached(Pairs([], []))
     with pytest.raises(ValueError, match=r"item 0: the image has shape \(784,\)"):
