@@ -35,6 +35,8 @@
 #include "feeder/formats/dataset_files.h"
 #include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
+#include "feeder/image/image_folder.h"
+#include "feeder/image/image_stage.h"
 #include "feeder/image/resized_crop.h"
 #include "feeder/system/runtime.h"
 #include "feeder/train/train_data.h"
@@ -204,6 +206,32 @@ class PyLoader {
   uintptr_t last_labels_ = 0;
 };
 
+// The image stage from DataLoader's image options (a dict of plain values; checked by ImageStage).
+std::shared_ptr<const SampleStage> make_image_stage(const py::dict& image) {
+  ImageStageOptions options;
+  options.channels = image["channels"].cast<int>();
+  options.height = image["height"].cast<int64_t>();
+  options.width = image["width"].cast<int64_t>();
+  const auto crop = image["crop"].cast<std::string>();
+  if (crop == "random_resized_crop")
+    options.crop = ImageCrop::kRandomResizedCrop;
+  else if (crop == "center_crop")
+    options.crop = ImageCrop::kCenterCrop;
+  else if (crop == "resize")
+    options.crop = ImageCrop::kResize;
+  else
+    throw OptionsError("augment must be 'random_resized_crop', 'center_crop' or None, got '" + crop + "'");
+  const auto scale = image["scale"].cast<std::pair<double, double>>();
+  const auto ratio = image["ratio"].cast<std::pair<double, double>>();
+  options.random_crop = {scale.first, scale.second, ratio.first, ratio.second};
+  options.flip = image["flip"].cast<bool>();
+  options.resize = image["resize"].cast<int64_t>();
+  options.mean = image["mean"].cast<std::array<float, 3>>();
+  options.std = image["std"].cast<std::array<float, 3>>();
+  options.dct_scaling = image["dct_scaling"].cast<bool>();
+  return std::make_shared<ImageStage>(options);
+}
+
 LoaderOptions make_options(int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last, int num_workers,
                            int prefetch, float mean, float std, const std::string& layout, int64_t rank,
                            int64_t world_size, int64_t memory_budget, int64_t shuffle_window) {
@@ -307,7 +335,7 @@ PYBIND11_MODULE(_feeder, m) {
     }
   });
 
-  py::class_<OpenedSet>(m, "Source")
+  py::class_<OpenedSet>(m, "Source", py::dynamic_attr())  // the package adds an image folder's classes
       .def_property_readonly("streaming", [](const OpenedSet& s) { return s.streaming; })
       .def_property_readonly("choice", [](const OpenedSet& s) { return s.choice; })
       .def_property_readonly("name", [](const OpenedSet& s) { return s.source->name(); })
@@ -318,22 +346,46 @@ PYBIND11_MODULE(_feeder, m) {
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
   m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
+  m.def("is_image_folder", [](const std::string& path) { return is_image_folder(path); });
+  m.def(
+      "open_image_folder",
+      [](const std::string& path, int64_t memory_budget) {
+        ImageFolder folder;
+        {
+          py::gil_scoped_release release;
+          folder = open_image_folder(path, 0, memory_budget);
+        }
+        OpenedSet opened;
+        opened.spec = path;
+        opened.source = folder.source;
+        opened.decoded_bytes = folder.source->encoded_bytes();
+        opened.choice = "in memory (" + std::to_string(folder.source->size()) + " images, " +
+                        format_byte_size(folder.source->encoded_bytes()) + " encoded)";
+        return py::make_tuple(opened, folder.classes, folder.skipped_other, folder.skipped_unsupported);
+      },
+      py::arg("path"), py::arg("memory_budget"));
   m.def("from_arrays", &from_arrays<uint8_t>, py::arg("images"), py::arg("labels"));
   m.def("from_float_arrays", &from_arrays<float>, py::arg("images"), py::arg("labels"));
 
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](const OpenedSet& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
                        int num_workers, int prefetch, float mean, float std, const std::string& layout,
-                       int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window) {
+                       int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window,
+                       std::optional<py::dict> image) {
              // The budget counts only for a streamed set; one in memory is already held.
-             const LoaderOptions options = make_options(batch_size, shuffle, seed, drop_last, num_workers, prefetch,
-                                                        mean, std, layout, rank, world_size, memory_budget,
-                                                        shuffle_window);
+             LoaderOptions options = make_options(batch_size, shuffle, seed, drop_last, num_workers, prefetch, mean,
+                                                  std, layout, rank, world_size, memory_budget, shuffle_window);
+             if (image) options.sample_stage = make_image_stage(*image);
              return std::make_unique<PyLoader>(source.source, options);
            }),
            py::arg("source"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"), py::arg("drop_last"),
            py::arg("num_workers"), py::arg("prefetch"), py::arg("mean"), py::arg("std"), py::arg("layout"),
-           py::arg("rank"), py::arg("world_size"), py::arg("memory_budget"), py::arg("shuffle_window"))
+           py::arg("rank"), py::arg("world_size"), py::arg("memory_budget"), py::arg("shuffle_window"),
+           py::arg("image") = py::none())
+      .def_property_readonly("sample_shape", [](const PyLoader& l) {
+        const ImageShape shape = l.loader().sample_shape();
+        return py::make_tuple(shape.channels, shape.height, shape.width);
+      })
       .def("start_epoch", &PyLoader::start_epoch)
       .def("next", &PyLoader::next)
       .def("state", &PyLoader::state)

@@ -124,6 +124,15 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
         path = os.fspath(source)
+        if _feeder.is_image_folder(path):
+            opened, classes, skipped_other, skipped_unsupported = _feeder.open_image_folder(path, memory_budget)
+            if skipped_unsupported:
+                warnings.warn(f"{path}: {skipped_unsupported} images of formats feeder does not decode (.bmp, .ppm, "
+                              f".pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them",
+                              RuntimeWarning, stacklevel=3)
+            opened.classes = classes
+            opened.skipped_files = skipped_other + skipped_unsupported
+            return opened
         if _is_idx_directory(path):
             # torchvision's `train=`: the training or the test split of the directory
             path = _feeder.find_split_file(path, bool(train))
@@ -168,28 +177,69 @@ class _DatasetView:
     """What DataLoader.dataset gives: the set's size (``len(loader.dataset)``, as with torch's
     DataLoader), its image shape, whether it is labeled, and its name."""
 
-    __slots__ = ("_source",)
+    __slots__ = ("_source", "_shape")
 
-    def __init__(self, source):
+    def __init__(self, source, shape):
         self._source = source
+        self._shape = shape
 
     def __len__(self):
         return self._source.num_samples
 
     @property
     def image_shape(self):
-        return self._source.shape
+        return self._shape
 
     @property
     def labeled(self):
         return self._source.labeled
 
     @property
+    def classes(self):
+        """An image folder's class names (label i is classes[i]), as torchvision's ImageFolder; else None."""
+        return getattr(self._source, "classes", None)
+
+    @property
     def name(self):
         return self._source.name
 
     def __repr__(self):
-        return f"<feeder dataset {self._source.name!r}: {len(self)} samples of {self._source.shape}>"
+        return f"<feeder dataset {self._source.name!r}: {len(self)} samples of {self._shape}>"
+
+
+_AUGMENTS = {None: "resize", "resize": "resize", "random_resized_crop": "random_resized_crop",
+             "center_crop": "center_crop"}
+
+
+def _per_channel(name, value, channels):
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    if len(values) == 1:
+        values = values * channels
+    if len(values) != channels or not all(isinstance(v, (int, float)) for v in values):
+        raise ValueError(f"{name} must be one number or {channels} (one per channel), got {value!r}")
+    return [float(v) for v in values] + [0.0 if name == "mean" else 1.0] * (3 - channels)
+
+
+def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize):
+    """The image stage's options for a folder of encoded images, checked."""
+    if image_size is None:
+        raise ValueError("a folder of images needs image_size= (an int, or (height, width)): the size of every "
+                         "image in a batch")
+    height, width = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+    _check_int("image_size", height, 1)
+    _check_int("image_size", width, 1)
+    if augment not in _AUGMENTS:
+        raise ValueError(f"augment must be 'random_resized_crop' (training), 'center_crop' (evaluation) or None "
+                         f"(the whole image resized), got {augment!r}")
+    if channels not in (1, 3):
+        raise ValueError(f"channels must be 1 (gray) or 3 (RGB), got {channels!r}")
+    if resize is None:
+        resize = round(height * 256 / 224)  # torchvision's Resize(256) before CenterCrop(224)
+    mean, std = ((0.0,), (1.0,)) if normalize is None else normalize
+    return {"channels": channels, "height": height, "width": width, "crop": _AUGMENTS[augment],
+            "scale": tuple(float(v) for v in scale), "ratio": tuple(float(v) for v in ratio), "flip": bool(flip),
+            "resize": _check_int("resize", resize, 1), "mean": _per_channel("mean", mean, channels),
+            "std": _per_channel("std", std, channels), "dct_scaling": bool(dct_scaling)}
 
 
 def _check_int(name, value, minimum):
@@ -264,7 +314,8 @@ class DataLoader:
                  shuffle_window=0, pin_memory=False, labels=None, *, train=True, allow_unlabeled=False,
                  transform=None, generator=None, prefetch_factor=None, persistent_workers=False, timeout=0,
                  pin_memory_device="", in_order=True, sampler=None, batch_sampler=None, collate_fn=None,
-                 worker_init_fn=None, multiprocessing_context=None):
+                 worker_init_fn=None, multiprocessing_context=None, image_size=None, augment=None, channels=3,
+                 resize=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=True, dct_scaling=True):
         refused = {"sampler": sampler, "batch_sampler": batch_sampler, "collate_fn": collate_fn,
                    "worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}
         for name, value in refused.items():
@@ -309,7 +360,7 @@ class DataLoader:
                                  "Dataset returned (normalise there before caching, or in transform=)")
             mean, std = source.normalization()
         else:
-            mean, std = _normalization(normalize)
+            mean, std = None, None  # once the source is open: an image folder normalises per channel
         budget = _memory_budget_bytes(memory_budget)
 
         self.batch_size = batch_size
@@ -322,9 +373,18 @@ class DataLoader:
         self.persistent_workers = bool(persistent_workers)
         self._transform = transform
         self._source = _open_source(source, labels, budget, train, allow_unlabeled)
+        image = None
+        if getattr(self._source, "classes", None) is not None:
+            image = _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize)
+            mean, std = 0.0, 1.0  # the image stage normalises, per channel
+        elif image_size is not None or augment is not None:
+            raise ValueError("image_size= and augment= are for a folder of encoded images (JPEG, PNG, WebP); this "
+                             "set's images all have one size already")
+        elif mean is None:
+            mean, std = _normalization(normalize)
         self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,
                                       prefetch, mean, std, layout.lower(), rank, world_size, budget,
-                                      shuffle_window)
+                                      shuffle_window, image)
         self._pin_memory = bool(pin_memory) and torch.cuda.is_available()
         if self._loader.shuffle_advice:
             # The set streams in a window that mixes too few pieces for how its labels are laid out.
@@ -345,7 +405,7 @@ class DataLoader:
     @property
     def dataset(self):
         """The set iterated: ``len(loader.dataset)`` is its size, as with torch's DataLoader."""
-        return _DatasetView(self._source)
+        return _DatasetView(self._source, self._loader.sample_shape)
 
     @property
     def num_samples(self):
@@ -359,8 +419,8 @@ class DataLoader:
 
     @property
     def image_shape(self):
-        """(C, H, W) of one image."""
-        return self._source.shape
+        """(C, H, W) of one image in a batch."""
+        return self._loader.sample_shape
 
     @property
     def streaming(self):

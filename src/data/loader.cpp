@@ -238,6 +238,20 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   const int64_t size = source.size();
   EpochPlan::check(size, options.batch_size, options.drop_last, options.rank, options.world_size, source.name());
   validate(options);
+  if (source.encoded() && !options.sample_stage)
+    throw OptionsError(source.name() + ": its samples are encoded images: the loader needs a sample stage (the "
+                       "output size, crop and normalisation: ImageStage)");
+  if (!source.encoded() && options.sample_stage)
+    throw OptionsError(source.name() + ": its samples are pixels of one size, which the loader converts itself; a "
+                       "sample stage is for encoded images");
+  if (source.encoded()) {  // held in memory
+    if (options.normalization.mean != 0.0f || options.normalization.std != 1.0f)
+      throw OptionsError(source.name() + ": encoded images are normalised by their sample stage (its mean and "
+                         "std per channel); leave the loader's normalization at mean 0, std 1");
+    options.shuffle_window = options.shuffle_window == 0 ? size : std::min(options.shuffle_window, size);
+    options.memory_budget = 0;
+    return options;
+  }
   if (source.in_memory()) {
     if (source.in_memory()->pixel_type() == PixelType::kFloat32 &&
         (options.normalization.mean != 0.0f || options.normalization.std != 1.0f))
@@ -301,12 +315,13 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
       transform_(std::move(transform)),
       shared_(new Shared) {
   const int64_t size = source_->size();
+  sample_shape_ = options_.sample_stage ? options_.sample_stage->output_shape() : source_->shape();
   num_samples_ = EpochPlan::count_samples(size, options_.batch_size, options_.drop_last, options_.world_size);
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
   const auto blocks = source_->block_starts();
   block_layout_ = XXH3_64bits(blocks.data(), blocks.size_bytes());
   shuffle_advice_ = detail::shuffle_advice(*source_, options_);
-  if (!store_) {
+  if (!store_ && !source_->encoded()) {
     const int readers = stream_readers(*source_, options_);
     const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);
     shared_->stream = std::make_unique<detail::BlockStream>(source_, readers, block_budget,
@@ -319,7 +334,7 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   if (!options_.pin_memory && allocator && allocator->pinned()) allocator = nullptr;
   // No batch holds more than this rank's samples: a batch_size above them costs no memory.
   const int64_t largest_batch = std::min(options_.batch_size, std::max<int64_t>(1, num_samples_));
-  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), largest_batch, source_->shape().num_pixels());
+  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), largest_batch, sample_shape_.num_pixels());
   for (int i = 0; i < options_.num_workers; ++i) shared_->workers.emplace_back([this] { worker_loop(); });
 }
 
@@ -524,7 +539,7 @@ void Loader::transform(Batch& batch, int64_t epoch) const {
 Batch Loader::assemble(int64_t batch_index) const {
   const auto [first, last] = shared_->plan.batch_span(batch_index);
   const int64_t count = last - first;
-  const ImageShape shape = source_->shape();
+  const ImageShape shape = sample_shape_;
   const int64_t pixels = shape.num_pixels();
   const float scale = 1.0f / (255.0f * options_.normalization.std);
   const float bias = -options_.normalization.mean / options_.normalization.std;
@@ -537,14 +552,30 @@ Batch Loader::assemble(int64_t batch_index) const {
   if (shared_->stream) {
     lease.emplace(*shared_->stream, batch_index);
     if (!lease->acquire(refs)) throw Cancelled{};
-  } else {
+  } else if (store_) {
     for (int64_t i = 0; i < count; ++i) {
       const int64_t sample = shared_->plan.sample_at(first + i);
       refs[static_cast<size_t>(i)] = {store_->image(sample), store_->label(sample)};
     }
   }
 
+  // Positions past the order's end are the padding (EpochPlan), and come last in a rank's slice.
+  const auto order_size = static_cast<int64_t>(shared_->plan.order().size());
+  const int64_t num_padding = std::max<int64_t>(0, last - std::max(first, order_size));
   std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
+  if (source_->encoded()) {
+    // Each sample through the stage, with the sample's own generator.
+    const SampleStage& stage = *options_.sample_stage;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t sample = shared_->plan.sample_at(first + i);
+      const SampleView view = source_->sample(sample);
+      buffer->sample_indices[i] = sample;
+      buffer->labels[i] = view.label;
+      SplitMix64 rng = sample_generator(options_.seed, shared_->epoch, sample);
+      stage.run(view.bytes, source_->sample_name(sample), rng, options_.layout, buffer->images + i * pixels);
+    }
+    return Batch(std::move(buffer), batch_index, count, shape, options_.layout, num_padding);
+  }
   for (int64_t i = 0; i < count; ++i) {
     const detail::SampleRef& ref = refs[static_cast<size_t>(i)];
     buffer->sample_indices[i] = shared_->plan.sample_at(first + i);
@@ -559,9 +590,6 @@ Batch Loader::assemble(int64_t batch_index) const {
   }
   detail::finish_streaming();
   lease.reset();
-  // Positions past the order's end are the padding (EpochPlan), and come last in a rank's slice.
-  const auto order_size = static_cast<int64_t>(shared_->plan.order().size());
-  const int64_t num_padding = std::max<int64_t>(0, last - std::max(first, order_size));
   return Batch(std::move(buffer), batch_index, count, shape, options_.layout, num_padding);
 }
 

@@ -12,4 +12,12 @@ SplitMix64 batch_generator(uint64_t seed, int64_t epoch, int64_t batch_idx) {
   return SplitMix64(with_batch.next());
 }
 
+SplitMix64 sample_generator(uint64_t seed, int64_t epoch, int64_t sample) {
+  // As batch_generator, with its own constant.
+  SplitMix64 mix(seed ^ 0xbb67ae8584caa73bull);
+  SplitMix64 with_epoch(mix.next() ^ static_cast<uint64_t>(epoch));
+  SplitMix64 with_sample(with_epoch.next() ^ static_cast<uint64_t>(sample));
+  return SplitMix64(with_sample.next());
+}
+
 }  // namespace feeder

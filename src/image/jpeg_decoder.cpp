@@ -168,8 +168,8 @@ void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
   region.scaled_height = cinfo.output_height;
 
   // The columns and rows the resampling reads, at this scale.
-  const double sx = static_cast<double>(region.scaled_width) / static_cast<double>(info.header.width);
-  const double sy = static_cast<double>(region.scaled_height) / static_cast<double>(info.header.height);
+  const double sx = eighths / 8.0;  // as in resized_crop.cpp
+  const double sy = sx;
   int64_t column_first = 0, column_last = 0, row_first = 0, row_last = 0;
   resample_span(box.left * sx, (box.left + box.width) * sx, region.scaled_width, options.out_width, column_first,
                 column_last);

@@ -39,8 +39,10 @@ ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::s
   if (sniff_image_format(bytes) == ImageFormat::kJpeg) {
     detail::JpegRegion region;
     detail::decode_jpeg_region(bytes, name, checked_box, options, scratch, info, region);
-    const double sx = static_cast<double>(region.scaled_width) / static_cast<double>(info.header.width);
-    const double sy = static_cast<double>(region.scaled_height) / static_cast<double>(info.header.height);
+    // Scaled pixel j covers the image's [j, j + 1) * 8 / n: the map is x * n / 8 exactly (the scaled
+    // size, rounded up, is not a multiple of it).
+    const double sx = region.scale_eighths / 8.0;
+    const double sy = sx;
     const detail::ResampleBox box =
         detail::resample_box(info.box, sx, sy, region.left, region.top, region.width, region.height);
     detail::resample(scratch.pixels.data(), region.width, region.height, options.channels, box, options.out_width,

@@ -7,6 +7,9 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/crop.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resample.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resized_crop.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/encoded_source.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/image_stage.cpp
 )
 pkg_check_modules(FEEDER_IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
 target_link_libraries(feeder_core PRIVATE PkgConfig::FEEDER_IMAGE_CODECS)

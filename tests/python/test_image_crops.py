@@ -148,3 +148,22 @@ def test_a_bad_image_or_box_is_refused():
         _feeder.decode_resized_crop(data, 3, (0, 10, 48, 64), 32, 32, True, False, "x")
     with pytest.raises(ValueError, match="channels must be 1"):
         _feeder.decode_resized_crop(data, 2, (0, 0, 48, 64), 32, 32, True, False, "x")
+
+
+def test_dct_scaled_decodes_stay_aligned_with_full_decodes():
+    # A smooth picture: what DCT scaling drops is only fine detail, so any offset between the scaled
+    # and the full decode's coordinates would show as a large difference (it did, before the scaled
+    # map was taken as exactly n/8 instead of the rounded-up scaled size over the full size).
+    width, height = 301, 203
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    smooth = np.stack([128 + 100 * np.sin(x / 17 + y / 29), 128 + 90 * np.cos(x / 23 - y / 13),
+                       100 + 50 * np.sin(y / 19)], axis=-1)
+    data = encoded(Image.fromarray(smooth.astype(np.uint8)), "JPEG", quality=95)
+    scales = set()
+    for size in [(100, 150), (50, 75), (25, 37)]:
+        for box in [(0, 0, height, width), (13, 27, 150, 200)]:
+            scaled, details = _feeder.decode_resized_crop(data, 3, box, *size, True, False, "x")
+            full, _ = _feeder.decode_resized_crop(data, 3, box, *size, False, False, "x")
+            scales.add(details["scale_eighths"])
+            assert np.abs(scaled - full).max() < 7 and np.abs(scaled - full).mean() < 1.0, (size, box)
+    assert scales == {1, 2, 3, 4, 6}

@@ -23,6 +23,7 @@
 
 #include "feeder/data/epoch_range.h"
 #include "feeder/data/random.h"
+#include "feeder/data/sample_stage.h"
 #include "feeder/data/source.h"
 #include "feeder/store/image_store.h"
 
@@ -34,9 +35,6 @@ struct Normalization {
   float mean = 0.0f;
   float std = 1.0f;
 };
-
-// Memory layout of the images in a batch. For one channel both layouts are the same bytes.
-enum class ImageLayout { kNchw, kNhwc };
 
 struct LoaderOptions {
   int64_t batch_size = 512;
@@ -70,6 +68,10 @@ struct LoaderOptions {
   // the readers); the readers still get the cores whenever the workers wait for them. false
   // leaves them at the process's priority.
   bool background_readers = true;
+  // What turns each sample of an encoded source (images of any size) into its batch row: its
+  // output shape is the batch's (ImageStage for JPEG, PNG and WebP). Required for an encoded source,
+  // refused for a source of fixed-size pixels, which the loader converts itself (normalization).
+  std::shared_ptr<const SampleStage> sample_stage;
 };
 
 // Where a loader stands in its epochs, small enough to save with every checkpoint. restore() with
@@ -201,7 +203,9 @@ class Loader {
   // Batch buffers allocated so far. A buffer goes back to the loader when its batch (and every
   // tensor over it) is freed, so this stays at a few while a training loop drops its batches.
   int64_t buffers_allocated() const;
-  bool streaming() const { return source_->in_memory() == nullptr; }
+  bool streaming() const { return source_->in_memory() == nullptr && !source_->encoded(); }
+  // The shape of every sample in a batch: the source's, or its sample stage's output.
+  const ImageShape& sample_shape() const { return sample_shape_; }
   // The shuffle window in effect, in samples (the whole set when it fits one window).
   int64_t shuffle_window() const { return options_.shuffle_window; }
   // When streaming, what the source's label statistics say about how well the shuffle window mixes
@@ -246,9 +250,10 @@ class Loader {
   LoaderState state_at(int64_t epoch, int64_t batches_delivered) const;
 
   std::shared_ptr<const SampleSource> source_;
-  const ImageStore* store_ = nullptr;  // source_->in_memory(), or nullptr when streaming
+  const ImageStore* store_ = nullptr;  // source_->in_memory(), or nullptr when streaming or encoded
   const LoaderOptions options_;        // resolved once by the constructor
   BatchTransform transform_;
+  ImageShape sample_shape_;
   int64_t num_samples_ = 0;
   int64_t num_batches_ = 0;
   uint64_t block_layout_ = 0;  // LoaderState::block_layout

@@ -48,6 +48,8 @@ class SplitMix64 {
 
   // Uniform in [0, 1), with 24 random bits: every float of the form k / 2^24.
   float uniform() { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
+  // Uniform in [0, 1), with 53 random bits: every double of the form k / 2^53.
+  double uniform_double() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
  private:
   uint64_t state_;
@@ -57,5 +59,11 @@ class SplitMix64 {
 // of the three, independent of the shuffle's stream, so a transform that draws only from it gives
 // the same batches for any number of workers and in any order they run.
 SplitMix64 batch_generator(uint64_t seed, int64_t epoch, int64_t batch_idx);
+
+// The generator of sample `sample` (its index in the dataset) in epoch `epoch`: what a per-sample
+// stage draws from (a random crop, a flip). A pure function of the three, apart from the batch and
+// shuffle streams, so a sample's augmentation does not depend on which batch, rank or worker
+// makes it.
+SplitMix64 sample_generator(uint64_t seed, int64_t epoch, int64_t sample);
 
 }  // namespace feeder

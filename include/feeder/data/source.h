@@ -13,10 +13,12 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "feeder/data/sample_stage.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder {
@@ -38,6 +40,15 @@ class SampleSource {
   // The store when every sample is in memory: the loader then gathers straight from it and never
   // calls read_block(). nullptr for a streaming source.
   virtual const ImageStore* in_memory() const { return nullptr; }
+
+  // Encoded samples (an image file's bytes each, of any length) held in memory: the loader reads
+  // sample(i) and runs LoaderOptions::sample_stage on each. shape() is then not the batch's (the
+  // stage's output shape is). False for sources of fixed-size pixels.
+  virtual bool encoded() const { return false; }
+  // An encoded source's sample i.
+  virtual SampleView sample(int64_t) const { throw std::logic_error(name() + ": not a source of encoded samples"); }
+  // Sample i in messages: a path, a tar member, a Parquet row.
+  virtual std::string sample_name(int64_t i) const { return name() + ": sample " + std::to_string(i); }
 
   // Blocks are the unit of shuffling and holding: contiguous runs of samples (pieces of a Parquet
   // row group). Block b holds samples [block_starts()[b], block_starts()[b + 1]); there are

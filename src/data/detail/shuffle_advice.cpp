@@ -20,7 +20,7 @@ constexpr double kMaxShareSpread = 0.25;
 }  // namespace
 
 std::string shuffle_advice(const SampleSource& source, const LoaderOptions& options) {
-  if (source.in_memory() || !options.shuffle || options.shuffle_window >= source.size()) return {};
+  if (source.in_memory() || source.encoded() || !options.shuffle || options.shuffle_window >= source.size()) return {};
   std::vector<std::pair<int64_t, int64_t>> ranges;
   try {
     ranges = source.block_label_ranges();

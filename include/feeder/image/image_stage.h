@@ -1,0 +1,54 @@
+#pragma once
+
+// The sample stage for encoded images (JPEG, PNG, WebP): decode the crop, resize it to the output
+// size, flip, normalise per channel, write float32 into the batch. As torchvision's transforms:
+//   - kRandomResizedCrop: RandomResizedCrop(size, scale, ratio) + RandomHorizontalFlip(0.5), training;
+//   - kCenterCrop: Resize(resize) + CenterCrop(size), evaluation;
+//   - kResize: the whole image resized to the output size (a no-op for images of that size);
+// then ToTensor + Normalize(mean, std). Only what the crop needs is decoded (resized_crop.h). The
+// draws (crop, flip) come from the sample's generator: the same for any number of workers or ranks.
+//
+// Thread safety: run() is const and keeps its scratch per thread.
+
+#include <array>
+#include <cstdint>
+
+#include "feeder/data/sample_stage.h"
+#include "feeder/image/crop.h"
+#include "feeder/image/image_decoder.h"
+
+namespace feeder {
+
+enum class ImageCrop { kRandomResizedCrop, kCenterCrop, kResize };
+
+struct ImageStageOptions {
+  int channels = 3;  // 1 (gray) or 3 (RGB)
+  int64_t height = 224;
+  int64_t width = 224;
+  ImageCrop crop = ImageCrop::kRandomResizedCrop;
+  RandomResizedCropOptions random_crop;  // kRandomResizedCrop
+  bool flip = true;                      // kRandomResizedCrop: flip half the samples left to right
+  int64_t resize = 256;                  // kCenterCrop: the shorter side before the crop (>= height == width)
+  // Per channel, on pixels scaled to [0, 1]: (x / 255 - mean) / std. Channels past `channels` unused.
+  std::array<float, 3> mean{0.0f, 0.0f, 0.0f};
+  std::array<float, 3> std{1.0f, 1.0f, 1.0f};
+  bool dct_scaling = true;  // JPEG: decode at the smallest n/8 scale that keeps the output resolution
+  int64_t max_pixels = kDefaultMaxImagePixels;
+};
+
+class ImageStage : public SampleStage {
+ public:
+  // Throws OptionsError for options that make no sense, saying which.
+  explicit ImageStage(const ImageStageOptions& options);
+
+  ImageShape output_shape() const override { return {options_.channels, options_.height, options_.width}; }
+  void run(std::span<const uint8_t> bytes, const std::string& name, SplitMix64& rng, ImageLayout layout,
+           float* dst) const override;
+
+  const ImageStageOptions& options() const { return options_; }
+
+ private:
+  ImageStageOptions options_;
+};
+
+}  // namespace feeder

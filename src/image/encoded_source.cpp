@@ -1,0 +1,51 @@
+#include "feeder/image/encoded_source.h"
+
+#include <xxhash.h>
+
+#include <new>
+
+#include "feeder/error.h"
+
+namespace feeder {
+
+EncodedImageSource::EncodedImageSource(std::string name, std::vector<uint8_t> bytes, std::vector<int64_t> offsets,
+                                       std::vector<int64_t> labels, std::vector<std::string> names, bool labeled)
+    : name_(std::move(name)),
+      bytes_(std::move(bytes)),
+      offsets_(std::move(offsets)),
+      labels_(std::move(labels)),
+      names_(std::move(names)),
+      labeled_(labeled) {
+  if (offsets_.size() != labels_.size() + 1 || names_.size() != labels_.size() || offsets_.front() != 0 ||
+      offsets_.back() != static_cast<int64_t>(bytes_.size()))
+    throw OptionsError(name_ + ": encoded samples need one offset more than labels and names, from 0 to the bytes' end");
+  block_starts_ = {0, size()};
+}
+
+uint64_t EncodedImageSource::fingerprint() const {
+  std::call_once(fingerprint_once_, [this] {
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) throw std::bad_alloc();
+    XXH3_64bits_reset(state);
+    const int64_t header[] = {size(), labeled_ ? 1 : 0, 0x656e636f646564};  // "encoded"
+    XXH3_64bits_update(state, header, sizeof(header));
+    XXH3_64bits_update(state, offsets_.data(), offsets_.size() * sizeof(int64_t));
+    XXH3_64bits_update(state, bytes_.data(), bytes_.size());
+    XXH3_64bits_update(state, labels_.data(), labels_.size() * sizeof(int64_t));
+    fingerprint_ = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+  });
+  return fingerprint_;
+}
+
+SampleView EncodedImageSource::sample(int64_t i) const {
+  const auto at = static_cast<size_t>(i);
+  return {std::span<const uint8_t>(bytes_.data() + offsets_[at], static_cast<size_t>(offsets_[at + 1] - offsets_[at])),
+          labels_[at]};
+}
+
+void EncodedImageSource::read_block(int64_t, std::vector<uint8_t>&, uint8_t*, int64_t*) const {
+  throw OptionsError(name_ + ": encoded images are read one sample at a time, not as blocks of pixels");
+}
+
+}  // namespace feeder

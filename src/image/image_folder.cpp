@@ -1,0 +1,141 @@
+#include "feeder/image/image_folder.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include "feeder/error.h"
+#include "feeder/util/byte_size.h"
+#include "feeder/util/parallel_for.h"
+
+namespace fs = std::filesystem;
+
+namespace feeder {
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+bool ends_with_any(const std::string& name, std::initializer_list<const char*> endings) {
+  return std::any_of(endings.begin(), endings.end(), [&](const char* ending) {
+    const size_t n = std::strlen(ending);
+    return name.size() >= n && name.compare(name.size() - n, n, ending) == 0;
+  });
+}
+
+// Reads a whole file into `out` (exactly `size` bytes, as listed); throws DataError naming it.
+void read_whole(const fs::path& path, uint8_t* out, int64_t size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(path.string() + ": cannot open: " + std::strerror(errno));
+  int64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out + done, static_cast<size_t>(size - done), done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "it became shorter while being read";
+      ::close(fd);
+      throw DataError(path.string() + ": cannot read: " + why);
+    }
+    done += n;
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+bool is_image_folder(const fs::path& directory) {
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) return false;
+  bool has_subdirectory = false;
+  for (const auto& entry : fs::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory(error)) has_subdirectory = true;
+    if (ends_with_any(name, {".parquet", "index.json"}) || name.find("-idx3-ubyte") != std::string::npos ||
+        name.find("-idx1-ubyte") != std::string::npos)
+      return false;
+  }
+  return has_subdirectory;
+}
+
+ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget) {
+  const int threads = resolve_num_threads(num_threads, "image folder: num_threads");
+  std::error_code error;
+  if (!fs::is_directory(root, error))
+    throw DataError(root.string() + ": not a directory (an image folder has one folder of images per class)");
+  ImageFolder folder;
+  for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink, error))
+    if (entry.is_directory(error)) folder.classes.push_back(entry.path().filename().string());
+  if (error) throw DataError(root.string() + ": cannot list: " + error.message());
+  std::sort(folder.classes.begin(), folder.classes.end());
+  if (folder.classes.empty())
+    throw DataError(root.string() + ": no class folders (an image folder has one folder of images per class: "
+                    "root/<class>/<image>)");
+
+  // torchvision's make_dataset: per class, os.walk sorted by directory, then each directory's files by name.
+  std::vector<fs::path> files;
+  std::vector<int64_t> labels;
+  std::vector<std::string> empty_classes;
+  for (size_t label = 0; label < folder.classes.size(); ++label) {
+    std::vector<std::pair<std::string, std::string>> found;  // (directory, file name)
+    const fs::path class_dir = root / folder.classes[label];
+    for (auto it = fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink, error);
+         !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+      if (it->is_directory(error)) continue;
+      const std::string name = it->path().filename().string();
+      const std::string lowered = lower(name);
+      if (ends_with_any(lowered, {".jpg", ".jpeg", ".png", ".webp"}))
+        found.emplace_back(it->path().parent_path().string(), name);
+      else if (ends_with_any(lowered, {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
+        ++folder.skipped_unsupported;
+      else
+        ++folder.skipped_other;
+    }
+    if (error) throw DataError(class_dir.string() + ": cannot list: " + error.message());
+    if (found.empty()) empty_classes.push_back(folder.classes[label]);
+    std::sort(found.begin(), found.end());
+    for (const auto& [directory, name] : found) {
+      files.push_back(fs::path(directory) / name);
+      labels.push_back(static_cast<int64_t>(label));
+    }
+  }
+  if (!empty_classes.empty()) {
+    std::string list;
+    for (const auto& name : empty_classes) list += (list.empty() ? "" : ", ") + name;
+    throw DataError(root.string() + ": no images (.jpg, .jpeg, .png, .webp) in the class folder" +
+                    (empty_classes.size() > 1 ? "s " : " ") + list);
+  }
+
+  // One buffer for every file, each read into its place in parallel.
+  const auto count = static_cast<int64_t>(files.size());
+  std::vector<int64_t> offsets(static_cast<size_t>(count) + 1, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    const auto size = fs::file_size(files[static_cast<size_t>(i)], error);
+    if (error) throw DataError(files[static_cast<size_t>(i)].string() + ": cannot read its size: " + error.message());
+    offsets[static_cast<size_t>(i) + 1] = offsets[static_cast<size_t>(i)] + static_cast<int64_t>(size);
+  }
+  const int64_t total = offsets.back();
+  if (memory_budget > 0 && total > memory_budget)
+    throw DataError(root.string() + ": its " + std::to_string(count) + " images take " + format_byte_size(total) +
+                    " encoded, more than the memory budget of " + format_byte_size(memory_budget) +
+                    "; image folders are read into memory (raise the budget)");
+  std::vector<uint8_t> bytes(static_cast<size_t>(total));
+  parallel_for(count, threads, [&](int64_t i) {
+    const auto at = static_cast<size_t>(i);
+    read_whole(files[at], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);
+  });
+  std::vector<std::string> names;
+  names.reserve(files.size());
+  for (const auto& file : files) names.push_back(file.string());
+  folder.source = std::make_shared<EncodedImageSource>(root.string(), std::move(bytes), std::move(offsets),
+                                                       std::move(labels), std::move(names), true);
+  return folder;
+}
+
+}  // namespace feeder

@@ -1,0 +1,80 @@
+#include "feeder/image/image_stage.h"
+
+#include <string>
+#include <vector>
+
+#include "feeder/error.h"
+#include "feeder/image/resized_crop.h"
+
+namespace feeder {
+
+ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
+  if (options_.channels != 1 && options_.channels != 3)
+    throw OptionsError("image channels must be 1 (gray) or 3 (RGB), got " + std::to_string(options_.channels));
+  if (options_.height <= 0 || options_.width <= 0)
+    throw OptionsError("image size must be positive, got " + std::to_string(options_.height) + "x" +
+                       std::to_string(options_.width));
+  if (options_.crop == ImageCrop::kRandomResizedCrop) validate(options_.random_crop);
+  if (options_.crop == ImageCrop::kCenterCrop && (options_.height != options_.width || options_.resize < options_.height))
+    throw OptionsError("center crop: the output must be square and the resize (" + std::to_string(options_.resize) +
+                       ") at least its side (" + std::to_string(options_.height) + ")");
+  for (int c = 0; c < options_.channels; ++c)
+    if (!(options_.std[static_cast<size_t>(c)] > 0.0f))
+      throw OptionsError("image std must be positive, got " + std::to_string(options_.std[static_cast<size_t>(c)]) +
+                         " for channel " + std::to_string(c));
+}
+
+void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, SplitMix64& rng, ImageLayout layout,
+                     float* dst) const {
+  thread_local ImageScratch scratch;
+  thread_local std::vector<float> resized;  // (H,W,C) values 0..255
+  const ImageStageOptions& o = options_;
+  const int64_t height = o.height;
+  const int64_t width = o.width;
+  const int channels = o.channels;
+  resized.resize(static_cast<size_t>(height * width * channels));
+
+  ResizedCropOptions crop_options;
+  crop_options.channels = channels;
+  crop_options.out_height = height;
+  crop_options.out_width = width;
+  crop_options.dct_scaling = o.dct_scaling;
+  crop_options.max_pixels = o.max_pixels;
+  const auto choose_box = [&](int64_t image_width, int64_t image_height) {
+    switch (o.crop) {
+      case ImageCrop::kRandomResizedCrop:
+        return random_resized_crop(image_width, image_height, o.random_crop, [&] { return rng.uniform_double(); });
+      case ImageCrop::kCenterCrop:
+        return center_crop(image_width, image_height, o.resize, height);
+      case ImageCrop::kResize:
+        break;
+    }
+    return CropBox{0, 0, static_cast<double>(image_height), static_cast<double>(image_width), true};
+  };
+  decode_resized_crop(bytes, name, choose_box, crop_options, scratch, resized.data());
+  // RandomHorizontalFlip(0.5), drawn after the crop's draws.
+  const bool flip = o.crop == ImageCrop::kRandomResizedCrop && o.flip && rng.uniform_double() < 0.5;
+
+  std::array<float, 3> scale{};
+  std::array<float, 3> bias{};
+  for (int c = 0; c < channels; ++c) {
+    scale[static_cast<size_t>(c)] = 1.0f / (255.0f * o.std[static_cast<size_t>(c)]);
+    bias[static_cast<size_t>(c)] = -o.mean[static_cast<size_t>(c)] / o.std[static_cast<size_t>(c)];
+  }
+  const int64_t plane = height * width;
+  for (int64_t y = 0; y < height; ++y) {
+    const float* row = resized.data() + y * width * channels;
+    for (int64_t x = 0; x < width; ++x) {
+      const float* pixel = row + (flip ? width - 1 - x : x) * channels;
+      for (int c = 0; c < channels; ++c) {
+        const float value = pixel[c] * scale[static_cast<size_t>(c)] + bias[static_cast<size_t>(c)];
+        if (layout == ImageLayout::kNhwc)
+          dst[(y * width + x) * channels + c] = value;
+        else
+          dst[c * plane + y * width + x] = value;
+      }
+    }
+  }
+}
+
+}  // namespace feeder

@@ -1,0 +1,170 @@
+"""feeder.DataLoader over a folder of images in torchvision's ImageFolder layout, against torchvision."""
+
+import io
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+import torchvision.transforms as T
+from PIL import Image
+
+import feeder
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def picture(width, height, seed):
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    image = np.stack([128 + 100 * np.sin(x / (7 + seed % 5) + y / 11), 128 + 90 * np.cos(x / 13 - y / (5 + seed % 3)),
+                      (x * 255 / width + y * 128 / height + seed * 17) % 256], axis=-1)
+    image += rng.normal(0, 5, size=image.shape)
+    return Image.fromarray(np.clip(image, 0, 255).astype(np.uint8))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """3 classes of JPEG, PNG and WebP pictures of assorted sizes, with files torchvision skips too."""
+    root = tmp_path_factory.mktemp("images")
+    rng = np.random.default_rng(0)
+    count = 0
+    for label, name in enumerate(["cat", "dog", "zebra"]):
+        (root / name / "more").mkdir(parents=True)
+        for i in range(14):
+            width, height = (int(v) for v in rng.integers(40, 160, size=2))
+            image = picture(width, height, seed=count)
+            kind = ["jpg", "png", "webp", "JPEG"][i % 4]
+            where = root / name / ("more" if i % 5 == 0 else "") / f"{i:02d}.{kind}"
+            image.save(where, format={"jpg": "JPEG", "JPEG": "JPEG", "png": "PNG", "webp": "WEBP"}[kind],
+                       **({"quality": 90} if kind in ("jpg", "JPEG", "webp") else {}))
+            count += 1
+        (root / name / "notes.txt").write_text("not an image")
+    return root
+
+
+def batches(loader):
+    images, labels = [], []
+    for x, y in loader:
+        images.append(x.clone())
+        labels.append(y.clone())
+    return torch.cat(images), torch.cat(labels)
+
+
+def test_classes_labels_and_order_are_torchvisions(folder):
+    reference = torchvision.datasets.ImageFolder(str(folder))
+    loader = feeder.DataLoader(str(folder), batch_size=10, image_size=32, augment="center_crop")
+    assert loader.dataset.classes == reference.classes == ["cat", "dog", "zebra"]
+    assert len(loader.dataset) == len(reference) == 42
+    _, labels = batches(loader)
+    assert labels.tolist() == reference.targets
+
+
+def test_the_evaluation_transform_equals_torchvisions(folder):
+    size = 48
+    reference = torchvision.datasets.ImageFolder(str(folder), transform=T.Compose(
+        [T.Resize(64), T.CenterCrop(size), T.ToTensor(), T.Normalize(MEAN, STD)]))
+    loader = feeder.DataLoader(str(folder), batch_size=8, image_size=size, augment="center_crop", resize=64,
+                               normalize=(MEAN, STD), num_workers=2)
+    images, labels = batches(loader)
+    expected = torch.stack([reference[i][0] for i in range(len(reference))])
+    difference = (images - expected).abs() * torch.tensor(STD).view(1, 3, 1, 1) * 255  # in pixel levels
+    # DCT scaling of the JPEGs (decoded at a smaller scale where the output allows) against a full
+    # decode: about a level on average. The scaled IDCT drops the frequencies the smaller decode
+    # cannot hold, and these pictures have detail at 7-pixel periods and noise: a few pixels differ
+    # by tens of levels (on smooth pictures, under 7; tests/python/test_image_crops.py).
+    assert difference.mean() < 1.5, difference.mean()
+    assert difference.max() < 80
+    same = feeder.DataLoader(str(folder), batch_size=8, image_size=size, augment="center_crop", resize=64,
+                             normalize=(MEAN, STD), dct_scaling=False)
+    full_decode, _ = batches(same)
+    difference = (full_decode - expected).abs() * torch.tensor(STD).view(1, 3, 1, 1) * 255
+    assert difference.max() <= 1.01, difference.max()
+
+
+def test_random_crops_are_the_same_for_any_number_of_workers_and_ranks(folder):
+    def run(**options):
+        loader = feeder.DataLoader(str(folder), image_size=24, augment="random_resized_crop", shuffle=True, seed=5,
+                                   **options)
+        loader.set_epoch(3)
+        return batches(loader)
+
+    images, labels = run(batch_size=6, num_workers=0)
+    for workers in (1, 3):
+        other, other_labels = run(batch_size=6, num_workers=workers)
+        assert torch.equal(other, images) and torch.equal(other_labels, labels)
+    # Two ranks of batch 3 split each global batch of 6.
+    ranks = [run(batch_size=3, num_workers=1, rank=r, world_size=2) for r in range(2)]
+    merged = torch.stack([ranks[0][0].view(-1, 3, 3, 24, 24), ranks[1][0].view(-1, 3, 3, 24, 24)], dim=1)
+    assert torch.equal(merged.reshape(-1, 3, 24, 24), images)
+    # Another epoch draws other crops.
+    loader = feeder.DataLoader(str(folder), batch_size=6, image_size=24, augment="random_resized_crop", shuffle=False,
+                               seed=5)
+    first, _ = batches(loader)
+    second, _ = batches(loader)
+    assert not torch.equal(first, second)
+
+
+def test_random_crops_flip_about_half_and_resume_exactly(folder):
+    loader = feeder.DataLoader(str(folder), batch_size=4, image_size=(20, 30), augment="random_resized_crop",
+                               scale=(1.0, 1.0), ratio=(1.5, 1.5), shuffle=True, seed=1)
+    assert loader.image_shape == (3, 20, 30)
+    loader.set_epoch(0)
+    it = iter(loader)
+    for _ in range(4):
+        next(it)
+    state = loader.state_dict()
+    rest, _ = batches(it)
+    resumed = feeder.DataLoader(str(folder), batch_size=4, image_size=(20, 30), augment="random_resized_crop",
+                                scale=(1.0, 1.0), ratio=(1.5, 1.5), shuffle=True, seed=1)
+    resumed.load_state_dict(state)
+    again, _ = batches(resumed)
+    assert torch.equal(again, rest)
+    # With the whole image as the crop, an image is either the resized picture or its mirror.
+    unflipped = feeder.DataLoader(str(folder), batch_size=42, image_size=(20, 30), augment="random_resized_crop",
+                                  scale=(1.0, 1.0), ratio=(1.5, 1.5), flip=False, shuffle=False, seed=1)
+    flipping = feeder.DataLoader(str(folder), batch_size=42, image_size=(20, 30), augment="random_resized_crop",
+                                 scale=(1.0, 1.0), ratio=(1.5, 1.5), shuffle=False, seed=1)
+    plain, _ = batches(unflipped)
+    maybe, _ = batches(flipping)
+    flipped = [not torch.equal(a, b) for a, b in zip(plain, maybe)]
+    for a, b, was in zip(plain, maybe, flipped):
+        if was:
+            assert torch.equal(a.flip(-1), b)
+    assert 8 <= sum(flipped) <= 34
+
+
+def test_gray_output_and_channels_last(folder):
+    gray = feeder.DataLoader(str(folder), batch_size=7, image_size=16, channels=1, normalize=(0.5, 0.25))
+    images, _ = next(iter(gray))
+    assert images.shape == (7, 1, 16, 16)
+    rgb_nchw, _ = next(iter(feeder.DataLoader(str(folder), batch_size=7, image_size=16)))
+    rgb_nhwc, _ = next(iter(feeder.DataLoader(str(folder), batch_size=7, image_size=16, layout="nhwc")))
+    assert rgb_nhwc.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(rgb_nchw, rgb_nhwc)
+
+
+def test_bad_images_and_folders_say_what_is_wrong(tmp_path, folder):
+    root = tmp_path / "set"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    picture(30, 20, 1).save(root / "a" / "good.png")
+    with pytest.raises(feeder.DataError, match=r"no images \(.jpg, .jpeg, .png, .webp\) in the class folder b"):
+        feeder.DataLoader(str(root), image_size=8)
+    good = io.BytesIO()
+    picture(30, 20, 2).save(good, format="JPEG")
+    (root / "b" / "cut.jpg").write_bytes(good.getvalue()[: len(good.getvalue()) // 2])
+    loader = feeder.DataLoader(str(root), batch_size=2, image_size=8)
+    with pytest.raises(feeder.DataError, match=r"b/cut\.jpg: bad JPEG: Premature end of JPEG file"):
+        next(iter(loader))
+    (root / "b" / "cut.jpg").write_text("I am text")
+    with pytest.raises(feeder.DataError, match=r"b/cut\.jpg: not a JPEG, PNG or WebP image"):
+        next(iter(feeder.DataLoader(str(root), batch_size=2, image_size=8)))
+    with pytest.raises(ValueError, match="needs image_size="):
+        feeder.DataLoader(str(folder))
+    with pytest.raises(ValueError, match="augment must be"):
+        feeder.DataLoader(str(folder), image_size=8, augment="rotate")
+    with pytest.raises(ValueError, match=r"mean must be one number or 3"):
+        feeder.DataLoader(str(folder), image_size=8, normalize=((0.1, 0.2), (1, 1)))
+    with pytest.raises(ValueError, match="image_size= and augment= are for a folder"):
+        feeder.DataLoader((np.zeros((4, 1, 2, 2), np.uint8), np.zeros(4, np.int64)), image_size=8)
