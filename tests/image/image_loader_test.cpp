@@ -1,0 +1,126 @@
+// The loader over encoded images: the sample stage's batches are the same for any number of
+// workers, a bad image fails the batch that needs it with its name, and the options say what is
+// missing. Pictures are PNGs encoded here with libpng's simplified API.
+#include <gtest/gtest.h>
+#include <png.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "feeder/data/loader.h"
+#include "feeder/error.h"
+#include "feeder/image/encoded_source.h"
+#include "feeder/image/image_stage.h"
+
+namespace feeder {
+namespace {
+
+std::vector<uint8_t> png_of(int width, int height, int seed) {
+  std::vector<uint8_t> rgb(static_cast<size_t>(width * height * 3));
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i * 7 + static_cast<size_t>(seed) * 31) % 251);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  EXPECT_TRUE(png_image_write_to_memory(&image, nullptr, &size, 0, rgb.data(), 0, nullptr));
+  std::vector<uint8_t> out(size);
+  EXPECT_TRUE(png_image_write_to_memory(&image, out.data(), &size, 0, rgb.data(), 0, nullptr));
+  out.resize(size);
+  return out;
+}
+
+// `count` pictures of assorted sizes; sample `broken` (if any) cut short.
+std::shared_ptr<const EncodedImageSource> pictures(int count, int broken = -1) {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> offsets{0};
+  std::vector<int64_t> labels;
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    std::vector<uint8_t> png = png_of(20 + (i * 13) % 40, 15 + (i * 7) % 50, i);
+    if (i == broken) png.resize(png.size() / 2);
+    bytes.insert(bytes.end(), png.begin(), png.end());
+    offsets.push_back(static_cast<int64_t>(bytes.size()));
+    labels.push_back(i % 5);
+    names.push_back("pictures/" + std::to_string(i) + ".png");
+  }
+  return std::make_shared<EncodedImageSource>("pictures", std::move(bytes), std::move(offsets), std::move(labels),
+                                              std::move(names), true);
+}
+
+LoaderOptions image_options(int workers) {
+  LoaderOptions options;
+  options.batch_size = 8;
+  options.num_workers = workers;
+  options.seed = 3;
+  ImageStageOptions stage;
+  stage.height = 12;
+  stage.width = 16;
+  stage.mean = {0.5f, 0.4f, 0.3f};
+  stage.std = {0.2f, 0.25f, 0.3f};
+  options.sample_stage = std::make_shared<ImageStage>(stage);
+  return options;
+}
+
+std::vector<float> epoch_pixels(Loader& loader, int64_t epoch) {
+  std::vector<float> pixels;
+  loader.start_epoch(epoch);
+  while (auto batch = loader.next()) {
+    EXPECT_EQ(batch->shape(), (ImageShape{3, 12, 16}));
+    pixels.insert(pixels.end(), batch->images(), batch->images() + batch->size() * 3 * 12 * 16);
+  }
+  return pixels;
+}
+
+TEST(ImageLoader, RandomCropsAreTheSameForAnyNumberOfWorkers) {
+  auto source = pictures(37);
+  Loader reference(source, image_options(0));
+  EXPECT_EQ(reference.sample_shape(), (ImageShape{3, 12, 16}));
+  EXPECT_FALSE(reference.streaming());
+  const std::vector<float> expected = epoch_pixels(reference, 2);
+  ASSERT_EQ(expected.size(), 37u * 3 * 12 * 16);
+  for (int workers : {1, 3}) {
+    Loader loader(source, image_options(workers));
+    const std::vector<float> pixels = epoch_pixels(loader, 2);
+    EXPECT_EQ(0, std::memcmp(pixels.data(), expected.data(), expected.size() * sizeof(float))) << workers;
+  }
+  EXPECT_NE(epoch_pixels(reference, 3), expected);  // another epoch, other crops
+}
+
+TEST(ImageLoader, ABadImageFailsItsBatchWithItsName) {
+  Loader loader(pictures(20, /*broken=*/11), image_options(2));
+  loader.start_epoch(0);
+  try {
+    while (loader.next()) {
+    }
+    FAIL() << "a truncated PNG was served";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("pictures/11.png: bad PNG: the file ends early (truncated)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ImageLoader, OptionsSayWhatIsMissing) {
+  LoaderOptions no_stage = image_options(1);
+  no_stage.sample_stage = nullptr;
+  EXPECT_THROW(Loader(pictures(4), no_stage), OptionsError);
+  LoaderOptions normalized = image_options(1);
+  normalized.normalization = {0.5f, 0.5f};
+  EXPECT_THROW(Loader(pictures(4), normalized), OptionsError);
+  auto store = std::make_shared<ImageStore>(ImageShape{1, 2, 2}, 4, true);
+  EXPECT_THROW(Loader(store, image_options(1)), OptionsError);
+  ImageStageOptions bad;
+  bad.channels = 2;
+  EXPECT_THROW(ImageStage{bad}, OptionsError);
+  bad.channels = 3;
+  bad.crop = ImageCrop::kCenterCrop;
+  bad.height = 10;
+  bad.width = 12;
+  EXPECT_THROW(ImageStage{bad}, OptionsError);
+}
+
+}  // namespace
+}  // namespace feeder
