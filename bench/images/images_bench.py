@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""feeder.DataLoader over a folder of JPEG photographs, against torchvision's ImageFolder + DataLoader
+and a bare full decode by libjpeg-turbo, in one run.
+
+The set is built once (cached under --cache) from the photographs of Debian's
+plasma-workspace-wallpapers: --images crops at ImageNet's typical sizes (shorter side 300-500 px,
+aspect 3:4 to 4:3, JPEG quality 90, encoded by PIL), in an ImageFolder layout with 10 classes.
+
+Rows, each images/s as the median of --repeats alternated passes over the whole set:
+  - training: RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor + Normalize, batch 256:
+    feeder (2 C++ workers) and torchvision (2 worker processes, PIL);
+  - evaluation: Resize(256) + CenterCrop(224) + ToTensor + Normalize, the same two;
+  - a bare full-size decode of the same JPEGs, already in memory, by libjpeg-turbo from C (feeder's
+    decode_image, which releases the GIL), one thread per core: the rate no loader that decodes
+    whole images can pass.
+
+    build/venv/bin/python3 bench/images/images_bench.py [--images 2000] [--repeats 3] [--json FILE]
+"""
+
+import argparse
+import concurrent.futures
+import glob
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+import torchvision
+import torchvision.transforms as T
+from PIL import Image
+
+import feeder
+from feeder import _feeder
+
+WALLPAPERS = "/usr/share/wallpapers"
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def build_set(root, count, seed=0):
+    """`count` ImageNet-sized JPEG crops of the wallpapers in root/train/<class>/, made once."""
+    done = os.path.join(root, "complete")
+    if os.path.exists(done):
+        return os.path.join(root, "train")
+    sources = sorted(set(glob.glob(f"{WALLPAPERS}/*/contents/images/*.jpg")))
+    if not sources:
+        raise SystemExit(f"no photographs under {WALLPAPERS}: apt-get install plasma-workspace-wallpapers")
+    rng = np.random.default_rng(seed)
+    per_source = -(-count // len(sources))
+    made = 0
+    for s, path in enumerate(sources):
+        picture = Image.open(path).convert("RGB")
+        picture.thumbnail((1600, 1600))  # crops are taken from this: ImageNet photographs are not 5K
+        for _ in range(per_source):
+            if made == count:
+                break
+            ratio = float(np.exp(rng.uniform(np.log(3 / 4), np.log(4 / 3))))
+            width, height = picture.size
+            crop_h = int(min(height, width / ratio) * rng.uniform(0.5, 1.0))
+            crop_w = int(min(width, crop_h * ratio))
+            top = int(rng.integers(0, height - crop_h + 1))
+            left = int(rng.integers(0, width - crop_w + 1))
+            crop = picture.crop((left, top, left + crop_w, top + crop_h))
+            shorter = int(rng.integers(300, 501))
+            scale = shorter / min(crop.size)
+            crop = crop.resize((max(1, round(crop.size[0] * scale)), max(1, round(crop.size[1] * scale))),
+                               Image.BICUBIC)
+            folder = os.path.join(root, "train", f"class_{made % 10}")
+            os.makedirs(folder, exist_ok=True)
+            crop.save(os.path.join(folder, f"{made:05d}.jpg"), quality=90)
+            made += 1
+        print(f"\rbuilding the set: {made}/{count} images", end="", flush=True)
+    print()
+    open(done, "w").close()
+    return os.path.join(root, "train")
+
+
+def rate(loader, count):
+    start = time.perf_counter()
+    seen = 0
+    for images, labels in loader:
+        seen += labels.shape[0]
+    assert seen == count, (seen, count)
+    return count / (time.perf_counter() - start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--cache", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "bench-images"))
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    root = build_set(os.path.join(args.cache, f"wallpapers-{args.images}"), args.images)
+    files = sorted(glob.glob(f"{root}/*/*.jpg"))
+    encoded = [open(f, "rb").read() for f in files]
+    sizes = [Image.open(f).size for f in files[:200]]
+    print(f"{len(files)} JPEGs, {sum(map(len, encoded)) / 2**20:.0f} MiB; shorter sides "
+          f"{min(min(s) for s in sizes)}-{max(min(s) for s in sizes)} px (first 200)")
+
+    train_tv = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
+    eval_tv = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize(MEAN, STD)])
+    pipelines = {
+        "train: feeder": lambda: feeder.DataLoader(root, batch_size=args.batch_size, shuffle=True,
+                                                   num_workers=args.workers, image_size=224,
+                                                   augment="random_resized_crop", normalize=(MEAN, STD)),
+        "train: torchvision ImageFolder + DataLoader": lambda: torch.utils.data.DataLoader(
+            torchvision.datasets.ImageFolder(root, transform=train_tv), batch_size=args.batch_size, shuffle=True,
+            num_workers=args.workers, persistent_workers=True),
+        "eval: feeder": lambda: feeder.DataLoader(root, batch_size=args.batch_size, num_workers=args.workers,
+                                                  image_size=224, augment="center_crop", normalize=(MEAN, STD)),
+        "eval: torchvision ImageFolder + DataLoader": lambda: torch.utils.data.DataLoader(
+            torchvision.datasets.ImageFolder(root, transform=eval_tv), batch_size=args.batch_size,
+            num_workers=args.workers, persistent_workers=True),
+    }
+    loaders = {name: make() for name, make in pipelines.items()}
+    for loader in loaders.values():  # warm-up: workers start, files are in the page cache
+        rate(loader, len(files))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.workers)
+
+    def bare_decode():
+        start = time.perf_counter()
+        list(pool.map(lambda data: _feeder.decode_image(data, 3, "x"), encoded, chunksize=16))
+        return len(encoded) / (time.perf_counter() - start)
+
+    results = {name: [] for name in [*pipelines, "bare full decode (libjpeg-turbo, threads)"]}
+    for repeat in range(args.repeats):
+        for name, loader in loaders.items():
+            results[name].append(rate(loader, len(files)))
+        results["bare full decode (libjpeg-turbo, threads)"].append(bare_decode())
+        print(f"pass {repeat + 1}/{args.repeats}: " +
+              ", ".join(f"{name} {values[-1]:.0f}" for name, values in results.items()), flush=True)
+
+    medians = {name: statistics.median(values) for name, values in results.items()}
+    bare = medians["bare full decode (libjpeg-turbo, threads)"]
+    print(f"\n{len(files)} images, {args.workers} workers, batch {args.batch_size}, medians of {args.repeats} passes\n")
+    print(f"| pipeline | images/s | range | vs torchvision | vs bare full decode |\n|---|---:|---:|---:|---:|")
+    for name, value in medians.items():
+        kind = name.split(":")[0]
+        torchvision_rate = medians.get(f"{kind}: torchvision ImageFolder + DataLoader")
+        versus = f"{value / torchvision_rate:.2f}x" if torchvision_rate else ""
+        print(f"| {name} | {value:.0f} | {min(results[name]):.0f}-{max(results[name]):.0f} | {versus} | "
+              f"{value / bare:.2f}x |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"images": len(files), "workers": args.workers, "batch_size": args.batch_size,
+                       "results": results, "medians": medians}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
