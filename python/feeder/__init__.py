@@ -252,7 +252,8 @@ class DataLoader:
     """Iterates a dataset in batches of (images, labels) tensors, like torch.utils.data.DataLoader.
 
     Args:
-        source: a map-style Dataset read once through ``feeder.cached(dataset)``, a path (an IDX ``*-images-idx3-ubyte[.gz]`` file, a CSV, a Parquet file, a directory
+        source: a map-style Dataset read once through ``feeder.cached(dataset)``, a folder of images
+            (see image_size below), a path (an IDX ``*-images-idx3-ubyte[.gz]`` file, a CSV, a Parquet file, a directory
             of Parquet shards, or a glob), or in-memory data: uint8 images (N,C,H,W) or (N,H,W) as a
             torch tensor or NumPy array, with labels as ``(images, labels)`` or ``labels=``. A
             C-contiguous uint8 array is used where it lies, not copied; do not change it while the
@@ -290,6 +291,13 @@ class DataLoader:
             then carry labels of -1).
         transform: a callable ``(images, labels) -> (images, labels)`` applied to every batch on the
             thread that iterates (e.g. moving it to the GPU, or an augmentation on the tensors).
+        image_size, augment, channels, resize, scale, ratio, flip, dct_scaling: for a folder of JPEG,
+            PNG or WebP images in torchvision's ImageFolder layout (docs/images.md): every image becomes
+            `image_size` (an int or (height, width)) with `channels` 1 or 3, through
+            augment="random_resized_crop" (RandomResizedCrop(image_size, scale, ratio) and, with
+            flip, RandomHorizontalFlip), "center_crop" (Resize(resize) + CenterCrop) or None (the
+            whole image resized); normalize is then (mean, std) per channel. ``loader.dataset.classes``
+            names the labels.
         timeout, pin_memory_device, in_order: torch's, accepted at their defaults only.
 
     torch.utils.data.DataLoader's sampler, batch_sampler, collate_fn, worker_init_fn and
