@@ -544,27 +544,12 @@ Batch Loader::assemble(int64_t batch_index) const {
   const float scale = 1.0f / (255.0f * options_.normalization.std);
   const float bias = -options_.normalization.mean / options_.normalization.std;
 
-  // The batch's samples: straight from the store, or from the stream's decoded blocks, which the
-  // batch holds until it is assembled.
-  thread_local std::vector<detail::SampleRef> refs;
-  refs.resize(static_cast<size_t>(count));
-  std::optional<detail::BlockLease> lease;
-  if (shared_->stream) {
-    lease.emplace(*shared_->stream, batch_index);
-    if (!lease->acquire(refs)) throw Cancelled{};
-  } else if (store_) {
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t sample = shared_->plan.sample_at(first + i);
-      refs[static_cast<size_t>(i)] = {store_->image(sample), store_->label(sample)};
-    }
-  }
-
   // Positions past the order's end are the padding (EpochPlan), and come last in a rank's slice.
   const auto order_size = static_cast<int64_t>(shared_->plan.order().size());
   const int64_t num_padding = std::max<int64_t>(0, last - std::max(first, order_size));
-  std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
   if (source_->encoded()) {
     // Each sample through the stage, with the sample's own generator.
+    std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
     const SampleStage& stage = *options_.sample_stage;
     for (int64_t i = 0; i < count; ++i) {
       const int64_t sample = shared_->plan.sample_at(first + i);
@@ -576,6 +561,22 @@ Batch Loader::assemble(int64_t batch_index) const {
     }
     return Batch(std::move(buffer), batch_index, count, shape, options_.layout, num_padding);
   }
+  // The batch's samples: straight from the store, or from the stream's decoded blocks, which the
+  // batch holds until it is assembled.
+  thread_local std::vector<detail::SampleRef> refs;
+  refs.resize(static_cast<size_t>(count));
+  std::optional<detail::BlockLease> lease;
+  if (shared_->stream) {
+    lease.emplace(*shared_->stream, batch_index);
+    if (!lease->acquire(refs)) throw Cancelled{};
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t sample = shared_->plan.sample_at(first + i);
+      refs[static_cast<size_t>(i)] = {store_->image(sample), store_->label(sample)};
+    }
+  }
+
+  std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
   for (int64_t i = 0; i < count; ++i) {
     const detail::SampleRef& ref = refs[static_cast<size_t>(i)];
     buffer->sample_indices[i] = shared_->plan.sample_at(first + i);

@@ -22,6 +22,10 @@ ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
     if (!(options_.std[static_cast<size_t>(c)] > 0.0f))
       throw OptionsError("image std must be positive, got " + std::to_string(options_.std[static_cast<size_t>(c)]) +
                          " for channel " + std::to_string(c));
+  for (size_t c = 0; c < scale_.size(); ++c) {
+    scale_[c] = 1.0f / (255.0f * options_.std[c]);
+    bias_[c] = -options_.mean[c] / options_.std[c];
+  }
 }
 
 void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, SplitMix64& rng, ImageLayout layout,
@@ -55,19 +59,13 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
   // RandomHorizontalFlip(0.5), drawn after the crop's draws.
   const bool flip = o.crop == ImageCrop::kRandomResizedCrop && o.flip && rng.uniform_double() < 0.5;
 
-  std::array<float, 3> scale{};
-  std::array<float, 3> bias{};
-  for (int c = 0; c < channels; ++c) {
-    scale[static_cast<size_t>(c)] = 1.0f / (255.0f * o.std[static_cast<size_t>(c)]);
-    bias[static_cast<size_t>(c)] = -o.mean[static_cast<size_t>(c)] / o.std[static_cast<size_t>(c)];
-  }
   const int64_t plane = height * width;
   for (int64_t y = 0; y < height; ++y) {
     const float* row = resized.data() + y * width * channels;
     for (int64_t x = 0; x < width; ++x) {
       const float* pixel = row + (flip ? width - 1 - x : x) * channels;
       for (int c = 0; c < channels; ++c) {
-        const float value = pixel[c] * scale[static_cast<size_t>(c)] + bias[static_cast<size_t>(c)];
+        const float value = pixel[c] * scale_[static_cast<size_t>(c)] + bias_[static_cast<size_t>(c)];
         if (layout == ImageLayout::kNhwc)
           dst[(y * width + x) * channels + c] = value;
         else

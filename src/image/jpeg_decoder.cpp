@@ -168,12 +168,11 @@ void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
   region.scaled_height = cinfo.output_height;
 
   // The columns and rows the resampling reads, at this scale.
-  const double sx = eighths / 8.0;  // as in resized_crop.cpp
-  const double sy = sx;
+  const double s = region.scale();
   int64_t column_first = 0, column_last = 0, row_first = 0, row_last = 0;
-  resample_span(box.left * sx, (box.left + box.width) * sx, region.scaled_width, options.out_width, column_first,
+  resample_span(box.left * s, (box.left + box.width) * s, region.scaled_width, options.out_width, column_first,
                 column_last);
-  resample_span(box.top * sy, (box.top + box.height) * sy, region.scaled_height, options.out_height, row_first,
+  resample_span(box.top * s, (box.top + box.height) * s, region.scaled_height, options.out_height, row_first,
                 row_last);
   JDIMENSION x_offset = static_cast<JDIMENSION>(column_first);
   JDIMENSION x_width = static_cast<JDIMENSION>(column_last - column_first);

@@ -17,20 +17,19 @@ int64_t coefficients(double x0, double x1, int64_t lo, int64_t hi, int64_t out, 
   const auto stride = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
   weights.assign(static_cast<size_t>(out * stride), 0.0f);
   spans.resize(static_cast<size_t>(out * 2));
-  std::vector<double> w(static_cast<size_t>(stride));
+  const auto triangle = [&](int64_t x, double center) {
+    const double t = std::abs((static_cast<double>(x) - center + 0.5) / filter_scale);
+    return t < 1.0 ? 1.0 - t : 0.0;
+  };
   for (int64_t i = 0; i < out; ++i) {
     const double center = x0 - static_cast<double>(lo) + (static_cast<double>(i) + 0.5) * scale;  // from lo
     const int64_t first = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
     const int64_t count =
         std::min<int64_t>(std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), hi - lo) - first, stride);
     double total = 0;
-    for (int64_t k = 0; k < count; ++k) {
-      const double t = std::abs((static_cast<double>(k + first) - center + 0.5) / filter_scale);
-      w[static_cast<size_t>(k)] = t < 1.0 ? 1.0 - t : 0.0;
-      total += w[static_cast<size_t>(k)];
-    }
+    for (int64_t k = 0; k < count; ++k) total += triangle(k + first, center);
     for (int64_t k = 0; k < count; ++k)
-      weights[static_cast<size_t>(i * stride + k)] = total > 0 ? static_cast<float>(w[static_cast<size_t>(k)] / total) : 0.0f;
+      weights[static_cast<size_t>(i * stride + k)] = total > 0 ? static_cast<float>(triangle(k + first, center) / total) : 0.0f;
     spans[static_cast<size_t>(2 * i)] = first + lo;
     spans[static_cast<size_t>(2 * i + 1)] = std::max<int64_t>(count, 0);
   }

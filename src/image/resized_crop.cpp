@@ -9,14 +9,14 @@
 namespace feeder {
 namespace {
 
-void check_box(const CropBox& box, const ImageHeader& header, const std::string& name) {
+void check_box(const CropBox& box, int64_t width, int64_t height, const std::string& name) {
   constexpr double kSlack = 1e-6;  // a center crop's box is computed in floating point
   if (!(box.width > 0 && box.height > 0 && box.left >= -kSlack && box.top >= -kSlack &&
-        box.left + box.width <= static_cast<double>(header.width) + kSlack &&
-        box.top + box.height <= static_cast<double>(header.height) + kSlack))
+        box.left + box.width <= static_cast<double>(width) + kSlack &&
+        box.top + box.height <= static_cast<double>(height) + kSlack))
     throw OptionsError(name + ": crop box (top " + std::to_string(box.top) + ", left " + std::to_string(box.left) +
                        ", " + std::to_string(box.height) + " x " + std::to_string(box.width) + ") is not inside the " +
-                       std::to_string(header.width) + "x" + std::to_string(header.height) + " image");
+                       std::to_string(width) + "x" + std::to_string(height) + " image");
 }
 
 }  // namespace
@@ -33,18 +33,14 @@ ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::s
   // Whichever way the image is decoded, `box` ends up in the coordinates of the decoded pixels.
   const auto checked_box = [&](int64_t width, int64_t height) {
     const CropBox box = choose_box(width, height);
-    check_box(box, ImageHeader{ImageFormat::kJpeg, width, height, 0}, name);
+    check_box(box, width, height, name);
     return box;
   };
   if (sniff_image_format(bytes) == ImageFormat::kJpeg) {
     detail::JpegRegion region;
     detail::decode_jpeg_region(bytes, name, checked_box, options, scratch, info, region);
-    // Scaled pixel j covers the image's [j, j + 1) * 8 / n: the map is x * n / 8 exactly (the scaled
-    // size, rounded up, is not a multiple of it).
-    const double sx = region.scale_eighths / 8.0;
-    const double sy = sx;
-    const detail::ResampleBox box =
-        detail::resample_box(info.box, sx, sy, region.left, region.top, region.width, region.height);
+    const detail::ResampleBox box = detail::resample_box(info.box, region.scale(), region.scale(), region.left,
+                                                         region.top, region.width, region.height);
     detail::resample(scratch.pixels.data(), region.width, region.height, options.channels, box, options.out_width,
                      options.out_height, scratch, out);
     return info;

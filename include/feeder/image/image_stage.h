@@ -49,6 +49,9 @@ class ImageStage : public SampleStage {
 
  private:
   ImageStageOptions options_;
+  // Per channel, from mean and std: (value / 255 - mean) / std as value * scale_ + bias_.
+  std::array<float, 3> scale_{};
+  std::array<float, 3> bias_{};
 };
 
 }  // namespace feeder

@@ -23,6 +23,9 @@ void decode_jpeg(std::span<const uint8_t> bytes, int channels, const std::string
 // scaled_height, with `channels` channels.
 struct JpegRegion {
   int scale_eighths = 8;
+  // Scaled pixel j covers the image's [j, j + 1) * 8 / n: the map is x * n / 8 exactly (the scaled
+  // size, rounded up, is not a multiple of it).
+  double scale() const { return scale_eighths / 8.0; }
   int64_t scaled_width = 0;
   int64_t scaled_height = 0;
   int64_t left = 0;
