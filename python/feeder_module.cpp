@@ -341,6 +341,7 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("name", [](const OpenedSet& s) { return s.source->name(); })
       .def_property_readonly("num_samples", [](const OpenedSet& s) { return s.source->size(); })
       .def_property_readonly("labeled", [](const OpenedSet& s) { return s.source->labeled(); })
+      .def_property_readonly("encoded", [](const OpenedSet& s) { return s.source->encoded(); })
       .def_property_readonly("shape", [](const OpenedSet& s) {
         const ImageShape shape = s.source->shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);

@@ -221,10 +221,10 @@ def _per_channel(name, value, channels):
 
 
 def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize):
-    """The image stage's options for a folder of encoded images, checked."""
+    """The image stage's options for encoded images, checked."""
     if image_size is None:
-        raise ValueError("a folder of images needs image_size= (an int, or (height, width)): the size of every "
-                         "image in a batch")
+        raise ValueError("encoded images (a folder, or a Parquet set of image files) need image_size= (an int, "
+                         "or (height, width)): the size of every image in a batch")
     height, width = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
     _check_int("image_size", height, 1)
     _check_int("image_size", width, 1)
@@ -291,8 +291,10 @@ class DataLoader:
             then carry labels of -1).
         transform: a callable ``(images, labels) -> (images, labels)`` applied to every batch on the
             thread that iterates (e.g. moving it to the GPU, or an augmentation on the tensors).
-        image_size, augment, channels, resize, scale, ratio, flip, dct_scaling: for a folder of JPEG,
-            PNG or WebP images in torchvision's ImageFolder layout (docs/images.md): every image becomes
+        image_size, augment, channels, resize, scale, ratio, flip, dct_scaling: for JPEG, PNG or WebP
+            images, in a folder in torchvision's ImageFolder layout or in Parquet files with a column of
+            image files (Hugging Face datasets' ``image`` struct, or any binary column; streamed within
+            memory_budget) (docs/images.md): every image becomes
             `image_size` (an int or (height, width)) with `channels` 1 or 3, through
             augment="random_resized_crop" (RandomResizedCrop(image_size, scale, ratio) and, with
             flip, RandomHorizontalFlip), "center_crop" (Resize(resize) + CenterCrop) or None (the
@@ -382,12 +384,12 @@ class DataLoader:
         self._transform = transform
         self._source = _open_source(source, labels, budget, train, allow_unlabeled)
         image = None
-        if getattr(self._source, "classes", None) is not None:
+        if self._source.encoded:
             image = _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize)
             mean, std = 0.0, 1.0  # the image stage normalises, per channel
         elif image_size is not None or augment is not None:
-            raise ValueError("image_size= and augment= are for a folder of encoded images (JPEG, PNG, WebP); this "
-                             "set's images all have one size already")
+            raise ValueError("image_size= and augment= are for encoded images (JPEG, PNG, WebP: a folder, or a "
+                             "Parquet set of image files); this set's images all have one size already")
         elif mean is None:
             mean, std = _normalization(normalize)
         self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,

@@ -184,7 +184,7 @@ int64_t required_rows(const SampleSource& source, const LoaderOptions& options, 
 int stream_readers(const SampleSource& source, const LoaderOptions& options) {
   const int64_t needed = stream_overhead_bytes(source, options, kBaseReaders) +
                          required_rows(source, options, options.shuffle_window, in_flight_batches(options)) *
-                             source.decoded_sample_bytes();
+                             source.held_row_bytes();
   const int64_t spare = std::max<int64_t>(0, options.memory_budget - needed);
   const int64_t wanted = std::max(kBaseReaders, options.num_workers) - kBaseReaders;
   const int64_t affordable = source.max_read_bytes() > 0 ? spare / source.max_read_bytes() : wanted;
@@ -244,10 +244,10 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   if (!source.encoded() && options.sample_stage)
     throw OptionsError(source.name() + ": its samples are pixels of one size, which the loader converts itself; a "
                        "sample stage is for encoded images");
-  if (source.encoded()) {  // held in memory
-    if (options.normalization.mean != 0.0f || options.normalization.std != 1.0f)
-      throw OptionsError(source.name() + ": encoded images are normalised by their sample stage (its mean and "
-                         "std per channel); leave the loader's normalization at mean 0, std 1");
+  if (source.encoded() && (options.normalization.mean != 0.0f || options.normalization.std != 1.0f))
+    throw OptionsError(source.name() + ": encoded images are normalised by their sample stage (its mean and "
+                       "std per channel); leave the loader's normalization at mean 0, std 1");
+  if (source.samples_in_memory()) {
     options.shuffle_window = options.shuffle_window == 0 ? size : std::min(options.shuffle_window, size);
     options.memory_budget = 0;
     return options;
@@ -262,7 +262,7 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
     return options;
   }
   options.memory_budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
-  const int64_t sample_bytes = source.decoded_sample_bytes();
+  const int64_t sample_bytes = source.held_row_bytes();
   const int64_t overhead = stream_overhead_bytes(source, options, kBaseReaders);
   const int64_t block_budget = options.memory_budget - overhead;
   if (!options.shuffle) {
@@ -283,7 +283,7 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
     throw OptionsError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
                        " is too small: the stream needs " + format_byte_size(overhead) +
                        " for the epoch order and read buffers plus " + format_byte_size(needed_rows * sample_bytes) +
-                       " of decoded row groups (the batches in flight: " +
+                       (source.encoded() ? " of encoded row groups" : " of decoded row groups") + " (the batches in flight: " +
                        (options.num_workers == 0 ? std::string("1 without workers") : "prefetch " + std::to_string(in_flight)) +
                        " x world_size " + std::to_string(options.world_size) + " x batch_size " +
                        std::to_string(options.batch_size) + " samples, and two shuffle windows of " +
@@ -321,7 +321,7 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   const auto blocks = source_->block_starts();
   block_layout_ = XXH3_64bits(blocks.data(), blocks.size_bytes());
   shuffle_advice_ = detail::shuffle_advice(*source_, options_);
-  if (!store_ && !source_->encoded()) {
+  if (!store_ && !source_->samples_in_memory()) {
     const int readers = stream_readers(*source_, options_);
     const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);
     shared_->stream = std::make_unique<detail::BlockStream>(source_, readers, block_budget,
@@ -547,7 +547,7 @@ Batch Loader::assemble(int64_t batch_index) const {
   // Positions past the order's end are the padding (EpochPlan), and come last in a rank's slice.
   const auto order_size = static_cast<int64_t>(shared_->plan.order().size());
   const int64_t num_padding = std::max<int64_t>(0, last - std::max(first, order_size));
-  if (source_->encoded()) {
+  if (source_->samples_in_memory()) {
     // Each sample through the stage, with the sample's own generator.
     std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
     const SampleStage& stage = *options_.sample_stage;
@@ -572,17 +572,22 @@ Batch Loader::assemble(int64_t batch_index) const {
   } else {
     for (int64_t i = 0; i < count; ++i) {
       const int64_t sample = shared_->plan.sample_at(first + i);
-      refs[static_cast<size_t>(i)] = {store_->image(sample), store_->label(sample)};
+      refs[static_cast<size_t>(i)] = {.pixels = store_->image(sample), .label = store_->label(sample)};
     }
   }
 
   std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
   for (int64_t i = 0; i < count; ++i) {
     const detail::SampleRef& ref = refs[static_cast<size_t>(i)];
-    buffer->sample_indices[i] = shared_->plan.sample_at(first + i);
+    const int64_t sample = shared_->plan.sample_at(first + i);
+    buffer->sample_indices[i] = sample;
     buffer->labels[i] = ref.label;
     float* dst = buffer->images + i * pixels;
-    if (store_ && store_->pixel_type() == PixelType::kFloat32)
+    if (options_.sample_stage) {  // encoded samples, streamed
+      SplitMix64 rng = sample_generator(options_.seed, shared_->epoch, sample);
+      options_.sample_stage->run(std::span<const uint8_t>(ref.pixels, static_cast<size_t>(ref.size)),
+                                 source_->sample_name(sample), rng, options_.layout, dst);
+    } else if (store_ && store_->pixel_type() == PixelType::kFloat32)
       copy_float_image(reinterpret_cast<const float*>(ref.pixels), dst, shape, options_.layout);
     else if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
       detail::convert_pixels_to_hwc(ref.pixels, dst, shape.channels, shape.height * shape.width, scale, bias);

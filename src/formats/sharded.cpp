@@ -80,7 +80,12 @@ ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) 
   shard.num_rows = reader.num_rows();
   for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) shard.row_group_rows.push_back(reader.row_group_rows(rg));
   shard.row_group_max_compressed_bytes = reader.max_row_group_read_bytes();
-  shard.piece_read_bytes = reader.max_rows_read_bytes(stream_piece_rows(reader.shape(), 0));
+  if (reader.encoded()) {
+    // Encoded sets stream whole row groups (no pieces): their images' bounds, for the budget.
+    for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) shard.row_group_encoded_bytes.push_back(reader.encoded_bytes_bound(rg));
+  } else {
+    shard.piece_read_bytes = reader.max_rows_read_bytes(stream_piece_rows(reader.shape(), 0));
+  }
   shard.size_bytes = reader.size_bytes();
   return shard;
 }
@@ -105,6 +110,7 @@ ShardedDataset describe_from_footers(const fs::path& root, const std::vector<fs:
       dataset.shape = reader.shape();
       dataset.labeled = reader.labeled();
       dataset.columns = reader.columns();
+      dataset.encoded = reader.encoded();
     } else if (reader.shape() != dataset.shape) {
       throw DataError(name + ": images are " + to_string(reader.shape()) + ", but " + first + " has " +
                       to_string(dataset.shape));
@@ -401,7 +407,11 @@ std::string describe_sharded_dataset(const ShardedDataset& dataset) {
       << ")\n";
   out << "shards: " << dataset.shards.size() << ", rows: " << dataset.num_rows << ", row groups: " << dataset.num_row_groups()
       << "\n";
-  out << "images: " << to_string(dataset.shape) << ", ";
+  if (dataset.encoded) {
+    out << "images: encoded (JPEG, PNG or WebP files, each of its own size), ";
+  } else {
+    out << "images: " << to_string(dataset.shape) << ", ";
+  }
   if (!dataset.labeled) {
     out << "unlabeled\n";
   } else if (dataset.label_min && dataset.label_max) {
@@ -410,8 +420,9 @@ std::string describe_sharded_dataset(const ShardedDataset& dataset) {
     out << "labeled (range not recorded)\n";
   }
   if (!dataset.columns.empty()) out << "columns: " << dataset.columns << "\n";
-  out << "on disk: " << format_byte_size(static_cast<int64_t>(size_bytes))
-      << ", decoded: " << format_byte_size(dataset.decoded_bytes())
+  out << "on disk: " << format_byte_size(static_cast<int64_t>(size_bytes));
+  if (!dataset.encoded) out << ", decoded: " << format_byte_size(dataset.decoded_bytes());
+  out
       << ", largest row group read: " << format_byte_size(largest_read_bytes) << "\n";
   if (dataset.shuffled_on_write) out << "rows shuffled when written, seed " << *dataset.shuffled_on_write << "\n";
   out << "fingerprint: " << detail::hex64(dataset.fingerprint) << "\n";

@@ -3,6 +3,7 @@
 // the set was opened with, and reads one row group with pread.
 
 #include <algorithm>
+#include <limits>
 #include <list>
 #include <map>
 #include <optional>
@@ -39,6 +40,8 @@ class ParquetShardSource final : public SampleSource {
       : dataset_(std::move(dataset)), options_(std::move(options)) {
     if (piece_rows < 0) throw OptionsError("piece_rows must be positive (or 0 for the default), got " + std::to_string(piece_rows));
     piece_rows_ = piece_rows > 0 ? piece_rows : stream_piece_rows(dataset_.shape, dataset_.num_rows);
+    // Encoded images stream in whole row groups: their pages are not split by rows.
+    if (dataset_.encoded) piece_rows_ = std::numeric_limits<int64_t>::max();
     block_starts_.push_back(0);
     for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
       const ShardInfo& shard = dataset_.shards[shard_idx];
@@ -54,6 +57,18 @@ class ParquetShardSource final : public SampleSource {
           block_starts_.push_back(block_starts_.back() + std::min(piece_rows_, rows - first));
           block_row_group_.push_back(row_group);
         }
+      }
+      if (dataset_.encoded) {
+        // A row group's read: its columns' bytes, and its image pages decompressed (at most the
+        // image column's uncompressed size).
+        if (shard.row_group_encoded_bytes.size() != shard.row_group_rows.size())
+          throw DataError(shard.path.string() + ": the sizes of its encoded images are not known");
+        for (size_t rg = 0; rg < shard.row_group_rows.size(); ++rg) {
+          const int64_t bound = shard.row_group_encoded_bytes[rg];
+          block_bytes_.push_back(bound + shard.row_group_rows[rg] * 2 * static_cast<int64_t>(sizeof(int64_t)));
+          max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes + bound);
+        }
+        continue;
       }
       // Whole row groups are read with one pread of their columns (the largest row group's read
       // bounds theirs); split ones a page at a time.
@@ -72,6 +87,33 @@ class ParquetShardSource final : public SampleSource {
   }
 
   int64_t size() const override { return block_starts_.back(); }
+  bool encoded() const override { return dataset_.encoded; }
+  int64_t block_bytes(int64_t block_idx) const override {
+    return dataset_.encoded ? block_bytes_.at(static_cast<size_t>(block_idx)) : SampleSource::block_bytes(block_idx);
+  }
+  // "<shard>: row group <g> row <r>", counted within the shard and the row group.
+  std::string sample_name(int64_t sample) const override {
+    const auto row_group = static_cast<int64_t>(
+        std::upper_bound(row_group_starts_.begin(), row_group_starts_.end(), sample) - row_group_starts_.begin() - 1);
+    const auto it = std::upper_bound(shard_first_row_group_.begin(), shard_first_row_group_.end(), row_group) - 1;
+    const ShardInfo& shard = dataset_.shards[static_cast<size_t>(it - shard_first_row_group_.begin())];
+    return shard.path.string() + ": row group " + std::to_string(row_group - *it) + " row " +
+           std::to_string(sample - row_group_starts_[static_cast<size_t>(row_group)]);
+  }
+  void read_encoded_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* bytes, int64_t capacity,
+                          int64_t* ends, int64_t* labels) const override {
+    if (!dataset_.encoded) throw std::logic_error(name() + ": holds pixels, not encoded images");
+    if (block_idx < 0 || block_idx >= num_blocks()) {
+      throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
+                              std::to_string(num_blocks()) + ")");
+    }
+    const int64_t row_group = read_group(block_idx);  // one block per row group
+    const auto it = std::upper_bound(shard_first_row_group_.begin(), shard_first_row_group_.end(), row_group) - 1;
+    const auto shard_idx = static_cast<size_t>(it - shard_first_row_group_.begin());
+    const int64_t row_group_idx = row_group - *it;
+    const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, row_group_idx);
+    reader->read_encoded_row_group(row_group_idx, scratch, bytes, capacity, ends, labels);
+  }
   ImageShape shape() const override { return dataset_.shape; }
   bool labeled() const override { return dataset_.labeled; }
   uint64_t fingerprint() const override { return dataset_.fingerprint; }
@@ -226,6 +268,7 @@ class ParquetShardSource final : public SampleSource {
   std::vector<int64_t> row_group_starts_;  // (row groups + 1) first sample of each, then size()
   std::vector<int64_t> shard_first_row_group_;  // (num_shards + 1) first row group of each shard, then their number
   int64_t max_read_bytes_ = 0;
+  std::vector<int64_t> block_bytes_;  // encoded sets: per block (row group), SampleSource::block_bytes
 
   mutable detail::Mutex mutex_;  // the stream's reader threads open shards at once
   // Open shards, most recently used first, at most kMaxOpenShards: (shard index, reader).

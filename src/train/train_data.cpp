@@ -83,6 +83,17 @@ Candidate describe(const std::string& spec) {
 void open_parquet(Candidate& candidate, int64_t share) {
   OpenedSet& set = candidate.set;
   std::shared_ptr<SampleSource> stream = open_parquet_source(*candidate.dataset);
+  if (candidate.dataset->encoded) {
+    // Encoded images are decoded as batches need them, so they always stream; within a budget that
+    // holds them all the window is the whole set (a full shuffle), and the page cache keeps them.
+    set.decoded_bytes = stream->held_bytes();
+    set.source = std::move(stream);
+    set.streaming = true;
+    set.memory_budget = share;
+    set.choice = "streaming encoded images (" + format_byte_size(set.decoded_bytes) + " with labels, " +
+                 format_byte_size(share) + " budget)";
+    return;
+  }
   if (set.decoded_bytes <= share) {
     set.source = read_into_memory(*stream);
     set.choice = "in memory (" + format_byte_size(set.decoded_bytes) + " decoded, within the " +

@@ -160,13 +160,13 @@ def test_bad_images_and_folders_say_what_is_wrong(tmp_path, folder):
     (root / "b" / "cut.jpg").write_text("I am text")
     with pytest.raises(feeder.DataError, match=r"b/cut\.jpg: not a JPEG, PNG or WebP image"):
         next(iter(feeder.DataLoader(str(root), batch_size=2, image_size=8)))
-    with pytest.raises(ValueError, match="needs image_size="):
+    with pytest.raises(ValueError, match="need image_size="):
         feeder.DataLoader(str(folder))
     with pytest.raises(ValueError, match="augment must be"):
         feeder.DataLoader(str(folder), image_size=8, augment="rotate")
     with pytest.raises(ValueError, match=r"mean must be one number or 3"):
         feeder.DataLoader(str(folder), image_size=8, normalize=((0.1, 0.2), (1, 1)))
-    with pytest.raises(ValueError, match="image_size= and augment= are for a folder"):
+    with pytest.raises(ValueError, match="image_size= and augment= are for encoded images"):
         feeder.DataLoader((np.zeros((4, 1, 2, 2), np.uint8), np.zeros(4, np.int64)), image_size=8)
 
 

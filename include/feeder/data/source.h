@@ -8,6 +8,7 @@
 // Ownership: the loader holds its source through a shared_ptr, so a source outlives every loader
 // and batch that reads from it.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -41,12 +42,15 @@ class SampleSource {
   // calls read_block(). nullptr for a streaming source.
   virtual const ImageStore* in_memory() const { return nullptr; }
 
-  // Encoded samples (an image file's bytes each, of any length) held in memory: the loader reads
-  // sample(i) and runs LoaderOptions::sample_stage on each. shape() is then not the batch's (the
-  // stage's output shape is). False for sources of fixed-size pixels.
+  // Encoded samples (an image file's bytes each, of any length): the loader runs
+  // LoaderOptions::sample_stage on each. shape() is then {0, 0, 0}, not the batch's (the stage's
+  // output shape is). False for sources of fixed-size pixels.
   virtual bool encoded() const { return false; }
-  // An encoded source's sample i.
-  virtual SampleView sample(int64_t) const { throw std::logic_error(name() + ": not a source of encoded samples"); }
+  // An encoded source holding every sample in memory (an image folder): the loader reads sample(i)
+  // directly. Otherwise an encoded source streams: its blocks are read with read_encoded_block.
+  virtual bool samples_in_memory() const { return false; }
+  // An in-memory encoded source's sample i.
+  virtual SampleView sample(int64_t) const { throw std::logic_error(name() + ": not a source of encoded samples in memory"); }
   // Sample i in messages: a path, a tar member, a Parquet row.
   virtual std::string sample_name(int64_t i) const { return name() + ": sample " + std::to_string(i); }
 
@@ -62,6 +66,18 @@ class SampleSource {
   // once, each with its own scratch. Throws DataError naming the file and row group.
   virtual void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels,
                           int64_t* labels) const = 0;
+  // The bytes block b takes when read, known before reading it, for the budget: rows x
+  // decoded_sample_bytes() for pixels; for encoded samples a bound on their bytes (from the file's
+  // metadata) plus an int64 label and an int64 end per row.
+  virtual int64_t block_bytes(int64_t block_idx) const { return block_rows(block_idx) * decoded_sample_bytes(); }
+  // A streaming encoded source's block b: its samples' bytes back to back into bytes[0, capacity)
+  // (capacity: block_bytes(b) less 16 per row), sample r's ending at ends[r], and its labels.
+  // Throws DataError naming the file and place.
+  virtual void read_encoded_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* bytes, int64_t capacity,
+                                  int64_t* ends, int64_t* labels) const {
+    (void)block_idx, (void)scratch, (void)bytes, (void)capacity, (void)ends, (void)labels;
+    throw std::logic_error(name() + ": not a streaming source of encoded samples");
+  }
   // Blocks with the same read group are pieces of one larger unit of storage (a Parquet row group):
   // read together, they cost about what one costs, as pages shared by them are read and decoded
   // once. Consecutive blocks only; each block its own group by default.
@@ -89,6 +105,26 @@ class SampleSource {
     return (store ? store->image_bytes() : shape().num_pixels()) + static_cast<int64_t>(sizeof(int64_t));
   }
   int64_t decoded_bytes() const { return size() * decoded_sample_bytes(); }
+  // What holding every block at once would take: decoded_bytes() for pixels, the encoded bytes
+  // (with labels and ends) for encoded samples.
+  int64_t held_bytes() const {
+    if (!encoded()) return decoded_bytes();
+    int64_t total = 0;
+    for (int64_t b = 0; b < num_blocks(); ++b) total += block_bytes(b);
+    return total;
+  }
+  // The budget's bytes per held row: decoded_sample_bytes() for pixels; for encoded samples the
+  // largest of any block's bytes per row (rounded up), so that any rows of held blocks take at most
+  // this much each.
+  int64_t held_row_bytes() const {
+    if (!encoded()) return decoded_sample_bytes();
+    int64_t most = 1;
+    for (int64_t b = 0; b < num_blocks(); ++b) {
+      const int64_t rows = std::max<int64_t>(1, block_rows(b));
+      most = std::max(most, (block_bytes(b) + rows - 1) / rows);
+    }
+    return most;
+  }
 };
 
 // An ImageStore as a source, every sample in memory. One block, unless it was read from a stream

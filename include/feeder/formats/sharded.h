@@ -42,6 +42,9 @@ struct ShardInfo {
   // 0 when not known (an index written before it was recorded): the source then assumes a column
   // chunk as large as the row group's read and a decoded row group besides.
   int64_t piece_read_bytes = 0;
+  // Encoded sets: per row group, the most bytes its images take (the image column's uncompressed
+  // size, ParquetRowGroupReader::encoded_bytes_bound).
+  std::vector<int64_t> row_group_encoded_bytes;
   uint64_t size_bytes = 0;                     // file size
   std::optional<uint64_t> content_hash;        // XXH3-64 of the file; only from an index
 };
@@ -52,6 +55,9 @@ struct ShardedDataset {
   std::vector<ShardInfo> shards;  // in sample order: sorted by file name
   ImageShape shape;
   bool labeled = false;
+  // Encoded images (a BYTE_ARRAY column of JPEG, PNG or WebP files, as Hugging Face datasets writes
+  // them): shape is then {0, 0, 0}, and a loader needs an image stage (feeder/image/image_stage.h).
+  bool encoded = false;
   // The columns read, as ParquetRowGroupReader::columns() describes them; every shard must match:
   // "label INT64, 784 pixel columns pixel1..pixel784 INT32 INT(8,false)".
   std::string columns;

@@ -35,6 +35,7 @@ class EncodedImageSource : public SampleSource {
   uint64_t fingerprint() const override;
   std::string name() const override { return name_; }
   bool encoded() const override { return true; }
+  bool samples_in_memory() const override { return true; }
   SampleView sample(int64_t i) const override;
   std::string sample_name(int64_t i) const override { return names_[static_cast<size_t>(i)]; }
   std::span<const int64_t> block_starts() const override { return block_starts_; }

@@ -37,15 +37,18 @@ constexpr int kReaderNice = 10;
 
 }  // namespace
 
-DecodedBlock::DecodedBlock(int64_t rows, int64_t pixels_per_sample, LiveBytes& live) : live_(live) {
-  const auto pixel_bytes = static_cast<size_t>(rows * pixels_per_sample);
-  labels_offset_ = (pixel_bytes + 63) / 64 * 64;
+DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, LiveBytes& live) : live_(live) {
+  const int64_t row_bytes = static_cast<int64_t>(sizeof(int64_t)) * (encoded ? 2 : 1);
+  payload_capacity_ = std::max<int64_t>(0, counted_bytes - rows * row_bytes);
+  const auto align = [](size_t offset) { return (offset + 63) / 64 * 64; };
+  ends_offset_ = align(static_cast<size_t>(payload_capacity_));
+  labels_offset_ = encoded ? align(ends_offset_ + static_cast<size_t>(rows) * sizeof(int64_t)) : ends_offset_;
   size_bytes_ = labels_offset_ + static_cast<size_t>(rows) * sizeof(int64_t);
   if (size_bytes_ == 0) size_bytes_ = 1;
   memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory_ == MAP_FAILED) throw std::bad_alloc();
   rows_capacity_ = rows;
-  counted_bytes_ = rows * (pixels_per_sample + static_cast<int64_t>(sizeof(int64_t)));
+  counted_bytes_ = counted_bytes;
   live_.add(counted_bytes_);
 }
 
@@ -60,6 +63,7 @@ BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_rea
   const auto starts = source_->block_starts();
   block_starts_.assign(starts.begin(), starts.end());
   pixels_per_sample_ = source_->shape().num_pixels();
+  encoded_ = source_->encoded();
   // Buckets of samples for block_of: twice as many buckets as blocks.
   const int64_t num_samples = block_starts_.back();
   const auto num_blocks = static_cast<int64_t>(block_starts_.size()) - 1;
@@ -102,10 +106,7 @@ int64_t BlockStream::block_of(int64_t sample) const {
   return static_cast<int64_t>(block);
 }
 
-int64_t BlockStream::block_bytes(int64_t block) const {
-  const int64_t rows = source_->block_rows(block);
-  return rows * (pixels_per_sample_ + static_cast<int64_t>(sizeof(int64_t)));
-}
+int64_t BlockStream::block_bytes(int64_t block) const { return source_->block_bytes(block); }
 
 void BlockStream::free_load(Load& load) {
   for (Slot& slot : load.slots) {
@@ -124,13 +125,14 @@ void BlockStream::keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_b
   spares_.push_back(std::move(block));
 }
 
-std::unique_ptr<DecodedBlock> BlockStream::take_spare(int64_t rows, int64_t max_bytes) {
+std::unique_ptr<DecodedBlock> BlockStream::take_spare(int64_t rows, int64_t bytes) {
   // Row groups mostly have one size: the last spare usually fits. Only a spare of exactly the
-  // block's rows will do: a larger one would hold more than the block's bytes, which the budget's
-  // arithmetic (Loader: required_rows) does not allow for, and readers and workers could then wait
-  // for each other with the budget full of oversized spares.
+  // block's rows and bytes will do: a larger one would hold more than the block's bytes, which the
+  // budget's arithmetic (Loader: required_rows) does not allow for, and readers and workers could
+  // then wait for each other with the budget full of oversized spares. (Blocks of encoded samples
+  // rarely match: they are mapped afresh.)
   for (size_t i = spares_.size(); i-- > 0;) {
-    if (spares_[i]->rows_capacity() == rows && spares_[i]->counted_bytes() <= max_bytes) {
+    if (spares_[i]->rows_capacity() == rows && spares_[i]->counted_bytes() == bytes) {
       std::unique_ptr<DecodedBlock> block = std::move(spares_[i]);
       spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
       spare_bytes_ -= block->counted_bytes();
@@ -293,7 +295,13 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slot(slots[i]);
     const int64_t row = plan_->sample_at(first + static_cast<int64_t>(i)) - block_starts_[static_cast<size_t>(s.block)];
-    refs[i].pixels = s.data->pixels() + row * pixels_per_sample_;
+    if (encoded_) {
+      const int64_t begin = row == 0 ? 0 : s.data->ends()[row - 1];
+      refs[i].pixels = s.data->pixels() + begin;
+      refs[i].size = s.data->ends()[row] - begin;
+    } else {
+      refs[i].pixels = s.data->pixels() + row * pixels_per_sample_;
+    }
     refs[i].label = s.data->labels()[row];
   }
   return true;
@@ -337,7 +345,7 @@ bool BlockStream::next_read_ready() {
 
 int64_t BlockStream::claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) {
   const int64_t rows = source_->block_rows(block);
-  data = take_spare(rows, budget_bytes_ - held_bytes_);
+  data = take_spare(rows, block_bytes(block));
   const int64_t bytes = data ? data->counted_bytes() : block_bytes(block);
   held_bytes_ += bytes;
   trim_spares();
@@ -349,10 +357,23 @@ std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
                                           std::vector<std::unique_ptr<DecodedBlock>>& data,
                                           std::vector<uint8_t>& scratch) const {
   try {
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (!data[i]) {
+        data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), block_bytes(blocks[i]), encoded_,
+                                                 live_bytes_);
+      }
+    }
+    if (encoded_) {
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        DecodedBlock& block = *data[i];
+        source_->read_encoded_block(blocks[i], scratch, block.pixels(), block.payload_capacity(), block.ends(),
+                                    block.labels());
+      }
+      return nullptr;
+    }
     std::vector<uint8_t*> pixels;
     std::vector<int64_t*> labels;
     for (size_t i = 0; i < blocks.size(); ++i) {
-      if (!data[i]) data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), pixels_per_sample_, live_bytes_);
       pixels.push_back(data[i]->pixels());
       labels.push_back(data[i]->labels());
     }

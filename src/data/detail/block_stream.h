@@ -32,35 +32,44 @@ struct LiveBytes {
   void subtract(int64_t bytes) { now.fetch_sub(bytes); }
 };
 
-// One block's decoded samples in an anonymous mapping of its own, so that freeing it returns the
-// memory to the system at once, whatever the allocator's thresholds. Counted in `live`, which must
-// outlive it.
+// One block's samples in an anonymous mapping of its own, so that freeing it returns the memory
+// to the system at once, whatever the allocator's thresholds: its pixels (rows of a fixed size) or,
+// for an encoded source, its samples' bytes back to back with the end of each; then the labels.
+// Counted in `live`, which must outlive it.
 class DecodedBlock {
  public:
-  DecodedBlock(int64_t rows, int64_t pixels_per_sample, LiveBytes& live);
+  // `counted_bytes`: what the budget counts for it (SampleSource::block_bytes): the payload, plus
+  // an int64 label per row, plus an int64 end per row when `encoded`.
+  DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, LiveBytes& live);
   ~DecodedBlock();
   DecodedBlock(const DecodedBlock&) = delete;
   DecodedBlock& operator=(const DecodedBlock&) = delete;
 
   int64_t rows_capacity() const { return rows_capacity_; }
-  // The bytes the budget counts for it: rows_capacity * (pixels + label).
   int64_t counted_bytes() const { return counted_bytes_; }
+  // Room for the pixels or the encoded bytes.
+  int64_t payload_capacity() const { return payload_capacity_; }
 
   uint8_t* pixels() { return static_cast<uint8_t*>(memory_); }
   int64_t* labels() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + labels_offset_); }
+  // Encoded blocks: where each sample's bytes end in pixels().
+  int64_t* ends() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + ends_offset_); }
 
  private:
   void* memory_ = nullptr;
   size_t size_bytes_ = 0;
   int64_t rows_capacity_ = 0;
-  int64_t counted_bytes_ = 0;  // rows * (pixels + label), as the budget counts them
+  int64_t counted_bytes_ = 0;
+  int64_t payload_capacity_ = 0;
+  size_t ends_offset_ = 0;
   size_t labels_offset_ = 0;
   LiveBytes& live_;
 };
 
 // Where one sample of a batch is, while the batch holds its blocks.
 struct SampleRef {
-  const uint8_t* pixels = nullptr;
+  const uint8_t* pixels = nullptr;  // the pixels, or an encoded sample's bytes
+  int64_t size = 0;                 // encoded samples: their bytes
   int64_t label = 0;
 };
 
@@ -176,7 +185,7 @@ class BlockStream {
   // Keeps a freed block's memory for the next read (refilling it costs no page faults, unlike a
   // fresh mapping); spares count against the budget and are unmapped when room is needed.
   void keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_bytes) REQUIRES(mutex_);
-  std::unique_ptr<DecodedBlock> take_spare(int64_t rows, int64_t max_bytes) REQUIRES(mutex_);
+  std::unique_ptr<DecodedBlock> take_spare(int64_t rows, int64_t bytes) REQUIRES(mutex_);
   void trim_spares() REQUIRES(mutex_);
 
   std::shared_ptr<const SampleSource> source_;
@@ -184,6 +193,7 @@ class BlockStream {
   int64_t bucket_samples_ = 1;               // block_of's lookup: samples per bucket
   std::vector<int64_t> bucket_first_block_;  // per bucket: the block holding its first sample
   int64_t pixels_per_sample_ = 0;
+  bool encoded_ = false;  // blocks of encoded samples (SampleSource::encoded)
   int64_t budget_bytes_ = 0;
   mutable LiveBytes live_bytes_;  // declared before every holder of a DecodedBlock: destroyed after them
 

@@ -20,7 +20,7 @@ constexpr double kMaxShareSpread = 0.25;
 }  // namespace
 
 std::string shuffle_advice(const SampleSource& source, const LoaderOptions& options) {
-  if (source.in_memory() || source.encoded() || !options.shuffle || options.shuffle_window >= source.size()) return {};
+  if (source.in_memory() || source.samples_in_memory() || !options.shuffle || options.shuffle_window >= source.size()) return {};
   std::vector<std::pair<int64_t, int64_t>> ranges;
   try {
     ranges = source.block_label_ranges();
@@ -57,10 +57,12 @@ std::string shuffle_advice(const SampleSource& source, const LoaderOptions& opti
                 "by the label statistics), and a shuffle window of %lld samples mixes about %.0f pieces: a "
                 "label's share of a window varies by about %.0f%%, and training may reach a lower accuracy "
                 "than with a full shuffle. Raise the memory budget to about %s (a window of %.0f samples), "
-                "or rewrite the set with `feeder convert IN OUTDIR/ --shuffle-on-write SEED`.",
+                "or %s.",
                 source.name().c_str(), piece_rows, labels_per_piece, labels,
                 static_cast<long long>(options.shuffle_window), pieces, 100 * spread,
-                format_byte_size(budget_needed).c_str(), window_needed);
+                format_byte_size(budget_needed).c_str(), window_needed,
+                source.encoded() ? "write the set with its rows in a shuffled order"
+                                 : "rewrite the set with `feeder convert IN OUTDIR/ --shuffle-on-write SEED`");
   return text;
 }
 

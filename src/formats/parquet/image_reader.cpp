@@ -70,6 +70,11 @@ ImageStore read_parquet_images(const ParquetFile& file, const ParquetImageOption
   const int num_threads = resolve_num_threads(options.num_threads, "parquet image reader: num_threads");
   const FileMetadata& meta = file.metadata();
   const detail::ImageColumns columns = detail::resolve_image_columns(meta, file.name(), options);
+  if (columns.encoded_idx >= 0) {
+    throw DataError(file.name() + ": column '" + meta.columns[static_cast<size_t>(columns.encoded_idx)].name +
+                    "' holds encoded images (JPEG, PNG, WebP files), which are decoded as the loader reads them: "
+                    "open the file as a set (open_sharded_dataset, open_parquet_source) with an image stage");
+  }
   detail::check_decoded_size(meta.num_rows, columns.shape, options.max_decoded_bytes, file.name());
 
   ImageStore store(columns.shape, meta.num_rows, columns.label_idx >= 0);

@@ -104,9 +104,8 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
   reader.image_idx_ = columns.image_idx;
   reader.verify_checksums_ = options.verify_checksums;
 
-  std::vector<int64_t> needed = columns.pixel_idx;
-  if (columns.image_idx >= 0) needed.push_back(columns.image_idx);
-  if (columns.label_idx >= 0) needed.push_back(columns.label_idx);
+  reader.encoded_idx_ = columns.encoded_idx;
+  const std::vector<int64_t> needed = reader.needed_columns();
   for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) {
     const RowGroupInfo& group = reader.metadata_.row_groups[static_cast<size_t>(rg)];
     detail::check_decoded_size(group.num_rows, reader.shape_, options.max_decoded_bytes, n + ": row group " + std::to_string(rg));
@@ -142,6 +141,7 @@ ParquetRowGroupReader& ParquetRowGroupReader::operator=(ParquetRowGroupReader&& 
   label_idx_ = other.label_idx_;
   pixel_idx_ = std::move(other.pixel_idx_);
   image_idx_ = other.image_idx_;
+  encoded_idx_ = other.encoded_idx_;
   spans_ = std::move(other.spans_);
   page_maps_ = std::move(other.page_maps_);
   return *this;
@@ -228,8 +228,7 @@ std::optional<std::pair<int64_t, int64_t>> ParquetRowGroupReader::label_range() 
   return range;
 }
 
-void ParquetRowGroupReader::read_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* pixels,
-                                           int64_t* labels) const {
+std::vector<ColumnChunkInfo> ParquetRowGroupReader::read_span(int64_t row_group_idx, std::vector<uint8_t>& scratch) const {
   if (row_group_idx < 0 || row_group_idx >= num_row_groups()) {
     throw std::out_of_range(name_ + ": no row group " + std::to_string(row_group_idx) + " (the file has " +
                             std::to_string(num_row_groups()) + ")");
@@ -246,38 +245,64 @@ void ParquetRowGroupReader::read_row_group(int64_t row_group_idx, std::vector<ui
                     std::to_string(span.begin) + ".." + std::to_string(span.end) + " needed, the file ends at " +
                     std::to_string(file_end));
   }
-
   // The chunks with offsets relative to the span, so the page walker reads them from `scratch`.
   std::vector<ColumnChunkInfo> chunks = group.columns;
   for (ColumnChunkInfo& chunk : chunks) {
     chunk.data_page_offset -= span.begin;
     if (chunk.dictionary_page_offset) *chunk.dictionary_page_offset -= span.begin;
   }
-  const auto locate = [&](int64_t column_idx) {
-    detail::ChunkLocation where;
-    where.file_bytes = std::span<const uint8_t>(scratch.data(), static_cast<size_t>(span_bytes));
-    where.file_name = &name_;
-    where.column = &metadata_.columns[static_cast<size_t>(column_idx)];
-    where.chunk = &chunks[static_cast<size_t>(column_idx)];
-    where.row_group_idx = row_group_idx;
-    where.num_row_groups = num_row_groups();
-    where.num_rows = group.num_rows;
-    where.verify_checksums = verify_checksums_;
-    return where;
-  };
+  return chunks;
+}
 
+detail::ChunkLocation ParquetRowGroupReader::span_location(int64_t row_group_idx, int64_t column_idx,
+                                                           const std::vector<ColumnChunkInfo>& chunks,
+                                                           const std::vector<uint8_t>& scratch) const {
+  const Span& span = spans_[static_cast<size_t>(row_group_idx)];
+  detail::ChunkLocation where = chunk_location(row_group_idx, column_idx);
+  where.file_bytes = std::span<const uint8_t>(scratch.data(), static_cast<size_t>(span.end - span.begin));
+  where.chunk = &chunks[static_cast<size_t>(column_idx)];
+  return where;
+}
+
+void ParquetRowGroupReader::read_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* pixels,
+                                           int64_t* labels) const {
+  if (encoded_idx_ >= 0) throw std::logic_error(name_ + ": holds encoded images: read them with read_encoded_row_group");
+  const std::vector<ColumnChunkInfo> chunks = read_span(row_group_idx, scratch);
+  const int64_t rows = row_group_rows(row_group_idx);
+  const auto locate = [&](int64_t column_idx) { return span_location(row_group_idx, column_idx, chunks, scratch); };
   detail::PixelScratch decode;
   if (label_idx_ >= 0) {
     detail::decode_label_chunk(locate(label_idx_), labels, decode.pages);
   } else {
-    std::fill(labels, labels + group.num_rows, kNoLabel);
+    std::fill(labels, labels + rows, kNoLabel);
   }
   if (image_idx_ >= 0) {
     detail::decode_image_chunk(locate(image_idx_), pixels, shape_.num_pixels(), decode.pages);
   } else {
-    detail::decode_pixel_columns(locate, pixel_idx_, 0, static_cast<int64_t>(pixel_idx_.size()), group.num_rows,
+    detail::decode_pixel_columns(locate, pixel_idx_, 0, static_cast<int64_t>(pixel_idx_.size()), rows,
                                  shape_.num_pixels(), pixels, decode);
   }
+}
+
+int64_t ParquetRowGroupReader::encoded_bytes_bound(int64_t row_group_idx) const {
+  if (encoded_idx_ < 0) return 0;
+  const RowGroupInfo& group = metadata_.row_groups.at(static_cast<size_t>(row_group_idx));
+  return group.columns[static_cast<size_t>(encoded_idx_)].total_uncompressed_size_bytes;
+}
+
+int64_t ParquetRowGroupReader::read_encoded_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch,
+                                                      uint8_t* bytes, int64_t capacity, int64_t* ends,
+                                                      int64_t* labels) const {
+  if (encoded_idx_ < 0) throw std::logic_error(name_ + ": holds pixels, not encoded images: read them with read_row_group");
+  const std::vector<ColumnChunkInfo> chunks = read_span(row_group_idx, scratch);
+  const auto locate = [&](int64_t column_idx) { return span_location(row_group_idx, column_idx, chunks, scratch); };
+  detail::PageBuffer pages;
+  if (label_idx_ >= 0) {
+    detail::decode_label_chunk(locate(label_idx_), labels, pages);
+  } else {
+    std::fill(labels, labels + row_group_rows(row_group_idx), kNoLabel);
+  }
+  return detail::decode_encoded_chunk(locate(encoded_idx_), bytes, capacity, ends, pages);
 }
 
 }  // namespace feeder::parquet
@@ -347,6 +372,7 @@ int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
 std::vector<int64_t> ParquetRowGroupReader::needed_columns() const {
   std::vector<int64_t> needed = pixel_idx_;
   if (image_idx_ >= 0) needed.push_back(image_idx_);
+  if (encoded_idx_ >= 0) needed.push_back(encoded_idx_);
   if (label_idx_ >= 0) needed.push_back(label_idx_);
   return needed;
 }

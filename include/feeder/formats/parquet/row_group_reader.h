@@ -95,6 +95,20 @@ class ParquetRowGroupReader {
   // column and row for a bad value); std::out_of_range for an index outside the file.
   void read_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const;
 
+  // Files of encoded images (a BYTE_ARRAY column of JPEG, PNG or WebP files, as Hugging Face
+  // datasets writes `image.bytes`; see ParquetImageOptions::image_column): shape() is {0, 0, 0}.
+  bool encoded() const { return encoded_idx_ >= 0; }
+  // The most bytes a row group's images take back to back: its image column's uncompressed size
+  // (page headers and length prefixes included), so a bound known before reading. 0 for pixels.
+  int64_t encoded_bytes_bound(int64_t row_group_idx) const;
+  // Reads a row group of an encoded file with one pread into `scratch` and copies its images back
+  // to back into `bytes` (room for `capacity`, at least encoded_bytes_bound), row r's ending at
+  // ends[r], and its labels into `labels`. Returns the bytes written. A null image, or images
+  // decoding to more than `capacity` (possible only with repeated images in a dictionary), throw
+  // DataError naming the file, row group and row.
+  int64_t read_encoded_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* bytes,
+                                 int64_t capacity, int64_t* ends, int64_t* labels) const;
+
   // Rows [begin, end) of a row group, decoded into `pixels` ((end - begin), C*H*W) and `labels`.
   struct RowRange {
     int64_t begin = 0;
@@ -142,11 +156,17 @@ class ParquetRowGroupReader {
   std::string columns_;
   int64_t label_idx_ = -1;
   std::vector<int64_t> pixel_idx_;  // numeric pixel columns in pixel order; or
-  int64_t image_idx_ = -1;          // the FIXED_LEN_BYTE_ARRAY column of whole images
+  int64_t image_idx_ = -1;          // the FIXED_LEN_BYTE_ARRAY column of whole images; or
+  int64_t encoded_idx_ = -1;        // the BYTE_ARRAY column of encoded images
   std::vector<Span> spans_;         // per row group, the bytes read
   std::shared_ptr<PageMaps> page_maps_;
   std::vector<int64_t> needed_columns() const;
   detail::ChunkLocation chunk_location(int64_t row_group_idx, int64_t column_idx) const;
+  // Reads a row group's span into `scratch`: its chunks with offsets relative to it.
+  std::vector<ColumnChunkInfo> read_span(int64_t row_group_idx, std::vector<uint8_t>& scratch) const;
+  // Column `column_idx` of a span read by read_span.
+  detail::ChunkLocation span_location(int64_t row_group_idx, int64_t column_idx, const std::vector<ColumnChunkInfo>& chunks,
+                                      const std::vector<uint8_t>& scratch) const;
   std::shared_ptr<const std::vector<detail::ChunkPages>> row_group_pages(int64_t row_group_idx) const;
 };
 

@@ -2,13 +2,20 @@
 
 namespace feeder::parquet::detail {
 
-int64_t decode_validity(const DataPage& page, uint8_t* valid) {
-  // Flat OPTIONAL columns have max definition level 1: a level is 1 for a value, 0 for a null.
-  decoder::RleBitPackedDecoder levels(page.def_levels, 1);
+int64_t decode_validity(const DataPage& page, int16_t max_level, uint8_t* valid) {
+  // A value is present when its level is the column's maximum: 1 for a flat OPTIONAL column, more
+  // for a leaf of optional structs (image.bytes of an optional struct `image`: 2); lower levels
+  // are nulls at some depth.
+  int32_t bit_width = 0;
+  while ((1 << bit_width) <= max_level) ++bit_width;
+  decoder::RleBitPackedDecoder levels(page.def_levels, bit_width);
   levels.get(valid, page.num_values);
   int64_t present = 0;
   for (int64_t i = 0; i < page.num_values; ++i) {
-    if (valid[i] > 1) throw decoder::DecodeError("definition level " + std::to_string(valid[i]) + " above the maximum 1");
+    if (valid[i] > max_level)
+      throw decoder::DecodeError("definition level " + std::to_string(valid[i]) + " above the maximum " +
+                                 std::to_string(max_level));
+    valid[i] = valid[i] == max_level ? 1 : 0;
     present += valid[i];
   }
   return present;

@@ -54,9 +54,10 @@ void load_dictionary(const DictionaryPage& page, const ColumnSchema& column, std
   source.has_dictionary = true;
 }
 
-// Decodes definition levels of a flat OPTIONAL column into valid[0, n) (1 = present) and returns
-// the number of present values.
-int64_t decode_validity(const DataPage& page, uint8_t* valid);
+// Decodes the definition levels of a column whose levels go up to `max_level` (its
+// max_definition_level) into valid[0, n) (1 = present, 0 = null) and returns the number of present
+// values.
+int64_t decode_validity(const DataPage& page, int16_t max_level, uint8_t* valid);
 
 template <class T>
 std::vector<T> read_values(const ParquetFile& file, int64_t column_idx, std::vector<uint8_t>& valid) {
@@ -91,7 +92,7 @@ std::vector<T> read_values(const ParquetFile& file, int64_t column_idx, std::vec
             return;
           }
           uint8_t* page_valid = valid.data() + first;
-          const int64_t present = decode_validity(page, page_valid);
+          const int64_t present = decode_validity(page, column.max_definition_level, page_valid);
           if (present == page.num_values) {
             decoder::decode_values(page.encoding, page.values, present, out, source);
             return;

@@ -89,6 +89,44 @@ void choose_columns(const FileMetadata& meta, const std::string& name, const Par
   }
 }
 
+// A column of encoded image files: BYTE_ARRAY without a text annotation (images are bytes, not text).
+bool is_binary_column(const ColumnSchema& column) {
+  return column.physical_type == PhysicalType::kByteArray && column.annotation != "STRING" &&
+         column.annotation != "UTF8" && column.annotation != "JSON" && column.annotation != "ENUM";
+}
+
+// The column of encoded images (an image file's bytes per row), or -1 when the file holds pixels:
+// the column named by options.image_column when it is BYTE_ARRAY (a struct's name stands for its
+// `bytes` field: Hugging Face datasets writes `image` as a struct of `bytes` and `path`); else, when
+// the file has no number columns besides the label and no pixel columns are named, its one binary
+// column, or `image.bytes` among several.
+int64_t find_encoded_column(const FileMetadata& meta, const std::string& name, const ParquetImageOptions& options,
+                            int64_t label_idx) {
+  if (!options.pixel_columns.empty()) return -1;
+  if (options.image_column) {
+    int64_t idx = meta.column_index(*options.image_column);
+    if (idx < 0) idx = meta.column_index(*options.image_column + ".bytes");
+    if (idx < 0 || meta.columns[static_cast<size_t>(idx)].physical_type != PhysicalType::kByteArray) return -1;
+    return idx;
+  }
+  std::vector<int64_t> binary;
+  for (int64_t i = 0; i < static_cast<int64_t>(meta.columns.size()); ++i) {
+    const ColumnSchema& column = meta.columns[static_cast<size_t>(i)];
+    if (i == label_idx) continue;
+    if (is_number_column(column) || column.physical_type == PhysicalType::kFixedLenByteArray) return -1;
+    if (is_binary_column(column)) binary.push_back(i);
+  }
+  if (binary.size() == 1) return binary.front();
+  const int64_t hf = meta.column_index("image.bytes");
+  if (hf >= 0 && is_binary_column(meta.columns[static_cast<size_t>(hf)])) return hf;
+  if (binary.size() > 1) {
+    std::string names;
+    for (const int64_t i : binary) names += (names.empty() ? "'" : ", '") + meta.columns[static_cast<size_t>(i)].name + "'";
+    throw DataError(name + ": several binary columns (" + names + "); name the image column");
+  }
+  return -1;
+}
+
 }  // namespace
 
 bool is_number_column(const ColumnSchema& column) {
@@ -104,11 +142,24 @@ bool is_number_column(const ColumnSchema& column) {
 }
 
 ImageColumns resolve_image_columns(const FileMetadata& meta, const std::string& name, const ParquetImageOptions& options) {
+  ImageColumns columns;
+  columns.label_idx = find_label_column(meta, name, options.label_column);
+  columns.encoded_idx = find_encoded_column(meta, name, options, columns.label_idx);
+  if (columns.encoded_idx >= 0) {
+    // Nested columns are fine where they are not lists: a struct's fields are columns of their own.
+    for (const int64_t idx : {columns.encoded_idx, columns.label_idx}) {
+      if (idx >= 0 && meta.columns[static_cast<size_t>(idx)].max_repetition_level > 0) {
+        throw DataError(name + ": column '" + meta.columns[static_cast<size_t>(idx)].name +
+                        "' is repeated (a list); feeder reads one image and one label per row");
+      }
+    }
+    columns.shape = ImageShape{0, 0, 0};  // no shape: each image has its own size
+    return columns;
+  }
   if (meta.nested_column) {
     throw DataError(name + ": nested schema not supported (column '" + *meta.nested_column +
                     "'); feeder reads flat files of top-level primitive columns");
   }
-  ImageColumns columns;
   columns.label_idx = find_label_column(meta, name, options.label_column);
   choose_columns(meta, name, options, columns);
   const int64_t num_pixels = columns.image_idx >= 0
@@ -134,6 +185,9 @@ std::string describe_image_columns(const FileMetadata& meta, const ImageColumns&
   std::string text = columns.label_idx >= 0
                          ? "label " + type_text(meta.columns[static_cast<size_t>(columns.label_idx)])
                          : std::string("no label");
+  if (columns.encoded_idx >= 0) {
+    return text + ", encoded images in '" + meta.columns[static_cast<size_t>(columns.encoded_idx)].name + "' BYTE_ARRAY";
+  }
   if (columns.image_idx >= 0) {
     const ColumnSchema& image = meta.columns[static_cast<size_t>(columns.image_idx)];
     return text + ", image column '" + image.name + "' FIXED_LEN_BYTE_ARRAY(" + std::to_string(image.type_length_bytes) + ")";

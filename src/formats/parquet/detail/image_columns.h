@@ -17,8 +17,9 @@ namespace feeder::parquet::detail {
 struct ImageColumns {
   int64_t label_idx = -1;          // -1: the file has no label column (an unlabeled set)
   std::vector<int64_t> pixel_idx;  // numeric pixel columns in pixel order; or
-  int64_t image_idx = -1;          // one FIXED_LEN_BYTE_ARRAY column of whole images
-  ImageShape shape;
+  int64_t image_idx = -1;          // one FIXED_LEN_BYTE_ARRAY column of whole images; or
+  int64_t encoded_idx = -1;        // one BYTE_ARRAY column of encoded images (JPEG, PNG, WebP files)
+  ImageShape shape;                // {0, 0, 0} for encoded images, each of its own size
 };
 
 // True for the columns whose values can become pixels or labels: INT32, INT64, FLOAT or DOUBLE,

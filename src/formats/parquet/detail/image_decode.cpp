@@ -85,7 +85,7 @@ void require_no_nulls(const ChunkLocation& where, const DataPage& page, std::vec
                       const char* null_what) {
   if (where.column->max_definition_level == 0) return;
   valid.resize(static_cast<size_t>(page.num_values));
-  if (decode_validity(page, valid.data()) == page.num_values) return;
+  if (decode_validity(page, where.column->max_definition_level, valid.data()) == page.num_values) return;
   const int64_t null_idx = std::find(valid.begin(), valid.end(), 0) - valid.begin();
   throw_at_row(where, page.first_row + null_idx, null_what);
 }
@@ -230,6 +230,58 @@ void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t ima
         }
       },
       &buffer, &direct);
+}
+
+int64_t decode_encoded_chunk(const ChunkLocation& where, uint8_t* bytes, int64_t capacity, int64_t* ends,
+                             PageBuffer& buffer) {
+  const ColumnSchema& column = *where.column;
+  std::vector<std::string> dictionary;
+  std::vector<std::string> values;
+  std::vector<uint8_t> valid;
+  decoder::ValueSource<std::string> source;
+  int64_t used = 0;
+  const auto append = [&](const uint8_t* data, int64_t size, int64_t row) {
+    if (size > capacity - used) {
+      throw_at_row(where, row, "images take more than the " + std::to_string(capacity) +
+                                   " bytes the column chunk's metadata allows (total_uncompressed_size)");
+    }
+    std::memcpy(bytes + used, data, static_cast<size_t>(size));
+    used += size;
+    ends[row] = used;
+  };
+  for_each_page(
+      where,
+      [&](const DictionaryPage& page) {
+        load_dictionary(page, column, dictionary, source);
+      },
+      [&](const DataPage& page) {
+        require_no_nulls(where, page, valid, "null image");
+        if (page.encoding == Encoding::kPlain) {
+          // Each value: a 4-byte little-endian length, then the bytes. Copied straight from the page.
+          size_t at = 0;
+          for (int64_t i = 0; i < page.num_values; ++i) {
+            uint32_t size = 0;
+            if (page.values.size() - at < 4) throw_at_row(where, page.first_row + i, "page ends inside a value's length");
+            std::memcpy(&size, page.values.data() + at, 4);
+            at += 4;
+            if (size > page.values.size() - at) {
+              throw_at_row(where, page.first_row + i, "image of " + std::to_string(size) + " bytes overruns its page (" +
+                                                          std::to_string(page.values.size() - at) + " bytes left)");
+            }
+            append(page.values.data() + at, size, page.first_row + i);
+            at += size;
+          }
+          return;
+        }
+        values.resize(static_cast<size_t>(page.num_values));
+        decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
+        for (int64_t i = 0; i < page.num_values; ++i) {
+          const std::string& image = values[static_cast<size_t>(i)];
+          append(reinterpret_cast<const uint8_t*>(image.data()), static_cast<int64_t>(image.size()), page.first_row + i);
+        }
+      },
+      &buffer);
+  return used;
 }
 
 // Pixel columns are decoded kTileColumns at a time into a column-major tile (each column

@@ -36,6 +36,12 @@ void decode_label_chunk(const ChunkLocation& where, int64_t* out, PageBuffer& bu
 // through the generic decoders.
 void decode_image_chunk(const ChunkLocation& where, uint8_t* images, int64_t image_bytes, PageBuffer& buffer);
 
+// Copies one BYTE_ARRAY chunk of encoded images (an image file's bytes per row) back to back into
+// bytes[0, capacity), row r ending at ends[r]; returns the bytes written. A null image, or more
+// than `capacity` bytes, throw DataError naming the row.
+int64_t decode_encoded_chunk(const ChunkLocation& where, uint8_t* bytes, int64_t capacity, int64_t* ends,
+                             PageBuffer& buffer);
+
 // Pixel columns decoded together into one tile (decode_pixel_columns).
 inline constexpr int64_t kTileColumns = 32;
 // Parts of a row group (decode_pixel_column_rows) decode fewer columns at once when the rows they

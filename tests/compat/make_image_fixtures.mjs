@@ -1,0 +1,68 @@
+// Writes the Parquet image fixtures from an ImageFolder tree (see make_image_fixtures.sh).
+//   node make_image_fixtures.mjs FOLDER OUTDIR
+import fs from 'node:fs';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import * as arrow from 'apache-arrow';
+import * as parquetWasm from 'parquet-wasm';
+
+const [folder, outDir] = process.argv.slice(2);
+if (!folder || !outDir) {
+  console.error('usage: node make_image_fixtures.mjs FOLDER OUTDIR');
+  process.exit(2);
+}
+const sqlString = (text) => `'${text.replaceAll("'", "''")}'`;
+const connection = await (await DuckDBInstance.create(':memory:')).connect();
+await connection.run('SET threads = 1');  // rows, row groups and files in order
+// Rows in ImageFolder order (class, then file name); the label is the class's index.
+await connection.run(`CREATE TABLE images AS
+  SELECT content, parse_filename(filename) AS file, regexp_extract(filename, '([^/]+)/[^/]+$', 1) AS class
+  FROM read_blob(${sqlString(path.join(folder, '*', '*.png'))})`);
+await connection.run(`CREATE TABLE rows AS
+  SELECT {'bytes': content, 'path': file} AS image, (dense_rank() OVER (ORDER BY class) - 1)::BIGINT AS label,
+         content, class, file
+  FROM images ORDER BY class, file`);
+
+const hfDir = path.join(outDir, 'hf');
+fs.rmSync(hfDir, { recursive: true, force: true });
+fs.mkdirSync(hfDir, { recursive: true });
+const count = Number((await connection.runAndReadAll('SELECT count(*) FROM rows')).getRows()[0][0]);
+const half = Math.ceil(count / 2);
+for (const [part, offset] of [[0, 0], [1, half]]) {
+  const file = path.join(hfDir, `train-0000${part}-of-00002.parquet`);
+  await connection.run(`COPY (SELECT image, label FROM rows ORDER BY class, file LIMIT ${half} OFFSET ${offset})
+    TO ${sqlString(file)} (FORMAT parquet)`);
+}
+
+// arrow-rs: the same layout (nullable struct fields: definition levels up to 2) in row groups of 4
+// rows, data pages v2, dictionary encoding on (its default).
+const rows = (await connection.runAndReadAll('SELECT content, file, label FROM rows ORDER BY class, file')).getRows();
+const bytes = arrow.vectorFromArray(rows.map((row) => row[0].bytes), new arrow.Binary());
+const paths = arrow.vectorFromArray(rows.map((row) => row[1]), new arrow.Utf8());
+const structType = new arrow.Struct([new arrow.Field('bytes', new arrow.Binary(), true), new arrow.Field('path', new arrow.Utf8(), true)]);
+const image = arrow.makeVector(arrow.makeData({ type: structType, length: rows.length, nullCount: 0, children: [bytes.data[0], paths.data[0]] }));
+const labels = arrow.vectorFromArray(BigInt64Array.from(rows.map((row) => BigInt(row[2]))), new arrow.Int64());
+const table = parquetWasm.Table.fromIPCStream(arrow.tableToIPC(new arrow.Table({ image, label: labels }), 'stream'));
+const { WriterPropertiesBuilder, WriterVersion } = parquetWasm;
+fs.writeFileSync(path.join(outDir, 'arrowrs_rg4.parquet'), parquetWasm.writeParquet(table,
+  new WriterPropertiesBuilder().setWriterVersion(WriterVersion.V2).setMaxRowGroupSize(4).build()));
+await connection.run(`COPY (SELECT content AS png, label::INTEGER AS label FROM rows ORDER BY class, file)
+  TO ${sqlString(path.join(outDir, 'binary.parquet'))} (FORMAT parquet, COMPRESSION zstd)`);
+
+// Bad images: row 5 of cut.parquet is a PNG cut in half (the folder's bad/05.png), row 7 of
+// null.parquet a null image.
+const badDir = path.join(outDir, 'bad');
+fs.rmSync(badDir, { recursive: true, force: true });
+fs.mkdirSync(badDir, { recursive: true });
+await connection.run(`CREATE TABLE bad AS SELECT content, parse_filename(filename) AS file
+  FROM read_blob(${sqlString(path.join(folder, '..', 'bad', '*.png'))})`);
+await connection.run(`COPY (SELECT content AS png, 0::BIGINT AS label FROM bad ORDER BY file)
+  TO ${sqlString(path.join(badDir, 'cut.parquet'))} (FORMAT parquet)`);
+await connection.run(`COPY (SELECT CASE WHEN file = '07.png' THEN NULL ELSE content END AS png, 0::BIGINT AS label
+  FROM bad ORDER BY file) TO ${sqlString(path.join(badDir, 'null.parquet'))} (FORMAT parquet)`);
+
+for (const file of [...fs.readdirSync(hfDir).sort().map((name) => path.join(hfDir, name)), path.join(outDir, 'binary.parquet'), path.join(outDir, 'arrowrs_rg4.parquet'), path.join(badDir, 'cut.parquet'), path.join(badDir, 'null.parquet')]) {
+  const reader = await connection.runAndReadAll(
+    `SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata(${sqlString(file)}) GROUP BY ALL ORDER BY 1`);
+  console.log(file, JSON.stringify(reader.getRows().map((row) => Number(row[1]))));
+}

@@ -1,0 +1,144 @@
+// Parquet files of encoded images (tests/data/images/README.md: DuckDB's and arrow-rs's files of
+// Hugging Face datasets' layout and of a plain binary column): the source reads each row group's
+// images as they are stored, the loader streams them within a budget and its batches equal those
+// of the same bytes held in memory, and bad rows are named.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "feeder/data/loader.h"
+#include "feeder/error.h"
+#include "feeder/formats/sharded.h"
+#include "feeder/image/encoded_source.h"
+#include "feeder/image/image_decoder.h"
+#include "feeder/image/image_stage.h"
+
+namespace feeder {
+namespace {
+
+const std::string kImages = std::string(FEEDER_TEST_DATA_DIR) + "/images";
+
+std::shared_ptr<SampleSource> open_images(const std::string& spec) {
+  return open_parquet_source(open_sharded_dataset(spec));
+}
+
+// Every sample of a streaming encoded source, read block by block, held in memory.
+std::shared_ptr<const EncodedImageSource> read_all(const SampleSource& source) {
+  std::vector<uint8_t> bytes, scratch;
+  std::vector<int64_t> offsets{0}, labels;
+  std::vector<std::string> names;
+  for (int64_t b = 0; b < source.num_blocks(); ++b) {
+    const int64_t rows = source.block_rows(b);
+    std::vector<uint8_t> block(static_cast<size_t>(source.block_bytes(b)));
+    std::vector<int64_t> ends(static_cast<size_t>(rows)), block_labels(static_cast<size_t>(rows));
+    source.read_encoded_block(b, scratch, block.data(), source.block_bytes(b) - rows * 16, ends.data(),
+                              block_labels.data());
+    int64_t begin = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      bytes.insert(bytes.end(), block.begin() + begin, block.begin() + ends[static_cast<size_t>(r)]);
+      begin = ends[static_cast<size_t>(r)];
+      offsets.push_back(static_cast<int64_t>(bytes.size()));
+      labels.push_back(block_labels[static_cast<size_t>(r)]);
+      names.push_back(source.sample_name(source.block_starts()[static_cast<size_t>(b)] + r));
+    }
+  }
+  return std::make_shared<EncodedImageSource>("held", std::move(bytes), std::move(offsets), std::move(labels),
+                                              std::move(names), true);
+}
+
+TEST(ParquetImages, EachWritersImagesReadAsStored) {
+  for (const std::string spec : {kImages + "/hf", kImages + "/arrowrs_rg4.parquet", kImages + "/binary.parquet"}) {
+    SCOPED_TRACE(spec);
+    const ShardedDataset dataset = open_sharded_dataset(spec);
+    EXPECT_TRUE(dataset.encoded);
+    EXPECT_EQ(dataset.shape, (ImageShape{0, 0, 0}));
+    const auto source = open_images(spec);
+    ASSERT_TRUE(source->encoded());
+    EXPECT_FALSE(source->samples_in_memory());
+    ASSERT_EQ(source->size(), 30);
+    const auto held = read_all(*source);
+    for (int64_t i = 0; i < 30; ++i) {
+      const SampleView sample = held->sample(i);
+      EXPECT_EQ(sample.label, i / 10);  // by class, 10 each
+      ASSERT_GT(sample.bytes.size(), 8u);
+      EXPECT_EQ(sniff_image_format(sample.bytes), std::optional<ImageFormat>(ImageFormat::kPng)) << i;
+      std::vector<uint8_t> pixels;
+      const ImageHeader header = decode_image(sample.bytes, 3, held->sample_name(i), pixels);
+      EXPECT_GE(header.width, 14);
+      EXPECT_LE(header.width, 40);
+    }
+  }
+  const auto source = open_images(kImages + "/arrowrs_rg4.parquet");
+  EXPECT_EQ(source->num_blocks(), 8);  // one block per row group
+  EXPECT_EQ(source->sample_name(13), kImages + "/arrowrs_rg4.parquet: row group 3 row 1");
+}
+
+LoaderOptions crops(int workers, int64_t memory_budget = 0) {
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.num_workers = workers;
+  options.seed = 11;
+  options.memory_budget = memory_budget;
+  ImageStageOptions stage;
+  stage.height = 10;
+  stage.width = 12;
+  stage.crop = ImageCrop::kRandomResizedCrop;
+  options.sample_stage = std::make_shared<ImageStage>(stage);
+  return options;
+}
+
+constexpr int64_t kRow = 3 * 10 * 12;
+
+// Per sample, its row of an epoch's batches.
+std::map<int64_t, std::vector<float>> epoch_rows(Loader& loader, int64_t epoch) {
+  std::map<int64_t, std::vector<float>> rows;
+  loader.start_epoch(epoch);
+  while (auto batch = loader.next()) {
+    for (int64_t i = 0; i < batch->size(); ++i) {
+      const float* row = batch->images() + i * kRow;
+      EXPECT_TRUE(rows.emplace(batch->sample_indices()[static_cast<size_t>(i)], std::vector<float>(row, row + kRow)).second)
+          << "sample served twice";
+    }
+  }
+  return rows;
+}
+
+TEST(ParquetImages, StreamedWithinABudgetEachSampleOnceAsInMemory) {
+  const auto source = open_images(kImages + "/arrowrs_rg4.parquet");
+  Loader in_memory(read_all(*source), crops(0));
+  const auto expected = epoch_rows(in_memory, 1);
+  ASSERT_EQ(expected.size(), 30u);
+  for (const int workers : {0, 2}) {
+    Loader streamed(source, crops(workers, 16000));
+    ASSERT_TRUE(streamed.streaming());
+    ASSERT_LT(streamed.shuffle_window(), 30);
+    // The crops are a function of (seed, epoch, sample): each sample's row is the same in memory.
+    EXPECT_EQ(epoch_rows(streamed, 1), expected) << workers;
+    EXPECT_LE(streamed.peak_stream_bytes(), 16000);
+  }
+}
+
+TEST(ParquetImages, BadRowsAreNamed) {
+  const auto expect_error = [](const std::string& spec, const std::string& text) {
+    Loader loader(open_images(spec), crops(1));
+    loader.start_epoch(0);
+    try {
+      while (loader.next()) {
+      }
+      FAIL() << spec << ": served";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  expect_error(kImages + "/bad/cut.parquet", "bad/cut.parquet: row group 0 row 5: bad PNG");
+  expect_error(kImages + "/bad/null.parquet", "bad/null.parquet: column 'png' row 7: null image");
+  // A set of encoded images is not a store of pixels.
+  EXPECT_THROW(Loader(open_images(kImages + "/hf"), LoaderOptions{}), OptionsError);
+}
+
+}  // namespace
+}  // namespace feeder

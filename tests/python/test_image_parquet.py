@@ -1,0 +1,97 @@
+"""feeder.DataLoader over Parquet files of encoded images (Hugging Face datasets' layout, and a plain
+binary column), written by DuckDB and arrow-rs (tests/data/images/README.md), against the same
+images as an image folder."""
+
+import pathlib
+
+import pytest
+import torch
+
+import feeder
+import image_set
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
+SETS = [DATA / "hf", DATA / "arrowrs_rg4.parquet", DATA / "binary.parquet"]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return image_set.write_folder(tmp_path_factory.mktemp("image_set"))
+
+
+def batches(loader):
+    images, labels = [], []
+    for x, y in loader:
+        images.append(x.clone())
+        labels.append(y.clone())
+    return torch.cat(images), torch.cat(labels)
+
+
+@pytest.mark.parametrize("spec", SETS, ids=lambda p: p.name)
+def test_batches_equal_the_image_folders(spec, folder):
+    # The same images in the same order, through the same stage: the same batches, for the evaluation
+    # transform, random crops and flips, shuffled or not, over two epochs.
+    for options in ({"augment": None, "shuffle": False}, {"augment": "random_resized_crop", "shuffle": True, "seed": 3},
+                    {"augment": "center_crop", "shuffle": True, "channels": 1}):
+        from_parquet = feeder.DataLoader(str(spec), batch_size=7, image_size=16, num_workers=2, **options)
+        from_folder = feeder.DataLoader(str(folder), batch_size=7, image_size=16, num_workers=2, **options)
+        assert len(from_parquet.dataset) == 30
+        for _ in range(2):
+            images, labels = batches(from_parquet)
+            expected, expected_labels = batches(from_folder)
+            assert torch.equal(labels, expected_labels)
+            assert torch.equal(images, expected)
+    assert labels.tolist() != sorted(labels.tolist())  # shuffled
+
+
+def test_a_set_larger_than_the_budget_streams_each_image_once_the_same_for_any_workers():
+    spec = str(DATA / "arrowrs_rg4.parquet")
+    whole, whole_labels = batches(feeder.DataLoader(spec, batch_size=30, image_size=12, augment=None))
+
+    def run(num_workers, memory_budget=16000):
+        loader = feeder.DataLoader(spec, batch_size=3, image_size=12, augment=None, shuffle=True, seed=9,
+                                   num_workers=num_workers, memory_budget=memory_budget)
+        assert loader._loader.streaming and 2 <= loader._loader.shuffle_window < 30
+        loader.set_epoch(2)
+        return batches(loader)
+
+    # The rows are sorted by class and the window holds a few row groups: the loader says so.
+    with pytest.warns(RuntimeWarning, match="the labels are clustered"):
+        images, labels = run(0)
+    # Each image once: the rows, sorted, are the whole set's, and not in its order.
+    key = lambda batch: sorted(range(len(batch)), key=lambda i: batch[i].flatten().tolist())
+    assert torch.equal(images[key(images)], whole[key(whole)])
+    assert sorted(labels.tolist()) == sorted(whole_labels.tolist()) and not torch.equal(labels, whole_labels)
+    for workers in (1, 3):
+        with pytest.warns(RuntimeWarning):
+            other, other_labels = run(workers)
+        assert torch.equal(other, images) and torch.equal(other_labels, labels)
+    with pytest.raises(ValueError, match="memory_budget .* is too small.* of encoded row groups"):
+        run(0, memory_budget=6000)
+
+
+def test_resume_mid_epoch_gives_the_same_batches():
+    spec = str(DATA / "hf")
+    options = dict(batch_size=4, image_size=10, augment="random_resized_crop", shuffle=True, seed=4, num_workers=2)
+    loader = feeder.DataLoader(spec, **options)
+    loader.set_epoch(1)
+    it = iter(loader)
+    for _ in range(3):
+        next(it)
+    state = loader.state_dict()
+    rest, _ = batches(it)
+    resumed = feeder.DataLoader(spec, **options)
+    resumed.load_state_dict(state)
+    again, _ = batches(resumed)
+    assert torch.equal(again, rest)
+
+
+def test_bad_images_name_the_file_row_group_and_row():
+    cut = feeder.DataLoader(str(DATA / "bad" / "cut.parquet"), batch_size=10, image_size=8)
+    with pytest.raises(feeder.DataError, match=r"cut\.parquet: row group 0 row 5: bad PNG"):
+        next(iter(cut))
+    null = feeder.DataLoader(str(DATA / "bad" / "null.parquet"), batch_size=10, image_size=8)
+    with pytest.raises(feeder.DataError, match=r"null\.parquet: column 'png' row 7: null image"):
+        next(iter(null))
+    with pytest.raises(ValueError, match="need image_size="):
+        feeder.DataLoader(str(DATA / "hf"))
