@@ -1,6 +1,7 @@
 // libFuzzer target for the row-group reader: the input is written to a temporary file, opened by its
 // footer (pread, as the streaming source does) and every row group is read and decoded, whole and
-// in parts (read_rows: its pages found from their headers, each read on its own). Any input
+// in parts (read_rows: its pages found from their headers, each read on its own); a file of encoded
+// images has each row group's images read as the stream reads them. Any input
 // must either decode or throw DataError, without crashes, hangs, leaks or huge allocations.
 
 #include <unistd.h>
@@ -49,6 +50,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> scratch;
     std::vector<uint8_t> pixels;
     std::vector<int64_t> labels;
+    if (reader.encoded()) {
+      // The images' room is the bound the stream allots: their column's uncompressed size.
+      for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) {
+        const int64_t rows = reader.row_group_rows(rg);
+        const int64_t capacity = reader.encoded_bytes_bound(rg);
+        if (capacity > (int64_t{64} << 20) || capacity < 0) continue;
+        pixels.resize(static_cast<size_t>(capacity));
+        std::vector<int64_t> ends(static_cast<size_t>(rows));
+        labels.resize(static_cast<size_t>(rows));
+        try {
+          reader.read_encoded_row_group(rg, scratch, pixels.data(), capacity, ends.data(), labels.data());
+        } catch (const feeder::DataError&) {
+        }
+      }
+      return 0;
+    }
     for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) {
       const int64_t rows = reader.row_group_rows(rg);
       // open() bounded rows * (pixels + 8) by max_decoded_bytes.

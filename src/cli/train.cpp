@@ -231,6 +231,8 @@ int run(const TrainArgs& args) {
   test_options.shuffle = false;
   train_options.memory_budget = sets.train.memory_budget;
   test_options.memory_budget = sets.test.memory_budget;
+  train_options.sample_stage = image_stage_for(*sets.train.source, ImageShape{});
+  test_options.sample_stage = image_stage_for(*sets.test.source, ImageShape{});
   TensorLoader train_loader(sets.train.source, train_options);
   TensorLoader test_loader(sets.test.source, test_options);
   print_data_choice("Train data", sets.train, train_loader);
@@ -367,10 +369,12 @@ Command add_train_command(CLI::App& parent) {
       "DIR holds train/test files as IDX (train-images-idx3-ubyte[.gz], t10k-...), CSV or Parquet;\n"
       "default: /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).\n"
       "--train/--test also take a directory of Parquet shards (feeder convert IN OUTDIR/ --shard-rows N,\n"
-      "or any writer's files) or a glob; a set larger than its share of --memory-budget is streamed.");
+      "or any writer's files) or a glob; a set larger than its share of --memory-budget is streamed.\n"
+      "They also take a folder of JPEG, PNG or WebP images in torchvision's ImageFolder layout (a folder\n"
+      "per class), or Parquet files of such images: each image is decoded to 1x28x28 gray as batches need it.");
   CLI::Option* data = app->add_option("--data", *data_dir, "directory with the train and test files");
   CLI::Option* train =
-      app->add_option("--train", *train_file, "training set: a file, a directory of Parquet shards or a glob (with --test)");
+      app->add_option("--train", *train_file, "training set: a file, an image folder, a directory of Parquet shards or a glob (with --test)");
   CLI::Option* test = app->add_option("--test", *test_file, "test set: a file, a directory or a glob (with --train)");
   app->add_option("--memory-budget", *memory_budget,
                   "memory for each rank's data, e.g. 256MiB or 2GB (default: half the available memory, divided among "

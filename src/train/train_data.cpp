@@ -7,6 +7,8 @@
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/formats/sharded.h"
+#include "feeder/image/image_folder.h"
+#include "feeder/image/image_stage.h"
 #include "feeder/util/byte_size.h"
 
 namespace feeder {
@@ -58,12 +60,25 @@ struct Candidate {
   std::optional<ShardedDataset> dataset;
 };
 
-Candidate describe(const std::string& spec) {
+Candidate describe(const std::string& spec, int64_t memory_budget) {
   Candidate candidate;
   candidate.set.spec = spec;
   std::error_code error;
   if (!has_glob_chars(spec) && !std::filesystem::exists(spec, error)) {
     throw DataError(spec + ": no such file or directory");
+  }
+  if (is_image_folder(spec)) {
+    // Encoded images, held as they are and decoded as batches need them.
+    ImageFolder folder = open_image_folder(spec, 0, memory_budget);
+    candidate.set.source = folder.source;
+    candidate.set.decoded_bytes = folder.source->encoded_bytes();
+    candidate.set.num_files = folder.source->size();
+    candidate.set.choice = "in memory (" + std::to_string(folder.classes.size()) + " classes, " +
+                           format_byte_size(candidate.set.decoded_bytes) + " of encoded images, decoded as batches need them";
+    if (folder.skipped_other + folder.skipped_unsupported > 0)
+      candidate.set.choice += "; " + std::to_string(folder.skipped_other + folder.skipped_unsupported) + " other files skipped";
+    candidate.set.choice += ")";
+    return candidate;
   }
   if (!is_parquet_set(spec)) {
     auto store = std::make_shared<const ImageStore>(load_images(spec));
@@ -110,15 +125,15 @@ void open_parquet(Candidate& candidate, int64_t share) {
 }  // namespace
 
 OpenedSet open_set(const std::string& spec, int64_t memory_budget) {
-  Candidate candidate = describe(spec);
+  Candidate candidate = describe(spec, memory_budget);
   if (candidate.dataset) open_parquet(candidate, memory_budget);
   return std::move(candidate.set);
 }
 
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
                               const ImageShape& model_shape, int64_t memory_budget, bool require_labels) {
-  Candidate train = describe(train_spec);
-  Candidate test = describe(test_spec);
+  Candidate train = describe(train_spec, memory_budget);
+  Candidate test = describe(test_spec, memory_budget);
   // Sets already in memory (IDX, CSV) take their size off the budget first.
   int64_t test_share = memory_budget / 4;
   int64_t train_share = memory_budget - test_share;
@@ -134,10 +149,22 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
   if (train.dataset) open_parquet(train, train_share);
   if (test.dataset) open_parquet(test, test_share);
 
+  // Encoded images become the model's shape in the loader (image_stage_for).
+  const auto shape_of = [&](const SampleSource& source) { return source.encoded() ? model_shape : source.shape(); };
   const SampleSource& train_source = *train.set.source;
-  check_pair(train_spec, train_source.shape(), train_source.labeled(), test_spec, test.set.source->shape(),
+  check_pair(train_spec, shape_of(train_source), train_source.labeled(), test_spec, shape_of(*test.set.source),
              model_shape, require_labels);
   return {std::move(train.set), std::move(test.set)};
+}
+
+std::shared_ptr<const SampleStage> image_stage_for(const SampleSource& source, const ImageShape& model_shape) {
+  if (!source.encoded()) return nullptr;
+  ImageStageOptions options;
+  options.channels = static_cast<int>(model_shape.channels);
+  options.height = model_shape.height;
+  options.width = model_shape.width;
+  options.crop = ImageCrop::kResize;
+  return std::make_shared<ImageStage>(options);
 }
 
 }  // namespace feeder

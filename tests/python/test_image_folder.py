@@ -189,3 +189,37 @@ def test_the_image_folder_example_trains(tmp_path):
     assert "48 training images in 2 classes: class0, class1" in done.stdout
     final = float(done.stdout.strip().splitlines()[-1].split("accuracy ")[1].split(",")[0])
     assert final >= 0.9, done.stdout
+
+
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def write_fashion_mnist_pngs(root, split, count):
+    """The first `count` images of a FashionMNIST split as PNGs in class folders named in label order;
+    returns (images, labels) as read from the IDX files."""
+    import gzip
+    prefix = "train" if split == "train" else "t10k"
+    with gzip.open(f"{FASHION_MNIST}/{prefix}-images-idx3-ubyte.gz") as f:
+        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)[:count]
+    with gzip.open(f"{FASHION_MNIST}/{prefix}-labels-idx1-ubyte.gz") as f:
+        labels = np.frombuffer(f.read(), np.uint8, offset=8)[:count]
+    for label in range(10):
+        (root / split / f"class{label}").mkdir(parents=True, exist_ok=True)
+    for i, (image, label) in enumerate(zip(images, labels)):
+        Image.fromarray(image, "L").save(root / split / f"class{label}" / f"{i:05d}.png")
+    return images, labels
+
+
+def test_a_png_folder_of_fashion_mnist_gives_the_idx_pixels(tmp_path):
+    # 28x28 PNGs resized to 28x28 are a copy: the batches hold the IDX pixels / 255, in ImageFolder's
+    # order (by class, then file name).
+    images, labels = write_fashion_mnist_pngs(tmp_path, "train", 600)
+    loader = feeder.DataLoader(str(tmp_path / "train"), batch_size=600, image_size=28, channels=1, augment=None)
+    x, y = next(iter(loader))
+    order = sorted(range(600), key=lambda i: (labels[i], i))
+    assert y.tolist() == [int(labels[i]) for i in order]
+    assert torch.equal((x[:, 0] * 255).round().to(torch.uint8), torch.from_numpy(images[order].copy()))
+    idx = feeder.DataLoader(f"{FASHION_MNIST}/train-images-idx3-ubyte.gz", batch_size=600)
+    idx_images, _ = next(iter(idx))
+    assert torch.allclose(x, idx_images[order], rtol=0, atol=1e-7)
+

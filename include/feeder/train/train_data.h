@@ -51,12 +51,18 @@ struct TrainTestSets {
 };
 
 // Opens the two sets of a training run. Each is a file (IDX, CSV or Parquet), a directory of
-// Parquet shards or a glob of Parquet files. IDX and CSV files are read into memory; a Parquet set
+// Parquet shards, a glob of Parquet files, or a folder of images in torchvision's ImageFolder
+// layout (held encoded, within the budget; image_stage_for decodes them). IDX and CSV files are read into memory; a Parquet set
 // is read into memory when its decoded size fits its share of `memory_budget`, and streamed within
 // that share otherwise. Shares: the test set a quarter of the budget and the training set the rest;
 // a set read into memory hands what it does not use to the other. Checks what load_train_test
 // checks (shapes, labels). Throws DataError naming the set.
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
                               const ImageShape& model_shape, int64_t memory_budget, bool require_labels = true);
+
+// The sample stage that turns `source`'s encoded images into the model's input: each image decoded
+// into model_shape's channels and resized whole to its height and width (a copy for images of that
+// size), scaled to [0, 1] as the loader scales pixels. nullptr for a source of pixels.
+std::shared_ptr<const SampleStage> image_stage_for(const SampleSource& source, const ImageShape& model_shape);
 
 }  // namespace feeder

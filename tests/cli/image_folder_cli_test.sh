@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# feeder train on folders of PNGs (torchvision's ImageFolder layout) made from FashionMNIST with PIL:
+# it reads them, says so, and learns (tests/python/test_image_folder.py checks the pixels are the
+# IDX file's; bench/RESULTS.md compares the accuracy of whole runs).
+set -euo pipefail
+feeder=$1
+data=/usr/share/datasets/fashion-mnist
+work=$(mktemp -d "${TMPDIR:-/tmp}/feeder-image-folder-cli.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+/usr/bin/python3 - "$data" "$work" <<'PY'
+import gzip, os, sys
+import numpy as np
+from PIL import Image
+data, work = sys.argv[1:]
+for split, prefix, count in (("train", "train", 3000), ("test", "t10k", 500)):
+    with gzip.open(f"{data}/{prefix}-images-idx3-ubyte.gz") as f:
+        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)[:count]
+    with gzip.open(f"{data}/{prefix}-labels-idx1-ubyte.gz") as f:
+        labels = np.frombuffer(f.read(), np.uint8, offset=8)[:count]
+    for i, (image, label) in enumerate(zip(images, labels)):
+        os.makedirs(f"{work}/{split}/class{label}", exist_ok=True)
+        Image.fromarray(image, "L").save(f"{work}/{split}/class{label}/{i:05d}.png")
+open(f"{work}/train/class0/notes.txt", "w").write("not an image")
+PY
+
+output=$(timeout 300 "$feeder" train --train "$work/train" --test "$work/test" --epochs 2 --batch-size 64 2>&1)
+echo "$output"
+grep -q "^Train data: 3000 samples from $work/train: in memory (10 classes, .* of encoded images, decoded as batches need them; 1 other files skipped)" <<<"$output" ||
+  { echo "FAIL: the training folder was not described"; exit 1; }
+accuracy=$(awk '/^Test Accuracy:/ {print $3}' <<<"$output")
+awk -v a="$accuracy" 'BEGIN { exit !(a > 0.6) }' || { echo "FAIL: test accuracy $accuracy after 2 epochs on 3000 images"; exit 1; }
+
+# A bad image fails the run with its name.
+victim=$(ls "$work/train/class3" | head -1)
+head -c 60 "$work/train/class3/$victim" >"$work/cut.png"
+mv "$work/cut.png" "$work/train/class3/$victim"
+if output=$(timeout 300 "$feeder" train --train "$work/train" --test "$work/test" --epochs 1 2>&1); then
+  echo "FAIL: a truncated PNG trained"; exit 1
+fi
+grep -qF "class3/$victim: bad PNG" <<<"$output" || { echo "FAIL: the bad PNG was not named:"; echo "$output" | tail -3; exit 1; }
+echo "ok: image folders train, and a bad image is named"
