@@ -564,8 +564,10 @@ class _EpochIterator:
 def convert(input, output, *, layout=None, codec=None, level=None, row_group_size=None, shard_rows=None,
             shard_size=None, shape=None, page_rows=None, shuffle_on_write=None):
     """Converts between CSV, IDX and Parquet (by extension), as ``feeder convert IN OUT`` does, prints
-    its size report through ``sys.stdout`` (a notebook shows it) and returns it. An output directory (ending in '/', or with shard_rows/shard_size) gets a sharded
-    Parquet set with index.json. Options as the command's: layout "columns" | "image", codec "zstd" |
+    its size report through ``sys.stdout`` (a notebook shows it) and returns it. An output directory
+    (ending in '/', or with shard_rows/shard_size) gets a sharded Parquet set with index.json. A folder
+    of images (torchvision's ImageFolder layout) becomes Parquet shards of its files' bytes, which
+    ``DataLoader(output, image_size=...)`` streams; pass shuffle_on_write, as the folder is sorted by class. Options as the command's: layout "columns" | "image", codec "zstd" |
     "snappy" | "gzip" | "lz4" | "brotli" | "none", level, row_group_size, shard_rows, shard_size ("256MB"),
     shape (C, H, W), page_rows, shuffle_on_write (a seed: a sharded set's rows are written shuffled)."""
     args = [os.fspath(input), os.fspath(output)]

@@ -95,3 +95,33 @@ def test_bad_images_name_the_file_row_group_and_row():
         next(iter(null))
     with pytest.raises(ValueError, match="need image_size="):
         feeder.DataLoader(str(DATA / "hf"))
+
+
+def test_convert_writes_an_image_folder_as_parquet_shards(tmp_path, folder, capsys):
+    def rows_by_content(loader):
+        images, labels = batches(loader)
+        key = sorted(range(len(images)), key=lambda i: images[i].flatten().tolist())
+        return images[key], labels[key], labels
+
+    # In the folder's order: the same batches as the folder.
+    report = feeder.convert(folder, tmp_path / "plain/", shard_rows=12, row_group_size=5)
+    assert "| 30 | 3 | 3 | 8 |" in report  # 30 images, 3 classes, 3 shards of 12, 12, 6: row groups of 5, 5, 2 and 5, 1
+    assert "sorted by class: give --shuffle-on-write" in report
+    options = dict(batch_size=8, image_size=14, augment=None)
+    plain, plain_labels = batches(feeder.DataLoader(str(tmp_path / "plain"), **options))
+    expected, expected_labels = batches(feeder.DataLoader(str(folder), **options))
+    assert torch.equal(plain, expected) and torch.equal(plain_labels, expected_labels)
+    # Shuffled on write: the same images, each once, in another order.
+    report = feeder.convert(folder, tmp_path / "shuffled/", shuffle_on_write=5)
+    assert "rows shuffled with seed 5" in report
+    images, labels, in_file_order = rows_by_content(feeder.DataLoader(str(tmp_path / "shuffled"), **options))
+    reference, reference_labels, _ = rows_by_content(feeder.DataLoader(str(folder), **options))
+    assert torch.equal(images, reference) and torch.equal(labels, reference_labels)
+    assert in_file_order.tolist() != sorted(in_file_order.tolist())
+    # Nothing is overwritten or mixed; the options of pixel sets are refused.
+    with pytest.raises(ValueError, match="already holds part-00000.parquet and 2 more"):
+        feeder.convert(folder, tmp_path / "plain/")
+    with pytest.raises(ValueError, match="give a directory"):
+        feeder.convert(folder, tmp_path / "one.parquet")
+    with pytest.raises(ValueError, match="--shape applies to pixel sets"):
+        feeder.convert(folder, tmp_path / "other/", shape=(1, 28, 28))

@@ -144,6 +144,7 @@ EncodedPage encode_data_page(const WriteConfig& config, std::span<const uint8_t>
 // One column chunk of one row group, pages back to back, waiting to be placed in the file.
 struct EncodedChunk {
   std::vector<uint8_t> bytes;
+  Codec codec = Codec::kUncompressed;
   bool has_dictionary = false;
   int64_t data_page_offset_in_chunk = 0;  // the dictionary page, when present, is at 0
   int64_t uncompressed_size_bytes = 0;
@@ -181,6 +182,7 @@ EncodedChunk encode_dictionary_chunk(
     int64_t values_per_page,
     const std::function<std::optional<fmt::Statistics>(int64_t first, int64_t count)>& page_statistics = nullptr) {
   EncodedChunk chunk;
+  chunk.codec = config.codec;
   chunk.has_dictionary = true;
   chunk.num_values = static_cast<int64_t>(column.indices.size());
   chunk.encodings = {fmt::Encoding::PLAIN, fmt::Encoding::RLE_DICTIONARY};
@@ -222,6 +224,7 @@ EncodedChunk encode_label_chunk(const WriteConfig& config, std::span<const int64
     return make_statistics(plain_bytes(*min_it), plain_bytes(*max_it));
   };
   EncodedChunk chunk;
+  chunk.codec = config.codec;
   // Pages of a set that streams are read one at a time: PLAIN saves reading a dictionary page with
   // each (a page of labels is a few hundred bytes either way).
   std::optional<encoder::DictionaryColumn> column;
@@ -275,6 +278,7 @@ EncodedChunk encode_image_chunk(const WriteConfig& config, const uint8_t* images
     page_min_max[static_cast<size_t>(page_idx)] = {min_image, max_image};
   });
   EncodedChunk chunk;
+  chunk.codec = config.codec;
   chunk.num_values = num_rows;
   chunk.encodings = {fmt::Encoding::PLAIN};
   for (const EncodedPage& page : pages) chunk.append(page);
@@ -288,6 +292,37 @@ EncodedChunk encode_image_chunk(const WriteConfig& config, const uint8_t* images
     chunk.statistics = make_statistics(std::string(reinterpret_cast<const char*>(min_image), static_cast<size_t>(image_bytes)),
                                        std::string(reinterpret_cast<const char*>(max_image), static_cast<size_t>(image_bytes)));
   }
+  return chunk;
+}
+
+// Encoded images (each an image file's bytes) as PLAIN BYTE_ARRAY pages of up to page_size_bytes
+// (at least one image each), uncompressed: the images are compressed already, and a reader then
+// takes them straight from the page.
+EncodedChunk encode_encoded_chunk(const WriteConfig& config, const std::vector<SampleView>& samples) {
+  WriteConfig raw = config;
+  raw.codec = Codec::kUncompressed;
+  EncodedChunk chunk;
+  chunk.num_values = static_cast<int64_t>(samples.size());
+  chunk.encodings = {fmt::Encoding::PLAIN};
+  std::vector<uint8_t> payload;
+  int64_t page_values = 0;
+  const auto flush = [&] {
+    if (page_values == 0) return;
+    chunk.append(encode_data_page(raw, payload, page_values, fmt::Encoding::PLAIN));
+    payload.clear();
+    page_values = 0;
+  };
+  for (const SampleView& sample : samples) {
+    if (sample.bytes.size() > INT32_MAX) throw OptionsError("parquet writer: an image of over 2 GiB cannot be one value");
+    if (page_values > 0 && static_cast<int64_t>(payload.size() + 4 + sample.bytes.size()) > config.page_size_bytes) flush();
+    const auto size = static_cast<uint32_t>(sample.bytes.size());
+    const uint8_t length[4] = {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8), static_cast<uint8_t>(size >> 16),
+                               static_cast<uint8_t>(size >> 24)};
+    payload.insert(payload.end(), length, length + 4);
+    payload.insert(payload.end(), sample.bytes.begin(), sample.bytes.end());
+    ++page_values;
+  }
+  flush();
   return chunk;
 }
 
@@ -388,15 +423,14 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
   write_parquet(store, 0, store.size(), path, options);
 }
 
-void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows, const std::filesystem::path& path,
-                   const ParquetWriteOptions& options) {
-  if (first_row < 0 || num_rows < 0 || first_row > store.size() - num_rows) {
-    throw OptionsError("parquet writer: rows " + std::to_string(first_row) + ".." + std::to_string(first_row + num_rows) +
-                       " are not inside the store of " + std::to_string(store.size()) + " images");
-  }
-  const int64_t end_row = first_row + num_rows;
-  const WriteConfig config = resolve(options);
-  std::vector<fmt::SchemaElement> schema = make_schema(store, config.layout);
+namespace {
+
+// Writes a file of `num_rows` rows in row groups of config.rows_per_group: `leaves` are the schema's
+// columns, `encode_group(first, count)` encodes rows [first, first + count) (counted from 0) as one
+// chunk per leaf. Through a temporary file renamed into place.
+void write_file(const std::filesystem::path& path, const WriteConfig& config, std::vector<fmt::SchemaElement> schema,
+                std::vector<fmt::KeyValue> key_values, int64_t num_rows,
+                const std::function<std::vector<EncodedChunk>(int64_t, int64_t)>& encode_group) {
   const int64_t num_leaves = static_cast<int64_t>(schema.size());
   fmt::SchemaElement root;
   root.__set_name("schema");
@@ -407,10 +441,7 @@ void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows,
   metadata.__set_version(2);
   metadata.__set_num_rows(num_rows);
   metadata.__set_created_by(std::string("feeder version ") + kVersion);
-  fmt::KeyValue shape_entry;
-  shape_entry.__set_key(std::string(kImageShapeKey));
-  shape_entry.__set_value(to_string(store.shape()));
-  metadata.__set_key_value_metadata({shape_entry});
+  if (!key_values.empty()) metadata.__set_key_value_metadata(std::move(key_values));
   // TypeDefinedOrder tells readers that min_value/max_value follow the type's order (unsigned for
   // UINT_8 and FIXED_LEN_BYTE_ARRAY), so they may use the statistics.
   fmt::ColumnOrder column_order;
@@ -420,9 +451,9 @@ void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows,
   AtomicFileWriter file(path);
   file.write(kMagic);
   std::vector<fmt::RowGroup> row_groups;
-  for (int64_t group_first_row = first_row; group_first_row < end_row; group_first_row += config.rows_per_group) {
-    const int64_t group_rows = std::min(config.rows_per_group, end_row - group_first_row);
-    const std::vector<EncodedChunk> chunks = encode_row_group(config, store, group_first_row, group_rows);
+  for (int64_t group_first_row = 0; group_first_row < num_rows; group_first_row += config.rows_per_group) {
+    const int64_t group_rows = std::min(config.rows_per_group, num_rows - group_first_row);
+    const std::vector<EncodedChunk> chunks = encode_group(group_first_row, group_rows);
     fmt::RowGroup row_group;
     row_group.__set_num_rows(group_rows);
     row_group.__set_file_offset(static_cast<int64_t>(file.bytes_written()));
@@ -437,13 +468,13 @@ void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows,
       column_metadata.__set_type(schema[column_idx + 1].type);
       column_metadata.__set_encodings(chunk.encodings);
       column_metadata.__set_path_in_schema({schema[column_idx + 1].name});
-      column_metadata.__set_codec(to_thrift(config.codec));
+      column_metadata.__set_codec(to_thrift(chunk.codec));
       column_metadata.__set_num_values(chunk.num_values);
       column_metadata.__set_total_uncompressed_size(chunk.uncompressed_size_bytes);
       column_metadata.__set_total_compressed_size(static_cast<int64_t>(chunk.bytes.size()));
       column_metadata.__set_data_page_offset(chunk_offset + chunk.data_page_offset_in_chunk);
       if (chunk.has_dictionary) column_metadata.__set_dictionary_page_offset(chunk_offset);
-      if (chunk.num_values > 0) column_metadata.__set_statistics(chunk.statistics);
+      if (chunk.num_values > 0 && chunk.statistics.__isset.min_value) column_metadata.__set_statistics(chunk.statistics);
       fmt::ColumnChunk column_chunk;
       column_chunk.__set_file_offset(chunk_offset);
       column_chunk.__set_meta_data(std::move(column_metadata));
@@ -466,6 +497,49 @@ void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows,
   file.write(length, sizeof(length));
   file.write(kMagic);
   file.commit();
+}
+
+}  // namespace
+
+void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows, const std::filesystem::path& path,
+                   const ParquetWriteOptions& options) {
+  if (first_row < 0 || num_rows < 0 || first_row > store.size() - num_rows) {
+    throw OptionsError("parquet writer: rows " + std::to_string(first_row) + ".." + std::to_string(first_row + num_rows) +
+                       " are not inside the store of " + std::to_string(store.size()) + " images");
+  }
+  const WriteConfig config = resolve(options);
+  fmt::KeyValue shape_entry;
+  shape_entry.__set_key(std::string(kImageShapeKey));
+  shape_entry.__set_value(to_string(store.shape()));
+  write_file(path, config, make_schema(store, config.layout), {shape_entry}, num_rows, [&](int64_t first, int64_t count) {
+    return encode_row_group(config, store, first_row + first, count);
+  });
+}
+
+void write_encoded_parquet(const SampleSource& source, std::span<const int64_t> rows, const std::filesystem::path& path,
+                           const ParquetWriteOptions& options) {
+  if (!source.samples_in_memory())
+    throw OptionsError("parquet writer: " + source.name() + " is not a set of encoded images held in memory");
+  const WriteConfig config = resolve(options);
+  for (const int64_t row : rows) {
+    if (row < 0 || row >= source.size())
+      throw OptionsError("parquet writer: sample " + std::to_string(row) + " is not in " + source.name());
+  }
+  std::vector<fmt::SchemaElement> schema;
+  if (source.labeled()) schema.push_back(leaf("label", fmt::Type::INT64));
+  schema.push_back(leaf("image", fmt::Type::BYTE_ARRAY));
+  write_file(path, config, std::move(schema), {}, static_cast<int64_t>(rows.size()), [&](int64_t first, int64_t count) {
+    std::vector<SampleView> samples;
+    std::vector<int64_t> labels;
+    for (int64_t i = first; i < first + count; ++i) {
+      samples.push_back(source.sample(rows[static_cast<size_t>(i)]));
+      labels.push_back(samples.back().label);
+    }
+    std::vector<EncodedChunk> chunks;
+    if (source.labeled()) chunks.push_back(encode_label_chunk(config, labels));
+    chunks.push_back(encode_encoded_chunk(config, samples));
+    return chunks;
+  });
 }
 
 }  // namespace feeder::parquet

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "feeder/data/source.h"
 #include "feeder/formats/parquet/metadata.h"
 #include "feeder/store/image_store.h"
 
@@ -66,5 +68,14 @@ void write_parquet(const ImageStore& store, const std::filesystem::path& path, c
 // (feeder/formats/sharded.h). Throws OptionsError when the rows are not inside the store.
 void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows, const std::filesystem::path& path,
                    const ParquetWriteOptions& options = {});
+
+// Writes samples `rows` of `source`, a set of encoded images held in memory (an image folder), in
+// that order, as they are (no re-encoding): `label` INT64 (when labeled, with statistics per chunk)
+// and `image` BYTE_ARRAY, each row an image file's bytes, in PLAIN pages of up to page_size_bytes,
+// uncompressed (the images are compressed already; `codec` applies to the labels), in row groups of
+// row_group_size rows. The file reads back as a set of encoded images (sharded.h), and DuckDB,
+// pyarrow and polars read `image` as binary. Through a temporary file renamed into place.
+void write_encoded_parquet(const SampleSource& source, std::span<const int64_t> rows, const std::filesystem::path& path,
+                           const ParquetWriteOptions& options = {});
 
 }  // namespace feeder::parquet
