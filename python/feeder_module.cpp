@@ -359,9 +359,11 @@ PYBIND11_MODULE(_feeder, m) {
         OpenedSet opened;
         opened.spec = path;
         opened.source = folder.source;
-        opened.decoded_bytes = folder.source->encoded_bytes();
-        opened.choice = "in memory (" + std::to_string(folder.source->size()) + " images, " +
-                        format_byte_size(folder.source->encoded_bytes()) + " encoded)";
+        opened.decoded_bytes = folder.encoded_bytes;
+        opened.streaming = folder.streaming;
+        opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
+                        std::to_string(folder.source->size()) + " images, " + format_byte_size(folder.encoded_bytes) +
+                        " encoded" + (folder.streaming ? ", over the budget)" : ")");
         return py::make_tuple(opened, folder.classes, folder.skipped_other, folder.skipped_unsupported);
       },
       py::arg("path"), py::arg("memory_budget"));

@@ -228,7 +228,7 @@ int run_image_folder_convert(const ConvertArgs& args) {
               directory_name(args.input).c_str(), directory_name(args.output).c_str(),
               static_cast<long long>(dataset.num_rows), folder.classes.size(), dataset.shards.size(),
               static_cast<long long>(dataset.num_row_groups()),
-              megabytes(static_cast<uint64_t>(folder.source->encoded_bytes())), megabytes(output_bytes), read_seconds,
+              megabytes(static_cast<uint64_t>(folder.encoded_bytes)), megabytes(output_bytes), read_seconds,
               write_time.seconds());
   std::printf("\nlabels: ");
   for (size_t i = 0; i < folder.classes.size(); ++i) std::printf("%s%zu %s", i ? ", " : "", i, folder.classes[i].c_str());

@@ -1,6 +1,7 @@
 #include "feeder/image/image_folder.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <system_error>
 #include <utility>
 
+#include <xxhash.h>
+
+#include "feeder/data/sampler.h"
 #include "feeder/error.h"
-#include "feeder/util/byte_size.h"
 #include "feeder/util/parallel_for.h"
 
 namespace fs = std::filesystem;
@@ -34,6 +37,12 @@ bool ends_with_any(const std::string& name, std::initializer_list<const char*> e
 void read_whole(const fs::path& path, uint8_t* out, int64_t size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw DataError(path.string() + ": cannot open: " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && info.st_size != size) {
+    ::close(fd);
+    throw DataError(path.string() + ": its size changed to " + std::to_string(info.st_size) + " bytes since the folder "
+                    "was listed (" + std::to_string(size) + ")");
+  }
   int64_t done = 0;
   while (done < size) {
     const ssize_t n = ::pread(fd, out + done, static_cast<size_t>(size - done), done);
@@ -47,6 +56,80 @@ void read_whole(const fs::path& path, uint8_t* out, int64_t size) {
   }
   ::close(fd);
 }
+
+// A folder too large for the budget: the files in a fixed mixed order (see open_image_folder), in
+// blocks of kFolderBlockFiles, each block read file by file into the stream's buffer.
+class StreamedImageFolder final : public SampleSource {
+ public:
+  StreamedImageFolder(std::string name, std::vector<fs::path> files, std::vector<int64_t> sizes, std::vector<int64_t> labels)
+      : name_(std::move(name)), files_(std::move(files)), sizes_(std::move(sizes)), labels_(std::move(labels)) {
+    const auto count = static_cast<int64_t>(files_.size());
+    for (int64_t first = 0; first < count; first += kFolderBlockFiles) block_starts_.push_back(first);
+    block_starts_.push_back(count);
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) throw std::bad_alloc();
+    XXH3_64bits_reset(state);
+    for (int64_t i = 0; i < count; ++i) {
+      const std::string path = files_[static_cast<size_t>(i)].string();
+      XXH3_64bits_update(state, path.data(), path.size() + 1);
+      XXH3_64bits_update(state, &sizes_[static_cast<size_t>(i)], sizeof(int64_t));
+      XXH3_64bits_update(state, &labels_[static_cast<size_t>(i)], sizeof(int64_t));
+    }
+    fingerprint_ = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+  }
+
+  int64_t size() const override { return static_cast<int64_t>(files_.size()); }
+  ImageShape shape() const override { return {0, 0, 0}; }
+  bool labeled() const override { return true; }
+  // XXH3 of the files' paths, sizes and labels in the stream's order (not of their bytes, which
+  // are not read to open the folder).
+  uint64_t fingerprint() const override { return fingerprint_; }
+  std::string name() const override { return name_; }
+  bool encoded() const override { return true; }
+  std::string sample_name(int64_t i) const override { return files_.at(static_cast<size_t>(i)).string(); }
+  std::span<const int64_t> block_starts() const override { return block_starts_; }
+  int64_t max_read_bytes() const override { return 0; }  // files are read straight into the block
+  void read_block(int64_t, std::vector<uint8_t>&, uint8_t*, int64_t*) const override {
+    throw std::logic_error(name_ + ": a folder of encoded images: read_encoded_block");
+  }
+  int64_t block_bytes(int64_t block_idx) const override {
+    int64_t bytes = 0;
+    for (int64_t i = block_starts_.at(static_cast<size_t>(block_idx)); i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i)
+      bytes += sizes_[static_cast<size_t>(i)] + 2 * static_cast<int64_t>(sizeof(int64_t));
+    return bytes;
+  }
+  void read_encoded_block(int64_t block_idx, std::vector<uint8_t>&, uint8_t* bytes, int64_t capacity, int64_t* ends,
+                          int64_t* labels) const override {
+    const int64_t first = block_starts_.at(static_cast<size_t>(block_idx));
+    int64_t used = 0;
+    for (int64_t i = first; i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i) {
+      const auto at = static_cast<size_t>(i);
+      if (sizes_[at] > capacity - used) throw std::logic_error(name_ + ": block buffer too small");
+      read_whole(files_[at], bytes + used, sizes_[at]);
+      used += sizes_[at];
+      ends[i - first] = used;
+      labels[i - first] = labels_[at];
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const override {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (size_t b = 0; b + 1 < block_starts_.size(); ++b) {
+      const auto begin = labels_.begin() + block_starts_[b];
+      const auto [low, high] = std::minmax_element(begin, labels_.begin() + block_starts_[b + 1]);
+      ranges.emplace_back(*low, *high);
+    }
+    return ranges;
+  }
+
+ private:
+  std::string name_;
+  std::vector<fs::path> files_;  // in the stream's order
+  std::vector<int64_t> sizes_;   // as listed
+  std::vector<int64_t> labels_;
+  std::vector<int64_t> block_starts_;
+  uint64_t fingerprint_ = 0;
+};
 
 }  // namespace
 
@@ -121,10 +204,23 @@ ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t mem
     offsets[static_cast<size_t>(i) + 1] = offsets[static_cast<size_t>(i)] + static_cast<int64_t>(size);
   }
   const int64_t total = offsets.back();
-  if (memory_budget > 0 && total > memory_budget)
-    throw DataError(root.string() + ": its " + std::to_string(count) + " images take " + format_byte_size(total) +
-                    " encoded, more than the memory budget of " + format_byte_size(memory_budget) +
-                    "; image folders are read into memory (raise the budget)");
+  folder.encoded_bytes = total;
+  if (memory_budget > 0 && total > memory_budget) {
+    // Too large to hold: streamed, in a fixed mixed order of the files.
+    const std::vector<int64_t> order = epoch_order(count, true, kFolderStreamSeed, 0);
+    std::vector<fs::path> mixed_files;
+    std::vector<int64_t> sizes, mixed_labels;
+    for (const int64_t i : order) {
+      const auto at = static_cast<size_t>(i);
+      mixed_files.push_back(files[at]);
+      sizes.push_back(offsets[at + 1] - offsets[at]);
+      mixed_labels.push_back(labels[at]);
+    }
+    folder.source = std::make_shared<StreamedImageFolder>(root.string(), std::move(mixed_files), std::move(sizes),
+                                                          std::move(mixed_labels));
+    folder.streaming = true;
+    return folder;
+  }
   std::vector<uint8_t> bytes(static_cast<size_t>(total));
   parallel_for(count, threads, [&](int64_t i) {
     const auto at = static_cast<size_t>(i);

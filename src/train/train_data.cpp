@@ -68,13 +68,17 @@ Candidate describe(const std::string& spec, int64_t memory_budget) {
     throw DataError(spec + ": no such file or directory");
   }
   if (is_image_folder(spec)) {
-    // Encoded images, held as they are and decoded as batches need them.
+    // Encoded images, held as they are (or streamed, beyond the budget) and decoded as batches need them.
     ImageFolder folder = open_image_folder(spec, 0, memory_budget);
     candidate.set.source = folder.source;
-    candidate.set.decoded_bytes = folder.source->encoded_bytes();
+    candidate.set.decoded_bytes = folder.encoded_bytes;
     candidate.set.num_files = folder.source->size();
-    candidate.set.choice = "in memory (" + std::to_string(folder.classes.size()) + " classes, " +
-                           format_byte_size(candidate.set.decoded_bytes) + " of encoded images, decoded as batches need them";
+    candidate.set.streaming = folder.streaming;
+    candidate.set.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
+                           std::to_string(folder.classes.size()) + " classes, " +
+                           format_byte_size(candidate.set.decoded_bytes) + " of encoded images" +
+                           (folder.streaming ? ", over the " + format_byte_size(memory_budget) + " budget" : "") +
+                           ", decoded as batches need them";
     if (folder.skipped_other + folder.skipped_unsupported > 0)
       candidate.set.choice += "; " + std::to_string(folder.skipped_other + folder.skipped_unsupported) + " other files skipped";
     candidate.set.choice += ")";
@@ -132,14 +136,17 @@ OpenedSet open_set(const std::string& spec, int64_t memory_budget) {
 
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
                               const ImageShape& model_shape, int64_t memory_budget, bool require_labels) {
-  Candidate train = describe(train_spec, memory_budget);
-  Candidate test = describe(test_spec, memory_budget);
-  // Sets already in memory (IDX, CSV) take their size off the budget first.
+  // An image folder is held when it fits its default share, and streamed within that share otherwise.
+  Candidate train = describe(train_spec, memory_budget - memory_budget / 4);
+  Candidate test = describe(test_spec, memory_budget / 4);
+  const bool train_held = !train.dataset && !train.set.streaming;
+  const bool test_held = !test.dataset && !test.set.streaming;
+  // Sets already in memory (IDX, CSV, image folders) take their size off the budget first.
   int64_t test_share = memory_budget / 4;
   int64_t train_share = memory_budget - test_share;
-  if (!test.dataset) {
+  if (test_held) {
     train_share = std::max<int64_t>(memory_budget - test.set.decoded_bytes, 0);
-  } else if (!train.dataset) {
+  } else if (train_held) {
     test_share = std::max<int64_t>(memory_budget - train.set.decoded_bytes, 0);
   } else if (test.set.decoded_bytes <= test_share) {
     train_share = memory_budget - test.set.decoded_bytes;
@@ -148,6 +155,8 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
   }
   if (train.dataset) open_parquet(train, train_share);
   if (test.dataset) open_parquet(test, test_share);
+  if (train.set.streaming && !train.dataset) train.set.memory_budget = train_share;
+  if (test.set.streaming && !test.dataset) test.set.memory_budget = test_share;
 
   // Encoded images become the model's shape in the loader (image_stage_for).
   const auto shape_of = [&](const SampleSource& source) { return source.encoded() ? model_shape : source.shape(); };

@@ -2,7 +2,6 @@
 // workers, a bad image fails the batch that needs it with its name, and the options say what is
 // missing. Pictures are PNGs encoded here with libpng's simplified API.
 #include <gtest/gtest.h>
-#include <png.h>
 
 #include <cstring>
 #include <memory>
@@ -13,25 +12,10 @@
 #include "feeder/error.h"
 #include "feeder/image/encoded_source.h"
 #include "feeder/image/image_stage.h"
+#include "image/test_pictures.h"
 
 namespace feeder {
 namespace {
-
-std::vector<uint8_t> png_of(int width, int height, int seed) {
-  std::vector<uint8_t> rgb(static_cast<size_t>(width * height * 3));
-  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i * 7 + static_cast<size_t>(seed) * 31) % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(width);
-  image.height = static_cast<png_uint_32>(height);
-  image.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&image, nullptr, &size, 0, rgb.data(), 0, nullptr));
-  std::vector<uint8_t> out(size);
-  EXPECT_TRUE(png_image_write_to_memory(&image, out.data(), &size, 0, rgb.data(), 0, nullptr));
-  out.resize(size);
-  return out;
-}
 
 // `count` pictures of assorted sizes; sample `broken` (if any) cut short.
 std::shared_ptr<const EncodedImageSource> pictures(int count, int broken = -1) {

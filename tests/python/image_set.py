@@ -37,16 +37,16 @@ def png_bytes(label, index):
     return buffer.getvalue()
 
 
-def samples():
+def samples(per_class=PER_CLASS):
     """(class name, file name, label, PNG bytes) in torchvision ImageFolder's order: by class, then by name."""
     for label, name in enumerate(CLASSES):
-        for index in range(PER_CLASS):
+        for index in range(per_class):
             yield name, f"{name}_{index:02d}.png", label, png_bytes(label, index)
 
 
-def write_folder(root):
-    """The set as an ImageFolder tree under `root` (a pathlib.Path)."""
-    for class_name, file_name, _, data in samples():
+def write_folder(root, per_class=PER_CLASS):
+    """The set (`per_class` images of each class) as an ImageFolder tree under `root` (a pathlib.Path)."""
+    for class_name, file_name, _, data in samples(per_class):
         (root / class_name).mkdir(parents=True, exist_ok=True)
         (root / class_name / file_name).write_bytes(data)
     return root

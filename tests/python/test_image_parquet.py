@@ -125,3 +125,30 @@ def test_convert_writes_an_image_folder_as_parquet_shards(tmp_path, folder, caps
         feeder.convert(folder, tmp_path / "one.parquet")
     with pytest.raises(ValueError, match="--shape applies to pixel sets"):
         feeder.convert(folder, tmp_path / "other/", shape=(1, 28, 28))
+
+
+def test_a_folder_larger_than_the_budget_streams_in_mixed_blocks(tmp_path):
+    folder = image_set.write_folder(tmp_path, per_class=100)
+    held = feeder.DataLoader(str(folder), batch_size=50, image_size=12, augment=None)
+    assert not held._loader.streaming
+    whole, whole_labels = batches(held)
+    options = dict(batch_size=3, image_size=12, augment=None, shuffle=True, seed=2, memory_budget=30000, prefetch=2)
+    loader = feeder.DataLoader(str(folder), **options)
+    assert loader._loader.streaming and "streaming" in repr(loader._source.choice)
+    assert loader._loader.shuffle_window < 300 and not loader._loader.shuffle_advice
+    assert len(loader.dataset) == 300 and loader.dataset.classes == list(image_set.CLASSES)
+    images, labels = batches(loader)
+    key = lambda batch: sorted(range(len(batch)), key=lambda i: batch[i].flatten().tolist())
+    assert torch.equal(images[key(images)], whole[key(whole)])
+    assert sorted(labels.tolist()) == sorted(whole_labels.tolist())
+    # Resumed mid-epoch, with other workers: the same batches.
+    loader.set_epoch(1)
+    it = iter(loader)
+    for _ in range(4):
+        next(it)
+    state = loader.state_dict()
+    rest, _ = batches(it)
+    resumed = feeder.DataLoader(str(folder), num_workers=3, **options)
+    resumed.load_state_dict(state)
+    again, _ = batches(resumed)
+    assert torch.equal(again, rest)

@@ -1,7 +1,8 @@
 #pragma once
 
 // A directory in torchvision's ImageFolder layout (root/<class>/.../<image>), read into memory as
-// encoded images with the labels torchvision gives them: classes are the sorted names of root's
+// encoded images, or streamed when they take more than the memory budget, with the labels
+// torchvision gives them: classes are the sorted names of root's
 // subdirectories, indexed from 0; each class's files are taken as os.walk sorted by directory and
 // then by name, as torchvision's make_dataset does. Files without an image extension are skipped, as
 // torchvision skips them, and counted; so are images of formats feeder does not decode (.bmp, .ppm,
@@ -20,16 +21,30 @@
 namespace feeder {
 
 struct ImageFolder {
-  std::shared_ptr<const EncodedImageSource> source;
+  // In memory (an EncodedImageSource, samples in torchvision's order), or streaming (see below).
+  std::shared_ptr<const SampleSource> source;
+  bool streaming = false;
+  int64_t encoded_bytes = 0;         // the images' files, together
   std::vector<std::string> classes;  // label i is classes[i]
   int64_t skipped_other = 0;         // files without an image extension
   int64_t skipped_unsupported = 0;   // images feeder does not decode (.bmp, .ppm, .pgm, .tif, .tiff)
 };
 
+// Files per block of a streamed folder.
+inline constexpr int64_t kFolderBlockFiles = 64;
+
 // Throws DataError for a root that is missing or not a directory, one without class folders, a
-// class folder without images (naming it), a file that cannot be read, or images whose encoded
-// bytes exceed `memory_budget` (0: no limit).
+// class folder without images (naming it), or a file that cannot be read.
+//
+// When the images take more than `memory_budget` (0: no limit) they are not read now but streamed:
+// the source's blocks are kFolderBlockFiles files each, read as a loader's window needs them (a
+// stream's budget counts their bytes). Its samples are numbered in a fixed mixed order of the files
+// (epoch_order(N, true, kFolderStreamSeed, 0) of torchvision's order), not by class, so that every
+// block holds images of many classes and a window of the stream mixes them as a full shuffle would:
+// a folder is sorted by class, and blocks of neighbouring files would each hold one. A file that
+// changed size since the folder was listed fails the batch that needs it, named.
 ImageFolder open_image_folder(const std::filesystem::path& root, int num_threads = 0, int64_t memory_budget = 0);
+inline constexpr uint64_t kFolderStreamSeed = 0x1a9e5f01d3c7b2e5;
 
 // Whether `directory` looks like an image folder: it has subdirectories and no Parquet or IDX files
 // of its own.
