@@ -374,17 +374,18 @@ PYBIND11_MODULE(_feeder, m) {
       .def(py::init([](const OpenedSet& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
                        int num_workers, int prefetch, float mean, float std, const std::string& layout,
                        int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window,
-                       std::optional<py::dict> image) {
+                       std::optional<py::dict> image, bool skip_bad_samples) {
              // The budget counts only for a streamed set; one in memory is already held.
              LoaderOptions options = make_options(batch_size, shuffle, seed, drop_last, num_workers, prefetch, mean,
                                                   std, layout, rank, world_size, memory_budget, shuffle_window);
              if (image) options.sample_stage = make_image_stage(*image);
+             options.skip_bad_samples = skip_bad_samples;
              return std::make_unique<PyLoader>(source.source, options);
            }),
            py::arg("source"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"), py::arg("drop_last"),
            py::arg("num_workers"), py::arg("prefetch"), py::arg("mean"), py::arg("std"), py::arg("layout"),
            py::arg("rank"), py::arg("world_size"), py::arg("memory_budget"), py::arg("shuffle_window"),
-           py::arg("image") = py::none())
+           py::arg("image") = py::none(), py::arg("skip_bad_samples") = false)
       .def_property_readonly("sample_shape", [](const PyLoader& l) {
         const ImageShape shape = l.loader().sample_shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);
@@ -398,6 +399,8 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("streaming", [](const PyLoader& l) { return l.loader().streaming(); })
       .def_property_readonly("shuffle_window", [](const PyLoader& l) { return l.loader().shuffle_window(); })
       .def_property_readonly("shuffle_advice", [](const PyLoader& l) { return l.loader().shuffle_advice(); })
+      .def_property_readonly("skipped_samples", [](const PyLoader& l) { return l.loader().skipped_samples(); })
+      .def_property_readonly("skipped_examples", [](const PyLoader& l) { return l.loader().skipped_examples(); })
       .def_property_readonly("memory_budget", [](const PyLoader& l) { return l.loader().memory_budget(); })
       .def_property_readonly("buffers_allocated", [](const PyLoader& l) { return l.loader().buffers_allocated(); })
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);

@@ -300,6 +300,11 @@ class DataLoader:
             flip, RandomHorizontalFlip), "center_crop" (Resize(resize) + CenterCrop) or None (the
             whole image resized); normalize is then (mean, std) per channel. ``loader.dataset.classes``
             names the labels.
+        on_error: "raise" (the default): an image that does not decode (corrupt, truncated, not an
+            image) raises feeder.DataError naming it from the ``next()`` that needed it. "skip": it
+            is left out of its batch, which is then smaller (the same images for any number of
+            workers); ``loader.skipped`` gives the count and the first few reasons of the epoch, and
+            the end of an epoch that skipped any warns.
         timeout, pin_memory_device, in_order: torch's, accepted at their defaults only.
 
     torch.utils.data.DataLoader's sampler, batch_sampler, collate_fn, worker_init_fn and
@@ -325,7 +330,8 @@ class DataLoader:
                  transform=None, generator=None, prefetch_factor=None, persistent_workers=False, timeout=0,
                  pin_memory_device="", in_order=True, sampler=None, batch_sampler=None, collate_fn=None,
                  worker_init_fn=None, multiprocessing_context=None, image_size=None, augment=None, channels=3,
-                 resize=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=True, dct_scaling=True):
+                 resize=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=True, dct_scaling=True,
+                 on_error="raise"):
         refused = {"sampler": sampler, "batch_sampler": batch_sampler, "collate_fn": collate_fn,
                    "worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}
         for name, value in refused.items():
@@ -384,6 +390,11 @@ class DataLoader:
         self._transform = transform
         self._source = _open_source(source, labels, budget, train, allow_unlabeled)
         image = None
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        if on_error == "skip" and not self._source.encoded:
+            raise ValueError("on_error='skip' is for encoded images (JPEG, PNG, WebP), which may be corrupt; this "
+                             "set's pixels are read whole or not at all")
         if self._source.encoded:
             image = _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize)
             mean, std = 0.0, 1.0  # the image stage normalises, per channel
@@ -394,7 +405,7 @@ class DataLoader:
             mean, std = _normalization(normalize)
         self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,
                                       prefetch, mean, std, layout.lower(), rank, world_size, budget,
-                                      shuffle_window, image)
+                                      shuffle_window, image, on_error == "skip")
         self._pin_memory = bool(pin_memory) and torch.cuda.is_available()
         if self._loader.shuffle_advice:
             # The set streams in a window that mixes too few pieces for how its labels are laid out.
@@ -476,6 +487,12 @@ class DataLoader:
         self._finished = False
         return _EpochIterator(self, self._generation)
 
+    @property
+    def skipped(self):
+        """With on_error="skip": (how many images were left out of this epoch's batches so far, the
+        reasons of the first few, each naming its file or row)."""
+        return self._loader.skipped_samples, list(self._loader.skipped_examples)
+
     # ---------------------------------------------------------------- resume
 
     def state_dict(self):
@@ -549,6 +566,11 @@ class _EpochIterator:
         batch = self._next()
         if batch is None:
             owner._finished = True
+            skipped = owner._loader.skipped_samples
+            if skipped:
+                warnings.warn(f"{skipped} bad images were left out of epoch {owner._epoch}'s batches "
+                              f"(on_error='skip'), e.g. {owner._loader.skipped_examples[0]}", RuntimeWarning,
+                              stacklevel=2)
             raise StopIteration
         owner._num_yielded += 1
         images, labels = _from_dlpack(batch[0]), _from_dlpack(batch[1])

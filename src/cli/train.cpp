@@ -42,6 +42,7 @@ struct TrainArgs {
   std::optional<std::string> test_file;
   int64_t memory_budget = 0;   // 0: default_memory_budget(), divided among the local ranks
   int64_t shuffle_window = 0;  // 0: the largest the budget allows
+  bool skip_bad_images = false;
   int64_t epochs = 5;
   int64_t batch_size = 512;
   // One worker keeps a batch ahead of the model; the model's OpenMP threads need the other cores.
@@ -225,6 +226,7 @@ int run(const TrainArgs& args) {
   train_options.pin_memory = config.device.is_cuda();
   train_options.layout = config.image_layout();
   train_options.shuffle_window = args.shuffle_window;
+  train_options.skip_bad_samples = args.skip_bad_images;
   train_options.rank = rank;
   train_options.world_size = world_size;
   LoaderOptions test_options = train_options;
@@ -330,6 +332,12 @@ int run(const TrainArgs& args) {
     resume_pass.reset();
     if (show_progress) clear_progress();
     print_epoch(result, args.epochs, args.diagnose);
+    for (const auto& [role, loader] : {std::pair{"training", &train_loader}, std::pair{"test", &test_loader}}) {
+      const Loader& inner = loader->loader();
+      if (inner.skipped_samples() == 0) continue;
+      std::cout << "  skipped " << inner.skipped_samples() << " bad " << role << " images, e.g. "
+                << inner.skipped_examples().front() << "\n";
+    }
     report.epochs.push_back(result);
   }
   print_totals(report.epochs);
@@ -379,6 +387,9 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--memory-budget", *memory_budget,
                   "memory for each rank's data, e.g. 256MiB or 2GB (default: half the available memory, divided among "
                   "this machine's ranks); larger sets are streamed within it");
+  app->add_flag("--skip-bad-images", args->skip_bad_images,
+               "image folders and Parquet sets of images: leave images that do not decode out of their batches "
+               "(counted each epoch) instead of stopping");
   app->add_option("--shuffle-window", args->shuffle_window,
                   "samples shuffled together when streaming (default: the largest the budget allows)")
       ->check(at_least(1));

@@ -95,8 +95,14 @@ void BufferPool::release(BatchBuffer* buffer) {
 }  // namespace detail
 
 Batch::Batch(std::shared_ptr<detail::BatchBuffer> buffer, int64_t index, int64_t size, ImageShape shape,
-             ImageLayout layout, int64_t num_padding)
-    : buffer_(std::move(buffer)), index_(index), size_(size), shape_(shape), layout_(layout), num_padding_(num_padding) {}
+             ImageLayout layout, int64_t num_padding, std::vector<std::string> skipped)
+    : buffer_(std::move(buffer)),
+      index_(index),
+      size_(size),
+      shape_(shape),
+      layout_(layout),
+      num_padding_(num_padding),
+      skipped_(std::move(skipped)) {}
 
 float* Batch::images() { return buffer_->images; }
 const float* Batch::images() const { return buffer_->images; }
@@ -361,6 +367,8 @@ int64_t Loader::peak_decoded_bytes() const { return shared_->stream ? shared_->s
 void Loader::start_epoch(int64_t epoch) { begin_epoch(epoch, 0); }
 
 void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
+  skipped_samples_ = 0;
+  skipped_examples_.clear();
   detail::MutexLock lock(shared_->mutex);
   ++shared_->generation;
   shared_->epoch_batches = 0;  // nothing can be claimed while the order is replaced
@@ -394,6 +402,20 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
 }
 
 std::optional<Batch> Loader::next() {
+  for (;;) {
+    std::optional<Batch> batch = next_assembled();
+    if (!batch) return batch;
+    if (!batch->skipped().empty()) {
+      skipped_samples_ += static_cast<int64_t>(batch->skipped().size());
+      for (const std::string& why : batch->skipped()) {
+        if (skipped_examples_.size() < kSkippedExamples) skipped_examples_.push_back(why);
+      }
+    }
+    if (batch->size() > 0) return batch;  // a batch whose every sample was left out is passed over
+  }
+}
+
+std::optional<Batch> Loader::next_assembled() {
   detail::MutexLock lock(shared_->mutex);
   if (!shared_->epoch_started) throw std::logic_error("Loader::next() called before start_epoch()");
   if (shared_->next_to_deliver >= shared_->epoch_batches) return std::nullopt;
@@ -536,6 +558,47 @@ void Loader::transform(Batch& batch, int64_t epoch) const {
   transform_(batch, rng);
 }
 
+// The rows of a batch of encoded samples, each made by the sample stage with its own generator.
+// With skip_bad_samples, a sample the stage refuses (DataError) is left out and the rows after it
+// move up; its reason is kept for the batch.
+class Loader::StagedRows {
+ public:
+  StagedRows(const Loader& loader, detail::BatchBuffer& buffer, int64_t first, int64_t order_size)
+      : loader_(loader), buffer_(buffer), first_padding_(std::max(first, order_size)) {}
+
+  // The sample at `position` of the epoch's order.
+  void add(int64_t position, int64_t sample, const SampleView& view) {
+    const Loader& l = loader_;
+    const int64_t pixels = l.sample_shape_.num_pixels();
+    SplitMix64 rng = sample_generator(l.options_.seed, l.shared_->epoch, sample);
+    try {
+      l.options_.sample_stage->run(view.bytes, l.source_->sample_name(sample), rng, l.options_.layout,
+                                   buffer_.images + rows_ * pixels);
+    } catch (const DataError& error) {
+      if (!l.options_.skip_bad_samples) throw;
+      skipped_.push_back(error.what());
+      return;
+    }
+    buffer_.sample_indices[rows_] = sample;
+    buffer_.labels[rows_] = view.label;
+    if (position >= first_padding_) ++padding_;
+    ++rows_;
+  }
+
+  Batch finish(std::shared_ptr<detail::BatchBuffer> buffer, int64_t batch_index) {
+    return Batch(std::move(buffer), batch_index, rows_, loader_.sample_shape_, loader_.options_.layout, padding_,
+                 std::move(skipped_));
+  }
+
+ private:
+  const Loader& loader_;
+  detail::BatchBuffer& buffer_;
+  int64_t first_padding_;  // positions from here on only pad the epoch
+  int64_t rows_ = 0;
+  int64_t padding_ = 0;
+  std::vector<std::string> skipped_;
+};
+
 Batch Loader::assemble(int64_t batch_index) const {
   const auto [first, last] = shared_->plan.batch_span(batch_index);
   const int64_t count = last - first;
@@ -550,16 +613,12 @@ Batch Loader::assemble(int64_t batch_index) const {
   if (source_->samples_in_memory()) {
     // Each sample through the stage, with the sample's own generator.
     std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
-    const SampleStage& stage = *options_.sample_stage;
+    StagedRows rows(*this, *buffer, first, order_size);
     for (int64_t i = 0; i < count; ++i) {
       const int64_t sample = shared_->plan.sample_at(first + i);
-      const SampleView view = source_->sample(sample);
-      buffer->sample_indices[i] = sample;
-      buffer->labels[i] = view.label;
-      SplitMix64 rng = sample_generator(options_.seed, shared_->epoch, sample);
-      stage.run(view.bytes, source_->sample_name(sample), rng, options_.layout, buffer->images + i * pixels);
+      rows.add(first + i, sample, source_->sample(sample));
     }
-    return Batch(std::move(buffer), batch_index, count, shape, options_.layout, num_padding);
+    return rows.finish(std::move(buffer), batch_index);
   }
   // The batch's samples: straight from the store, or from the stream's decoded blocks, which the
   // batch holds until it is assembled.
@@ -577,17 +636,24 @@ Batch Loader::assemble(int64_t batch_index) const {
   }
 
   std::shared_ptr<detail::BatchBuffer> buffer = pool_->acquire();
+  if (options_.sample_stage) {  // encoded samples, streamed
+    StagedRows rows(*this, *buffer, first, order_size);
+    for (int64_t i = 0; i < count; ++i) {
+      const detail::SampleRef& ref = refs[static_cast<size_t>(i)];
+      rows.add(first + i, shared_->plan.sample_at(first + i),
+               SampleView{std::span<const uint8_t>(ref.pixels, static_cast<size_t>(ref.size)), ref.label});
+    }
+    detail::finish_streaming();
+    lease.reset();
+    return rows.finish(std::move(buffer), batch_index);
+  }
   for (int64_t i = 0; i < count; ++i) {
     const detail::SampleRef& ref = refs[static_cast<size_t>(i)];
     const int64_t sample = shared_->plan.sample_at(first + i);
     buffer->sample_indices[i] = sample;
     buffer->labels[i] = ref.label;
     float* dst = buffer->images + i * pixels;
-    if (options_.sample_stage) {  // encoded samples, streamed
-      SplitMix64 rng = sample_generator(options_.seed, shared_->epoch, sample);
-      options_.sample_stage->run(std::span<const uint8_t>(ref.pixels, static_cast<size_t>(ref.size)),
-                                 source_->sample_name(sample), rng, options_.layout, dst);
-    } else if (store_ && store_->pixel_type() == PixelType::kFloat32)
+    if (store_ && store_->pixel_type() == PixelType::kFloat32)
       copy_float_image(reinterpret_cast<const float*>(ref.pixels), dst, shape, options_.layout);
     else if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
       detail::convert_pixels_to_hwc(ref.pixels, dst, shape.channels, shape.height * shape.width, scale, bias);

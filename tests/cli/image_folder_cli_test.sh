@@ -39,4 +39,9 @@ if output=$(timeout 300 "$feeder" train --train "$work/train" --test "$work/test
   echo "FAIL: a truncated PNG trained"; exit 1
 fi
 grep -qF "class3/$victim: bad PNG" <<<"$output" || { echo "FAIL: the bad PNG was not named:"; echo "$output" | tail -3; exit 1; }
-echo "ok: image folders train, and a bad image is named"
+# Or is left out, and counted, with --skip-bad-images.
+output=$(timeout 300 "$feeder" train --train "$work/train" --test "$work/test" --epochs 1 --skip-bad-images 2>&1) ||
+  { echo "FAIL: --skip-bad-images did not train:"; echo "$output" | tail -3; exit 1; }
+grep -qF "skipped 1 bad training images, e.g. $work/train/class3/$victim: bad PNG" <<<"$output" ||
+  { echo "FAIL: the skipped image was not reported:"; echo "$output" | tail -5; exit 1; }
+echo "ok: image folders train, and a bad image is named, or skipped and counted"

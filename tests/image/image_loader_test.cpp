@@ -3,6 +3,7 @@
 // missing. Pictures are PNGs encoded here with libpng's simplified API.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -85,6 +86,55 @@ TEST(ImageLoader, ABadImageFailsItsBatchWithItsName) {
     EXPECT_NE(std::string(e.what()).find("pictures/11.png: bad PNG: the file ends early (truncated)"), std::string::npos)
         << e.what();
   }
+}
+
+// Every batch of an epoch, as (sample, first pixel) pairs with the batch sizes.
+struct EpochBatches {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> samples;
+  std::vector<float> pixels;
+  bool operator==(const EpochBatches&) const = default;
+};
+
+EpochBatches all_batches(Loader& loader, int64_t epoch) {
+  EpochBatches out;
+  loader.start_epoch(epoch);
+  while (auto batch = loader.next()) {
+    out.sizes.push_back(batch->size());
+    out.samples.insert(out.samples.end(), batch->sample_indices().begin(), batch->sample_indices().end());
+    out.pixels.insert(out.pixels.end(), batch->images(), batch->images() + batch->size() * 3 * 12 * 16);
+  }
+  return out;
+}
+
+TEST(ImageLoader, SkipModeLeavesABadImageOutTheSameForAnyNumberOfWorkers) {
+  const auto source = pictures(37, /*broken=*/11);
+  LoaderOptions options = image_options(0);
+  options.skip_bad_samples = true;
+  Loader reference(source, options);
+  const EpochBatches expected = all_batches(reference, 1);
+  EXPECT_EQ(expected.samples.size(), 36u);
+  EXPECT_EQ(std::count(expected.samples.begin(), expected.samples.end(), 11), 0);
+  // The batch that held it is one smaller: batches of 8, 8, 8, 8, 5 less one.
+  ASSERT_EQ(expected.sizes.size(), 5u);
+  int64_t smaller = 0;
+  for (size_t b = 0; b < 5; ++b) smaller += (b < 4 ? 8 : 5) - expected.sizes[b];
+  EXPECT_EQ(smaller, 1);
+  ASSERT_EQ(reference.skipped_samples(), 1);
+  EXPECT_NE(reference.skipped_examples().front().find("pictures/11.png: bad PNG"), std::string::npos);
+  for (const int workers : {1, 3}) {
+    options.num_workers = workers;
+    Loader loader(source, options);
+    EXPECT_EQ(all_batches(loader, 1), expected) << workers;
+    EXPECT_EQ(loader.skipped_samples(), 1);
+  }
+  // A batch of bad images only is passed over; the count restarts with each epoch.
+  options.batch_size = 1;
+  Loader single(source, options);
+  EXPECT_EQ(all_batches(single, 0).sizes, std::vector<int64_t>(36, 1));
+  EXPECT_EQ(single.skipped_samples(), 1);
+  single.start_epoch(1);
+  EXPECT_EQ(single.skipped_samples(), 0);
 }
 
 TEST(ImageLoader, OptionsSayWhatIsMissing) {

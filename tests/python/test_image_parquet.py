@@ -152,3 +152,20 @@ def test_a_folder_larger_than_the_budget_streams_in_mixed_blocks(tmp_path):
     resumed.load_state_dict(state)
     again, _ = batches(resumed)
     assert torch.equal(again, rest)
+
+
+def test_skip_mode_leaves_bad_images_out_and_says_how_many():
+    spec = str(DATA / "bad" / "cut.parquet")
+    runs = []
+    for workers in (0, 2):
+        loader = feeder.DataLoader(spec, batch_size=4, image_size=8, num_workers=workers, on_error="skip")
+        with pytest.warns(RuntimeWarning, match=r"1 bad images were left out of epoch 0's batches .*row 5: bad PNG"):
+            images, labels = batches(loader)
+        count, reasons = loader.skipped
+        assert count == 1 and "cut.parquet: row group 0 row 5: bad PNG" in reasons[0]
+        runs.append(images)
+    assert runs[0].shape[0] == 9 and torch.equal(runs[0], runs[1])
+    with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip'"):
+        feeder.DataLoader(spec, image_size=8, on_error="ignore")
+    with pytest.raises(feeder.DataError, match="null image"):  # a row that cannot be read is not skipped
+        batches(feeder.DataLoader(str(DATA / "bad" / "null.parquet"), batch_size=4, image_size=8, on_error="skip"))

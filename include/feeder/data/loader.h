@@ -20,6 +20,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "feeder/data/epoch_range.h"
 #include "feeder/data/random.h"
@@ -72,6 +73,12 @@ struct LoaderOptions {
   // output shape is the batch's (ImageStage for JPEG, PNG and WebP). Required for an encoded source,
   // refused for a source of fixed-size pixels, which the loader converts itself (normalization).
   std::shared_ptr<const SampleStage> sample_stage;
+  // Encoded sources: a sample its stage cannot make (a corrupt, truncated or unsupported image) is
+  // left out of its batch, which is then smaller, instead of failing it; next() never returns a
+  // batch of none, and skipped_samples() counts them. Which samples are left out depends on the
+  // data only, so the batches are the same for any number of workers. A file or row group that
+  // cannot be read still fails. false: such a sample fails its batch (DataError from next()).
+  bool skip_bad_samples = false;
 };
 
 // Where a loader stands in its epochs, small enough to save with every checkpoint. restore() with
@@ -121,7 +128,7 @@ struct BatchBuffer;
 class Batch {
  public:
   Batch(std::shared_ptr<detail::BatchBuffer> buffer, int64_t index, int64_t size, ImageShape shape,
-        ImageLayout layout, int64_t num_padding = 0);
+        ImageLayout layout, int64_t num_padding = 0, std::vector<std::string> skipped = {});
 
   int64_t index() const { return index_; }  // batch number within the epoch
   int64_t size() const { return size_; }    // B (smaller for the last batch without drop_last)
@@ -148,6 +155,9 @@ class Batch {
   // Keeps the buffer alive (for zero-copy tensors that outlive the Batch object).
   std::shared_ptr<void> buffer_owner() const;
 
+  // With LoaderOptions::skip_bad_samples: why each sample left out of this batch was, naming it.
+  const std::vector<std::string>& skipped() const { return skipped_; }
+
  private:
   std::shared_ptr<detail::BatchBuffer> buffer_;
   int64_t index_;
@@ -155,6 +165,7 @@ class Batch {
   ImageShape shape_;
   ImageLayout layout_;
   int64_t num_padding_ = 0;
+  std::vector<std::string> skipped_;
 };
 
 // A user hook run on each assembled batch (augmentation, checks), before next() hands it out.
@@ -212,6 +223,10 @@ class Loader {
   // labels: empty when well enough (or nothing is known), else a paragraph saying what to change.
   // `feeder train` prints it; the Python DataLoader warns with it.
   const std::string& shuffle_advice() const { return shuffle_advice_; }
+  // With LoaderOptions::skip_bad_samples: the samples left out of the batches next() returned in
+  // this epoch, and why the first few were (their names and the errors). Consumer thread only.
+  int64_t skipped_samples() const { return skipped_samples_; }
+  const std::vector<std::string>& skipped_examples() const { return skipped_examples_; }
   // Streaming only: the memory budget in effect, and the most the stream has held so far.
   int64_t memory_budget() const { return options_.memory_budget; }
   int64_t peak_stream_bytes() const;
@@ -242,7 +257,11 @@ class Loader {
 
  private:
   struct Shared;
+  class StagedRows;
   Batch assemble(int64_t batch_index) const;
+  // next() without passing over empty batches or counting skipped samples.
+  std::optional<Batch> next_assembled();
+  static constexpr size_t kSkippedExamples = 5;
   void transform(Batch& batch, int64_t epoch) const;
   void worker_loop();
   void begin_epoch(int64_t epoch, int64_t first_batch);
@@ -258,6 +277,8 @@ class Loader {
   int64_t num_batches_ = 0;
   uint64_t block_layout_ = 0;  // LoaderState::block_layout
   std::string shuffle_advice_;
+  int64_t skipped_samples_ = 0;                // in this epoch's delivered batches; consumer only
+  std::vector<std::string> skipped_examples_;  // the first few of them
   std::shared_ptr<detail::BufferPool> pool_;
   std::unique_ptr<Shared> shared_;
 };
