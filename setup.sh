@@ -57,6 +57,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev      # command lines (CLI11) and JSON files (nlohmann/json)
   libxxhash-dev                        # content hashes of shards and dataset fingerprints (XXH3)
   libjpeg62-turbo-dev libpng-dev libwebp-dev  # image decoding: JPEG (libjpeg-turbo), PNG, WebP
+  libarchive-dev                       # WebDataset tar shards
 )
 # Only the tests use these (the first command stays quick without them).
 test_packages=(

@@ -36,6 +36,7 @@
 #include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_folder.h"
+#include "feeder/image/tar_shards.h"
 #include "feeder/image/image_stage.h"
 #include "feeder/image/resized_crop.h"
 #include "feeder/system/runtime.h"
@@ -348,6 +349,27 @@ PYBIND11_MODULE(_feeder, m) {
       });
   m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
   m.def("is_image_folder", [](const std::string& path) { return is_image_folder(path); });
+  m.def("is_tar_spec", [](const std::string& spec) { return is_tar_spec(spec); });
+  m.def(
+      "open_tar_shards",
+      [](const std::string& spec) {
+        TarShards shards;
+        {
+          py::gil_scoped_release release;
+          shards = open_tar_shards(spec);
+        }
+        OpenedSet opened;
+        opened.spec = spec;
+        opened.source = shards.source;
+        opened.decoded_bytes = shards.encoded_bytes;
+        opened.streaming = true;
+        opened.num_files = shards.num_shards;
+        opened.choice = "streaming tar shards (" + std::to_string(shards.num_shards) + " shards, " +
+                        std::to_string(shards.source->size()) + " images, " + format_byte_size(shards.encoded_bytes) +
+                        " encoded)";
+        return py::make_tuple(opened, shards.skipped_members);
+      },
+      py::arg("spec"));
   m.def(
       "open_image_folder",
       [](const std::string& path, int64_t memory_budget) {

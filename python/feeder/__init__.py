@@ -119,11 +119,23 @@ def _is_idx_directory(path):
     return not any(name.endswith(".parquet") for name in names) and any("-idx3-ubyte" in name for name in names)
 
 
+def _labeled_or_allowed(opened, path, allow_unlabeled):
+    if not opened.labeled and not allow_unlabeled:
+        raise DataError(
+            f"{path}: no labels (an IDX images file reads them from the *-labels-idx1-ubyte[.gz] file beside it; "
+            f"a CSV or Parquet set from its label column; tar shards from key.cls members): batches would carry "
+            f"labels of -1. Pass allow_unlabeled=True to iterate the images alone")
+    return opened
+
+
 def _open_source(source, labels, memory_budget, train, allow_unlabeled):
     if isinstance(source, (str, os.PathLike)):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
         path = os.fspath(source)
+        if _feeder.is_tar_spec(path):
+            opened, _ = _feeder.open_tar_shards(path)
+            return _labeled_or_allowed(opened, path, allow_unlabeled)
         if _feeder.is_image_folder(path):
             opened, classes, skipped_other, skipped_unsupported = _feeder.open_image_folder(path, memory_budget)
             if skipped_unsupported:
@@ -136,13 +148,7 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
         if _is_idx_directory(path):
             # torchvision's `train=`: the training or the test split of the directory
             path = _feeder.find_split_file(path, bool(train))
-        opened = _feeder.open_path(path, memory_budget)
-        if not opened.labeled and not allow_unlabeled:
-            raise DataError(
-                f"{path}: no labels (an IDX images file reads them from the *-labels-idx1-ubyte[.gz] file "
-                f"beside it; a CSV or Parquet set from its label column): batches would carry labels of -1. "
-                f"Pass allow_unlabeled=True to iterate the images alone")
-        return opened
+        return _labeled_or_allowed(_feeder.open_path(path, memory_budget), path, allow_unlabeled)
     if isinstance(source, CachedDataset):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a cached dataset carries its own labels")

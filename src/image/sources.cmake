@@ -1,4 +1,5 @@
-# Encoded images: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp), each a Debian library.
+# Encoded images: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp), each a Debian library; tar
+# shards read with libarchive.
 target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/image_decoder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/jpeg_decoder.cpp
@@ -10,6 +11,7 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/encoded_source.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_stage.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tar_shards.cpp
 )
-pkg_check_modules(FEEDER_IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
+pkg_check_modules(FEEDER_IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp libarchive)
 target_link_libraries(feeder_core PRIVATE PkgConfig::FEEDER_IMAGE_CODECS)

@@ -9,6 +9,7 @@
 #include "feeder/formats/sharded.h"
 #include "feeder/image/image_folder.h"
 #include "feeder/image/image_stage.h"
+#include "feeder/image/tar_shards.h"
 #include "feeder/util/byte_size.h"
 
 namespace feeder {
@@ -66,6 +67,17 @@ Candidate describe(const std::string& spec, int64_t memory_budget) {
   std::error_code error;
   if (!has_glob_chars(spec) && !std::filesystem::exists(spec, error)) {
     throw DataError(spec + ": no such file or directory");
+  }
+  if (is_tar_spec(spec)) {
+    // WebDataset-style shards: always streamed (their images are read a block at a time).
+    TarShards shards = open_tar_shards(spec);
+    candidate.set.source = shards.source;
+    candidate.set.decoded_bytes = shards.encoded_bytes;
+    candidate.set.num_files = shards.num_shards;
+    candidate.set.streaming = true;
+    candidate.set.choice = "streaming tar shards (" + std::to_string(shards.num_shards) + " shards, " +
+                           format_byte_size(shards.encoded_bytes) + " of encoded images, decoded as batches need them)";
+    return candidate;
   }
   if (is_image_folder(spec)) {
     // Encoded images, held as they are (or streamed, beyond the budget) and decoded as batches need them.

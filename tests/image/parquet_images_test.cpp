@@ -51,7 +51,7 @@ std::shared_ptr<const EncodedImageSource> read_all(const SampleSource& source) {
 }
 
 TEST(ParquetImages, EachWritersImagesReadAsStored) {
-  for (const std::string spec : {kImages + "/hf", kImages + "/arrowrs_rg4.parquet", kImages + "/binary.parquet"}) {
+  for (const std::string& spec : {kImages + "/hf", kImages + "/arrowrs_rg4.parquet", kImages + "/binary.parquet"}) {
     SCOPED_TRACE(spec);
     const ShardedDataset dataset = open_sharded_dataset(spec);
     EXPECT_TRUE(dataset.encoded);

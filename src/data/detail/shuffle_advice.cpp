@@ -61,7 +61,7 @@ std::string shuffle_advice(const SampleSource& source, const LoaderOptions& opti
                 source.name().c_str(), piece_rows, labels_per_piece, labels,
                 static_cast<long long>(options.shuffle_window), pieces, 100 * spread,
                 format_byte_size(budget_needed).c_str(), window_needed,
-                source.encoded() ? "write the set with its rows in a shuffled order (`feeder convert FOLDER OUTDIR/ --shuffle-on-write SEED`)"
+                source.encoded() ? "write the set with its rows in a shuffled order (an image folder: `feeder convert FOLDER OUTDIR/ --shuffle-on-write SEED`)"
                                  : "rewrite the set with `feeder convert IN OUTDIR/ --shuffle-on-write SEED`");
   return text;
 }

@@ -1,0 +1,147 @@
+"""feeder.DataLoader over WebDataset-style tar shards (key.png + key.cls), written by Python's tarfile
+(pax and GNU formats) and by GNU tar, against the same images as an image folder."""
+
+import gzip
+import io
+import subprocess
+import tarfile
+
+import pytest
+import torch
+
+import feeder
+import image_set
+
+
+def write_tars(root, per_shard=10, tar_format=tarfile.PAX_FORMAT, labels=True, extra=True, corrupt=None):
+    """The image set as tar shards of `per_shard` samples, keys in the folder's order."""
+    root.mkdir(parents=True, exist_ok=True)
+    samples = list(image_set.samples())
+    for shard in range(0, len(samples), per_shard):
+        with tarfile.open(root / f"train-{shard // per_shard:04d}.tar", "w", format=tar_format) as tar:
+            for i, (class_name, _, label, data) in enumerate(samples[shard:shard + per_shard]):
+                key = f"{class_name}/{shard + i:05d}"
+                if corrupt == shard + i:
+                    data = data[: len(data) // 2]
+                members = [("png", data)]
+                if labels:
+                    members.insert(0, ("cls", f"{label}\n".encode()))
+                if extra:
+                    members.append(("json", b'{"source": "test"}'))
+                for extension, payload in members:
+                    info = tarfile.TarInfo(f"{key}.{extension}")
+                    info.size = len(payload)
+                    tar.addfile(info, io.BytesIO(payload))
+    return root
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return image_set.write_folder(tmp_path_factory.mktemp("image_set"))
+
+
+def batches(loader):
+    images, labels = [], []
+    for x, y in loader:
+        images.append(x.clone())
+        labels.append(y.clone())
+    return torch.cat(images), torch.cat(labels)
+
+
+def gnu_tar_shards(tmp_path):
+    """One shard written by GNU tar from a tree of key.png + key.cls files."""
+    tree = tmp_path / "tree"
+    for n, (class_name, _, label, data) in enumerate(image_set.samples()):
+        (tree / class_name).mkdir(parents=True, exist_ok=True)
+        (tree / class_name / f"{n:05d}.png").write_bytes(data)
+        (tree / class_name / f"{n:05d}.cls").write_text(str(label))
+    out = tmp_path / "gnu"
+    out.mkdir()
+    names = sorted(str(p.relative_to(tree)) for p in tree.rglob("*.*"))
+    subprocess.run(["tar", "--format=gnu", "-cf", str(out / "all.tar"), "-C", str(tree), *names], check=True)
+    return out
+
+
+@pytest.mark.parametrize("writer", ["pax", "gnu-tarfile", "gnu-tar"])
+def test_batches_equal_the_image_folders(tmp_path, folder, writer):
+    if writer == "gnu-tar":
+        spec = gnu_tar_shards(tmp_path)
+    else:
+        spec = write_tars(tmp_path / writer, tar_format=tarfile.PAX_FORMAT if writer == "pax" else tarfile.GNU_FORMAT)
+    for options in ({"augment": None, "shuffle": False}, {"augment": "random_resized_crop", "shuffle": True, "seed": 3}):
+        from_tars = feeder.DataLoader(str(spec), batch_size=7, image_size=16, num_workers=2, **options)
+        from_folder = feeder.DataLoader(str(folder), batch_size=7, image_size=16, num_workers=2, **options)
+        assert len(from_tars.dataset) == 30 and from_tars._loader.streaming
+        for _ in range(2):
+            images, labels = batches(from_tars)
+            expected, expected_labels = batches(from_folder)
+            assert torch.equal(labels, expected_labels)
+            assert torch.equal(images, expected)
+
+
+def test_shards_larger_than_the_budget_stream_each_image_once_and_resume(tmp_path, folder):
+    spec = str(write_tars(tmp_path / "tars", per_shard=3))  # 10 shards of 3
+    whole, _ = batches(feeder.DataLoader(spec, batch_size=30, image_size=12, augment=None))
+    options = dict(batch_size=2, image_size=12, augment=None, shuffle=True, seed=8, memory_budget=2 * 65536 + 3800, prefetch=2)
+    def make(**more):
+        # The shards are sorted by class and a window holds a few blocks: the loader says so.
+        with pytest.warns(RuntimeWarning, match="the labels are clustered"):
+            return feeder.DataLoader(spec, **options, **more)
+
+    runs = []
+    for workers in (0, 3):
+        loader = make(num_workers=workers)
+        assert loader._loader.shuffle_window < 30
+        runs.append(batches(loader)[0])
+    assert torch.equal(runs[0], runs[1])
+    key = lambda batch: sorted(range(len(batch)), key=lambda i: batch[i].flatten().tolist())
+    assert torch.equal(runs[0][key(runs[0])], whole[key(whole)])
+    loader = make()
+    loader.set_epoch(2)
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+    state = loader.state_dict()
+    rest, _ = batches(it)
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert torch.equal(batches(resumed)[0], rest)
+
+
+def test_bad_shards_and_members_say_what_is_wrong(tmp_path):
+    spec = write_tars(tmp_path / "corrupt", corrupt=13)
+    with pytest.raises(feeder.DataError, match=r"train-0001\.tar: dog/00013\.png: bad PNG"):
+        batches(feeder.DataLoader(str(spec), batch_size=4, image_size=8))
+    with pytest.warns(RuntimeWarning, match="1 bad images were left out"):
+        images, _ = batches(feeder.DataLoader(str(spec), batch_size=4, image_size=8, on_error="skip"))
+    assert images.shape[0] == 29
+
+    cut = write_tars(tmp_path / "cut")
+    data = (cut / "train-0002.tar").read_bytes()
+    with tarfile.open(cut / "train-0002.tar") as tar:
+        last = tar.getmembers()[-1]
+    (cut / "train-0002.tar").write_bytes(data[: last.offset_data + 10])  # inside its last member
+    with pytest.raises(feeder.DataError, match=r"train-0002\.tar: truncated: a tar file ends with two zero blocks"):
+        feeder.DataLoader(str(cut), batch_size=4, image_size=8)
+
+    zipped = tmp_path / "zipped"
+    zipped.mkdir()
+    (zipped / "a.tar").write_bytes(gzip.compress((write_tars(tmp_path / "plain") / "train-0000.tar").read_bytes()))
+    with pytest.raises(feeder.DataError, match=r"a\.tar: not an uncompressed tar file"):
+        feeder.DataLoader(str(zipped), image_size=8)
+
+    bad_label = tmp_path / "bad_label"
+    bad_label.mkdir()
+    with tarfile.open(bad_label / "s.tar", "w") as tar:
+        for name, payload in (("k.png", image_set.png_bytes(0, 0)), ("k.cls", b"cat")):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    with pytest.raises(feeder.DataError, match=r"s\.tar: k\.cls: label 'cat' is not an integer"):
+        feeder.DataLoader(str(bad_label), image_size=8)
+
+    unlabeled = write_tars(tmp_path / "unlabeled", labels=False)
+    with pytest.raises(feeder.DataError, match="no labels"):
+        feeder.DataLoader(str(unlabeled), image_size=8)
+    loader = feeder.DataLoader(str(unlabeled), batch_size=30, image_size=8, allow_unlabeled=True)
+    assert batches(loader)[1].tolist() == [-1] * 30
