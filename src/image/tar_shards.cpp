@@ -256,6 +256,9 @@ class TarShardSource final : public SampleSource {
   // Reads a shard's headers and labels: its samples, in the order their images come.
   void scan(size_t shard_idx, bool& some_labeled, bool& some_unlabeled, std::string& unlabeled_example) {
     const fs::path& shard = shards_[shard_idx];
+    std::error_code error;
+    const auto shard_bytes = static_cast<int64_t>(fs::file_size(shard, error));
+    if (error) throw DataError(shard.string() + ": cannot read its size: " + error.message());
     ShardReader reader(shard, 0);
     struct Key {
       int64_t sample = -1;
@@ -279,8 +282,12 @@ class TarShardSource final : public SampleSource {
         if (found.sample >= 0)
           throw DataError(shard.string() + ": " + name + ": a second image for the key '" + key + "' (" +
                           members_[static_cast<size_t>(found.sample)].name + ")");
+        const int64_t size = archive_entry_size(entry);
+        if (size < 0 || size > shard_bytes)
+          throw DataError(shard.string() + ": " + name + ": its header claims " + std::to_string(size) +
+                          " bytes, more than the shard's " + std::to_string(shard_bytes));
         found.sample = static_cast<int64_t>(members_.size());
-        members_.push_back({name, reader.header_position(0), archive_entry_size(entry)});
+        members_.push_back({name, reader.header_position(0), size});
         labels_.push_back(kNoLabel);
       } else if (extension == "cls") {
         const int64_t size = archive_entry_size(entry);
