@@ -8,7 +8,9 @@ aspect 3:4 to 4:3, JPEG quality 90, encoded by PIL), in an ImageFolder layout wi
 
 Rows, each images/s as the median of --repeats alternated passes over the whole set:
   - training: RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor + Normalize, batch 256:
-    feeder (2 C++ workers) and torchvision (2 worker processes, PIL);
+    feeder (2 C++ workers) and torchvision (2 worker processes, PIL); feeder also over the same JPEGs
+    as Parquet shards (`feeder convert`, shuffled on write) and as WebDataset tar shards (Python's
+    tarfile, shuffled), both streamed within a memory budget of half their size;
   - evaluation: Resize(256) + CenterCrop(224) + ToTensor + Normalize, the same two;
   - a bare full-size decode of the same JPEGs, already in memory, by libjpeg-turbo from C (feeder's
     decode_image, which releases the GIL), one thread per core: the rate no loader that decodes
@@ -20,6 +22,7 @@ Rows, each images/s as the median of --repeats alternated passes over the whole 
 import argparse
 import concurrent.futures
 import glob
+import io
 import json
 import os
 import statistics
@@ -76,6 +79,32 @@ def build_set(root, count, seed=0):
     return os.path.join(root, "train")
 
 
+def build_shards(root, files, seed=0):
+    """The set as Parquet shards (feeder convert) and as 8 tar shards (tarfile), each shuffled, made once."""
+    parquet_dir = os.path.join(root, "..", "parquet")
+    tar_dir = os.path.join(root, "..", "tars")
+    if not os.path.exists(os.path.join(parquet_dir, "complete")):
+        feeder.convert(root, parquet_dir + "/", shuffle_on_write=seed)
+        open(os.path.join(parquet_dir, "complete"), "w").close()
+    if not os.path.exists(os.path.join(tar_dir, "complete")):
+        import tarfile
+        os.makedirs(tar_dir, exist_ok=True)
+        order = np.random.default_rng(seed).permutation(len(files))
+        per_shard = -(-len(files) // 8)
+        for shard in range(8):
+            with tarfile.open(os.path.join(tar_dir, f"train-{shard:04d}.tar"), "w") as tar:
+                for i in order[shard * per_shard:(shard + 1) * per_shard]:
+                    path = files[i]
+                    key = f"{i:06d}"
+                    tar.add(path, arcname=f"{key}.jpg")
+                    label = os.path.basename(os.path.dirname(path)).split("_")[-1].encode()
+                    info = tarfile.TarInfo(f"{key}.cls")
+                    info.size = len(label)
+                    tar.addfile(info, io.BytesIO(label))
+        open(os.path.join(tar_dir, "complete"), "w").close()
+    return parquet_dir, tar_dir
+
+
 def rate(loader, count):
     start = time.perf_counter()
     seen = 0
@@ -103,12 +132,20 @@ def main():
     print(f"{len(files)} JPEGs, {sum(map(len, encoded)) / 2**20:.0f} MiB; shorter sides "
           f"{min(min(s) for s in sizes)}-{max(min(s) for s in sizes)} px (first 200)")
 
+    parquet_dir, tar_dir = build_shards(root, files)
+    budget = sum(map(len, encoded)) // 2  # the shards stream: half of them fit
     train_tv = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
     eval_tv = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize(MEAN, STD)])
     pipelines = {
         "train: feeder": lambda: feeder.DataLoader(root, batch_size=args.batch_size, shuffle=True,
                                                    num_workers=args.workers, image_size=224,
                                                    augment="random_resized_crop", normalize=(MEAN, STD)),
+        "train: feeder, Parquet shards streamed": lambda: feeder.DataLoader(
+            parquet_dir, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, image_size=224,
+            augment="random_resized_crop", normalize=(MEAN, STD), memory_budget=budget),
+        "train: feeder, tar shards streamed": lambda: feeder.DataLoader(
+            tar_dir, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, image_size=224,
+            augment="random_resized_crop", normalize=(MEAN, STD), memory_budget=budget),
         "train: torchvision ImageFolder + DataLoader": lambda: torch.utils.data.DataLoader(
             torchvision.datasets.ImageFolder(root, transform=train_tv), batch_size=args.batch_size, shuffle=True,
             num_workers=args.workers, persistent_workers=True),
@@ -139,13 +176,15 @@ def main():
     medians = {name: statistics.median(values) for name, values in results.items()}
     bare = medians["bare full decode (libjpeg-turbo, threads)"]
     print(f"\n{len(files)} images, {args.workers} workers, batch {args.batch_size}, medians of {args.repeats} passes\n")
-    print(f"| pipeline | images/s | range | vs torchvision | vs bare full decode |\n|---|---:|---:|---:|---:|")
+    print(f"| pipeline | images/s | range | vs torchvision | vs bare full decode | vs feeder's folder |\n"
+          f"|---|---:|---:|---:|---:|---:|")
     for name, value in medians.items():
         kind = name.split(":")[0]
         torchvision_rate = medians.get(f"{kind}: torchvision ImageFolder + DataLoader")
         versus = f"{value / torchvision_rate:.2f}x" if torchvision_rate else ""
+        folder = f"{value / medians['train: feeder']:.2f}x" if "shards" in name else ""
         print(f"| {name} | {value:.0f} | {min(results[name]):.0f}-{max(results[name]):.0f} | {versus} | "
-              f"{value / bare:.2f}x |")
+              f"{value / bare:.2f}x | {folder} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"images": len(files), "workers": args.workers, "batch_size": args.batch_size,

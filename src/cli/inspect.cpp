@@ -12,6 +12,10 @@
 #include "feeder/error.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/sharded.h"
+#include "feeder/image/encoded_summary.h"
+#include "feeder/image/image_folder.h"
+#include "feeder/image/tar_shards.h"
+#include "feeder/util/byte_size.h"
 
 namespace feeder::cli {
 
@@ -81,8 +85,44 @@ void print_file(const parquet::ParquetFile& file, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+// A single Parquet file whose rows are encoded images: shown as a set of them. Any other file (of
+// pixels, or of columns that are no image set at all) gets the file listing.
+bool is_encoded_images_file(const std::string& path) {
+  if (!path.ends_with(".parquet")) return false;
+  try {
+    return open_sharded_dataset(path).encoded;
+  } catch (const DataError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 std::string inspect_report(const std::string& path) {
-  if (is_sharded_spec(path)) return describe_sharded_dataset(open_sharded_dataset(path));
+  if (is_tar_spec(path)) {
+    const TarShards shards = open_tar_shards(path);
+    return "tar shards: " + path + " (" + std::to_string(shards.num_shards) + " shards, " +
+           format_byte_size(shards.encoded_bytes) + " of images, " + std::to_string(shards.skipped_members) +
+           " other members)\n" + describe_encoded_images(*shards.source);
+  }
+  if (is_image_folder(path)) {
+    // Listed, not read: a budget of one byte makes the folder a stream, whose blocks are sampled.
+    const ImageFolder folder = open_image_folder(path, 0, 1);
+    std::string text = "image folder: " + path + " (" + std::to_string(folder.classes.size()) + " classes, " +
+                       format_byte_size(folder.encoded_bytes) + " of images";
+    if (folder.skipped_other + folder.skipped_unsupported > 0)
+      text += "; skipped " + std::to_string(folder.skipped_other) + " other files and " +
+              std::to_string(folder.skipped_unsupported) + " images of formats feeder does not decode";
+    return text + ")\n" + describe_encoded_images(*folder.source, folder.classes);
+  }
+  if (is_sharded_spec(path) || is_encoded_images_file(path)) {
+    const ShardedDataset dataset = open_sharded_dataset(path);
+    std::string text = describe_sharded_dataset(dataset);
+    if (dataset.encoded) text += describe_encoded_images(*open_parquet_source(dataset));
+    return text;
+  }
   const parquet::ParquetFile file = parquet::ParquetFile::open(path);
   // The whole report is built before anything is shown, so a bad page header leaves no half listing.
   std::ostringstream out;

@@ -12,6 +12,7 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_stage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tar_shards.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/encoded_summary.cpp
 )
 pkg_check_modules(FEEDER_IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp libarchive)
 target_link_libraries(feeder_core PRIVATE PkgConfig::FEEDER_IMAGE_CODECS)

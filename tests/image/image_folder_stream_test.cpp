@@ -83,7 +83,9 @@ TEST(ImageFolderStream, BeyondTheBudgetEachFileOnceAsInMemory) {
   const auto ranges = source.block_label_ranges();
   ASSERT_EQ(static_cast<int64_t>(ranges.size()), source.num_blocks());
   for (int64_t b = 0; b < source.num_blocks(); ++b) {
-    if (source.block_rows(b) == kFolderBlockFiles) EXPECT_EQ(ranges[static_cast<size_t>(b)].second - ranges[static_cast<size_t>(b)].first, 3);
+    if (source.block_rows(b) == kFolderBlockFiles) {
+      EXPECT_EQ(ranges[static_cast<size_t>(b)].second - ranges[static_cast<size_t>(b)].first, 3);
+    }
   }
 
   Loader in_memory(held.source, crops(0, 0));

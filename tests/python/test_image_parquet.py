@@ -169,3 +169,13 @@ def test_skip_mode_leaves_bad_images_out_and_says_how_many():
         feeder.DataLoader(spec, image_size=8, on_error="ignore")
     with pytest.raises(feeder.DataError, match="null image"):  # a row that cannot be read is not skipped
         batches(feeder.DataLoader(str(DATA / "bad" / "null.parquet"), batch_size=4, image_size=8, on_error="skip"))
+
+
+def test_inspect_shows_formats_sizes_and_classes(folder, capsys):
+    report = feeder.inspect(folder)
+    assert "image folder:" in report and "(3 classes," in report
+    assert "encoded images: 30\nformats: PNG 30\nwidth min / median / max: 14 / 27 / 40 px" in report
+    assert "classes (images per label): 0 cat: 10, 1 dog: 10, 2 fox: 10" in report
+    for spec in (DATA / "hf", DATA / "binary.parquet"):
+        report = feeder.inspect(spec)
+        assert "formats: PNG 30" in report and "0: 10, 1: 10, 2: 10" in report
