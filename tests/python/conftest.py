@@ -42,3 +42,10 @@ def idx_set(tmp_path):
     images = rng.integers(0, 256, size=(2000, 28, 28), dtype=np.uint8)
     labels = rng.integers(0, 10, size=2000, dtype=np.int64)
     return write_idx(str(tmp_path / "small"), images, labels), images, labels
+
+
+@pytest.fixture(scope="module")
+def image_set_folder(tmp_path_factory):
+    """tests/python/image_set.py's 30 PNGs (3 classes) as an ImageFolder tree."""
+    import image_set
+    return image_set.write_folder(tmp_path_factory.mktemp("image_set"))

@@ -5,6 +5,7 @@ tests make again to compare against."""
 import io
 
 import numpy as np
+import torch
 from PIL import Image
 
 CLASSES = ("cat", "dog", "fox")
@@ -50,3 +51,12 @@ def write_folder(root, per_class=PER_CLASS):
         (root / class_name).mkdir(parents=True, exist_ok=True)
         (root / class_name / file_name).write_bytes(data)
     return root
+
+
+def all_batches(loader):
+    """One epoch of `loader` as (images, labels), each batch's tensors copied and concatenated."""
+    images, labels = [], []
+    for x, y in loader:
+        images.append(x.clone())
+        labels.append(y.clone())
+    return torch.cat(images), torch.cat(labels)

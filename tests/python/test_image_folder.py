@@ -10,6 +10,7 @@ import torchvision.transforms as T
 from PIL import Image
 
 import feeder
+from image_set import all_batches as batches
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -41,14 +42,6 @@ def folder(tmp_path_factory):
             count += 1
         (root / name / "notes.txt").write_text("not an image")
     return root
-
-
-def batches(loader):
-    images, labels = [], []
-    for x, y in loader:
-        images.append(x.clone())
-        labels.append(y.clone())
-    return torch.cat(images), torch.cat(labels)
 
 
 def test_classes_labels_and_order_are_torchvisions(folder):

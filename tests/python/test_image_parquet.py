@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import feeder
+from image_set import all_batches as batches
 import image_set
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
@@ -15,16 +16,8 @@ SETS = [DATA / "hf", DATA / "arrowrs_rg4.parquet", DATA / "binary.parquet"]
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    return image_set.write_folder(tmp_path_factory.mktemp("image_set"))
-
-
-def batches(loader):
-    images, labels = [], []
-    for x, y in loader:
-        images.append(x.clone())
-        labels.append(y.clone())
-    return torch.cat(images), torch.cat(labels)
+def folder(image_set_folder):
+    return image_set_folder
 
 
 @pytest.mark.parametrize("spec", SETS, ids=lambda p: p.name)

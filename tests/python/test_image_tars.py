@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import feeder
+from image_set import all_batches as batches
 import image_set
 
 
@@ -36,16 +37,8 @@ def write_tars(root, per_shard=10, tar_format=tarfile.PAX_FORMAT, labels=True, e
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    return image_set.write_folder(tmp_path_factory.mktemp("image_set"))
-
-
-def batches(loader):
-    images, labels = [], []
-    for x, y in loader:
-        images.append(x.clone())
-        labels.append(y.clone())
-    return torch.cat(images), torch.cat(labels)
+def folder(image_set_folder):
+    return image_set_folder
 
 
 def gnu_tar_shards(tmp_path):
