@@ -59,17 +59,22 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
   // RandomHorizontalFlip(0.5), drawn after the crop's draws.
   const bool flip = o.crop == ImageCrop::kRandomResizedCrop && o.flip && rng.uniform_double() < 0.5;
 
+  // Normalised into the batch: a plane per channel (NCHW) or the channels of a pixel together
+  // (NHWC), each row read forwards or, flipped, backwards.
   const int64_t plane = height * width;
+  const int64_t step = flip ? -channels : channels;
   for (int64_t y = 0; y < height; ++y) {
-    const float* row = resized.data() + y * width * channels;
-    for (int64_t x = 0; x < width; ++x) {
-      const float* pixel = row + (flip ? width - 1 - x : x) * channels;
-      for (int c = 0; c < channels; ++c) {
-        const float value = pixel[c] * scale_[static_cast<size_t>(c)] + bias_[static_cast<size_t>(c)];
-        if (layout == ImageLayout::kNhwc)
-          dst[(y * width + x) * channels + c] = value;
-        else
-          dst[c * plane + y * width + x] = value;
+    const float* first = resized.data() + y * width * channels + (flip ? (width - 1) * channels : 0);
+    for (int c = 0; c < channels; ++c) {
+      const float scale = scale_[static_cast<size_t>(c)];
+      const float bias = bias_[static_cast<size_t>(c)];
+      const float* pixel = first + c;
+      if (layout == ImageLayout::kNhwc) {
+        float* out = dst + y * width * channels + c;
+        for (int64_t x = 0; x < width; ++x, pixel += step, out += channels) *out = *pixel * scale + bias;
+      } else {
+        float* out = dst + c * plane + y * width;
+        for (int64_t x = 0; x < width; ++x, pixel += step) out[x] = *pixel * scale + bias;
       }
     }
   }

@@ -81,6 +81,25 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
   for (int64_t y = row_first; y < row_last; ++y) {
     const uint8_t* row = src + y * width * channels;
     float* target = scratch.resampled.data() + (y - row_first) * row_floats;
+    if (channels == 3) {
+      // The three channels of a tap together: one pass over the taps instead of three (the sums
+      // are each channel's, in the same order, so the results are the loop's below).
+      for (int64_t x = 0; x < out_width; ++x) {
+        const int64_t count = scratch.spans[static_cast<size_t>(2 * x + 1)];
+        const float* w = scratch.weights.data() + x * hstride;
+        const uint8_t* pixel = row + scratch.spans[static_cast<size_t>(2 * x)] * 3;
+        float red = 0, green = 0, blue = 0;
+        for (int64_t k = 0; k < count; ++k, pixel += 3) {
+          red += w[k] * static_cast<float>(pixel[0]);
+          green += w[k] * static_cast<float>(pixel[1]);
+          blue += w[k] * static_cast<float>(pixel[2]);
+        }
+        target[x * 3] = red;
+        target[x * 3 + 1] = green;
+        target[x * 3 + 2] = blue;
+      }
+      continue;
+    }
     for (int64_t x = 0; x < out_width; ++x) {
       const int64_t first = scratch.spans[static_cast<size_t>(2 * x)];
       const int64_t count = scratch.spans[static_cast<size_t>(2 * x + 1)];

@@ -32,7 +32,7 @@ struct ImageStageOptions {
   // Per channel, on pixels scaled to [0, 1]: (x / 255 - mean) / std. Channels past `channels` unused.
   std::array<float, 3> mean{0.0f, 0.0f, 0.0f};
   std::array<float, 3> std{1.0f, 1.0f, 1.0f};
-  bool dct_scaling = true;  // JPEG: decode at the smallest n/8 scale that keeps the output resolution
+  bool dct_scaling = true;  // JPEG: decode at the smallest of 1/8, 2/8, 4/8, 8/8 that keeps the output resolution
   int64_t max_pixels = kDefaultMaxImagePixels;
 };
 

@@ -2,8 +2,8 @@
 
 // A box of an encoded image, decoded and resized to the output size in one step: what a sample of a
 // real image dataset becomes before flipping and normalising. For JPEG only what the box needs is
-// decoded: DCT-domain scaling (the smallest n/8 of the image that still gives the output
-// resolution), the box's columns (jpeg_crop_scanline) and rows (jpeg_skip_scanlines, and no
+// decoded: DCT-domain scaling (the smallest of 1/8, 2/8, 4/8 and 8/8 of the image that still gives
+// the output resolution), the box's columns (jpeg_crop_scanline) and rows (jpeg_skip_scanlines, and no
 // decoding below the box). PNG and WebP are decoded whole. Then one resampling with a bilinear
 // (triangle) filter widened by the downscale factor (antialias), as PIL's and torchvision's bilinear
 // resize with antialias, computed in float and not rounded to uint8.
@@ -36,7 +36,7 @@ struct ResizedCropOptions {
   int channels = 3;          // 1 or 3
   int64_t out_height = 224;
   int64_t out_width = 224;
-  bool dct_scaling = true;   // JPEG: decode at the smallest n/8 scale that keeps the output's resolution
+  bool dct_scaling = true;   // JPEG: decode at the smallest of 1/8, 2/8, 4/8, 8/8 that keeps the output's resolution
   int64_t max_pixels = kDefaultMaxImagePixels;
 };
 
