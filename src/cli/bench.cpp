@@ -23,8 +23,9 @@ std::filesystem::path bench_executable(const std::string& name) {
 }
 
 // Replaces this process with the benchmark and `args`; returns only when that fails. `bench
-// stream` runs feeder-stream-bench (no LibTorch in the process it measures), `bench distributed`
-// feeder-dist-bench, the rest feeder-bench.
+// stream` runs feeder-stream-bench (no LibTorch in the process it measures), `bench images`
+// feeder-image-bench (no LibTorch either), `bench distributed` feeder-dist-bench, the rest
+// feeder-bench.
 int exec_bench(std::vector<std::string> args) {
   std::string name = "feeder-bench";
   if (!args.empty() && args.front() == "stream") {
@@ -32,6 +33,9 @@ int exec_bench(std::vector<std::string> args) {
     args.erase(args.begin());
   } else if (!args.empty() && args.front() == "distributed") {
     name = "feeder-dist-bench";
+    args.erase(args.begin());
+  } else if (!args.empty() && args.front() == "images") {
+    name = "feeder-image-bench";
     args.erase(args.begin());
   }
   const std::filesystem::path bench = bench_executable(name);
@@ -51,7 +55,8 @@ Command add_bench_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "bench",
       "measure the loader (bench loader), streaming under a memory budget (bench stream), data-parallel "
-      "training and checkpoints (bench distributed) and run the article's ablation (bench ablation)");
+      "training and checkpoints (bench distributed), the image loader against a bare decode (bench images) and run "
+      "the article's ablation (bench ablation)");
   // Everything after `bench`, --help included, belongs to the benchmark executable.
   app->prefix_command();
   app->set_help_flag();

@@ -1,0 +1,137 @@
+// feeder-image-bench (`feeder bench images`): the C++ loader over a folder of JPEGs against a bare
+// full decode of the same files by libjpeg-turbo, in one process without LibTorch or Python.
+//
+// Rows, images/s as the median of --repeats alternated passes over the whole set, each after a
+// warm-up pass of the same loader with no other loader alive:
+//   - training: RandomResizedCrop + RandomHorizontalFlip + normalise (ImageStage), batch and workers
+//     as given, the folder held in memory;
+//   - evaluation: Resize + CenterCrop + normalise;
+//   - a bare full-size decode of the same files (in memory) on as many std::threads as workers: the
+//     rate no loader that decodes whole images can pass.
+// Then the peak RSS of the process. The set is the one bench/images/images_bench.py builds (2000
+// ImageNet-sized crops of Debian's wallpapers): its Python rows compare with these.
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common/statistics.h"
+#include "feeder/data/loader.h"
+#include "feeder/image/image_decoder.h"
+#include "feeder/image/image_folder.h"
+#include "feeder/image/image_stage.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// One pass of a loader: images/s.
+double pass(feeder::Loader& loader, int64_t epoch) {
+  const auto start = Clock::now();
+  int64_t images = 0;
+  loader.start_epoch(epoch);
+  while (auto batch = loader.next()) images += batch->size();
+  return static_cast<double>(images) / seconds_since(start);
+}
+
+double bare_decode(const feeder::EncodedImageSource& source, int threads) {
+  const auto start = Clock::now();
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      std::vector<uint8_t> pixels;
+      for (int64_t i = next++; i < source.size(); i = next++) feeder::decode_image(source.sample(i).bytes, 3, "image", pixels);
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+  return static_cast<double>(source.size()) / seconds_since(start);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("the C++ image loader against a bare full decode of the same JPEGs", "feeder bench images");
+  std::string data = "build/bench-images/wallpapers-2000/train";
+  int workers = 2;
+  int64_t batch_size = 256;
+  int64_t size = 224;
+  int repeats = 3;
+  app.add_option("--data", data, "an image folder (bench/images/images_bench.py builds the default once)")
+      ->capture_default_str();
+  app.add_option("--workers", workers, "loader workers, and the bare decode's threads")->capture_default_str();
+  app.add_option("--batch-size", batch_size, "images per batch")->capture_default_str();
+  app.add_option("--size", size, "output height and width")->capture_default_str();
+  app.add_option("--repeats", repeats, "alternated passes of each row (medians)")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    const feeder::ImageFolder folder = feeder::open_image_folder(data);
+    const auto& source = static_cast<const feeder::EncodedImageSource&>(*folder.source);
+    std::printf("%s: %lld images, %.0f MiB encoded, %zu classes\n", data.c_str(), static_cast<long long>(source.size()),
+                static_cast<double>(folder.encoded_bytes) / (1 << 20), folder.classes.size());
+    const auto make = [&](feeder::ImageCrop crop) {
+      feeder::LoaderOptions options;
+      options.batch_size = batch_size;
+      options.num_workers = workers;
+      options.shuffle = crop == feeder::ImageCrop::kRandomResizedCrop;
+      feeder::ImageStageOptions stage;
+      stage.height = size;
+      stage.width = size;
+      stage.crop = crop;
+      stage.resize = size * 256 / 224;
+      stage.mean = {0.485f, 0.456f, 0.406f};
+      stage.std = {0.229f, 0.224f, 0.225f};
+      options.sample_stage = std::make_shared<feeder::ImageStage>(stage);
+      return options;
+    };
+    const std::vector<std::pair<std::string, feeder::ImageCrop>> loaders = {
+        {"training: feeder::Loader (RandomResizedCrop + flip)", feeder::ImageCrop::kRandomResizedCrop},
+        {"evaluation: feeder::Loader (Resize + CenterCrop)", feeder::ImageCrop::kCenterCrop}};
+    const std::string bare = "bare full decode (libjpeg-turbo, " + std::to_string(workers) + " threads)";
+    std::map<std::string, std::vector<double>> rates;
+    for (int repeat = 0; repeat < repeats; ++repeat) {
+      for (const auto& [name, crop] : loaders) {
+        feeder::Loader loader(folder.source, make(crop));
+        pass(loader, 0);  // warm-up: buffers touched, decoders' scratch grown
+        rates[name].push_back(pass(loader, 1 + repeat));
+      }
+      bare_decode(source, workers);
+      rates[bare].push_back(bare_decode(source, workers));
+      std::printf("pass %d/%d:", repeat + 1, repeats);
+      for (const auto& [name, values] : rates) std::printf(" %s %.0f;", name.c_str(), values.back());
+      std::printf("\n");
+    }
+    const double bare_rate = *feeder::bench::median(rates[bare]);
+    std::printf("\n| row | images/s (median of %d) | range | vs bare full decode |\n|---|---:|---:|---:|\n", repeats);
+    for (const auto& [name, values] : rates) {
+      const double median = *feeder::bench::median(values);
+      std::printf("| %s | %.0f | %.0f-%.0f | %.2fx |\n", name.c_str(), median,
+                  *std::min_element(values.begin(), values.end()), *std::max_element(values.begin(), values.end()),
+                  median / bare_rate);
+    }
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    std::printf("\npeak RSS of the process: %.0f MiB (the encoded images held, and each loader's batch buffers)\n",
+                static_cast<double>(usage.ru_maxrss) / 1024);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "feeder bench images: " << e.what() << "\n";
+    return 1;
+  }
+}
