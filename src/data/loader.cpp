@@ -20,6 +20,7 @@
 #include "util/mutex.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/io/large_buffer.h"
 #include "feeder/system/runtime.h"
 #include "feeder/util/byte_size.h"
 
@@ -33,11 +34,10 @@ size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignmen
 
 class AlignedAllocator : public BufferAllocator {
  public:
-  void* allocate(size_t size_bytes) override {
-    void* data = std::aligned_alloc(kAlignment, round_up(size_bytes));
-    if (!data) throw std::bad_alloc();
-    return data;
-  }
+  // Large batches (a batch of 256 float images of 224x224 is 154 MB) on huge pages: writing a
+  // sample into one then misses the TLB once per 2 MiB instead of once per 4 KiB page, which on
+  // a virtual machine cost a quarter of an image pipeline's time.
+  void* allocate(size_t size_bytes) override { return allocate_large_buffer(round_up(size_bytes)).release(); }
   void deallocate(void* data, size_t) override { std::free(data); }
 };
 

@@ -31,53 +31,36 @@ ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
 void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, SplitMix64& rng, ImageLayout layout,
                      float* dst) const {
   thread_local ImageScratch scratch;
-  thread_local std::vector<float> resized;  // (H,W,C) values 0..255
   const ImageStageOptions& o = options_;
-  const int64_t height = o.height;
-  const int64_t width = o.width;
-  const int channels = o.channels;
-  resized.resize(static_cast<size_t>(height * width * channels));
-
   ResizedCropOptions crop_options;
-  crop_options.channels = channels;
-  crop_options.out_height = height;
-  crop_options.out_width = width;
+  crop_options.channels = o.channels;
+  crop_options.out_height = o.height;
+  crop_options.out_width = o.width;
   crop_options.dct_scaling = o.dct_scaling;
   crop_options.max_pixels = o.max_pixels;
+  // Resized, flipped and normalised straight into the batch.
+  CropOutput output;
+  output.data = dst;
+  output.layout = layout;
+  output.scale = scale_;
+  output.bias = bias_;
   const auto choose_box = [&](int64_t image_width, int64_t image_height) {
+    CropBox box{0, 0, static_cast<double>(image_height), static_cast<double>(image_width), true};
     switch (o.crop) {
       case ImageCrop::kRandomResizedCrop:
-        return random_resized_crop(image_width, image_height, o.random_crop, [&] { return rng.uniform_double(); });
+        box = random_resized_crop(image_width, image_height, o.random_crop, [&] { return rng.uniform_double(); });
+        // RandomHorizontalFlip(0.5), drawn after the crop's draws.
+        output.mirror = o.flip && rng.uniform_double() < 0.5;
+        break;
       case ImageCrop::kCenterCrop:
-        return center_crop(image_width, image_height, o.resize, height);
+        box = center_crop(image_width, image_height, o.resize, o.height);
+        break;
       case ImageCrop::kResize:
         break;
     }
-    return CropBox{0, 0, static_cast<double>(image_height), static_cast<double>(image_width), true};
+    return box;
   };
-  decode_resized_crop(bytes, name, choose_box, crop_options, scratch, resized.data());
-  // RandomHorizontalFlip(0.5), drawn after the crop's draws.
-  const bool flip = o.crop == ImageCrop::kRandomResizedCrop && o.flip && rng.uniform_double() < 0.5;
-
-  // Normalised into the batch: a plane per channel (NCHW) or the channels of a pixel together
-  // (NHWC), each row read forwards or, flipped, backwards.
-  const int64_t plane = height * width;
-  const int64_t step = flip ? -channels : channels;
-  for (int64_t y = 0; y < height; ++y) {
-    const float* first = resized.data() + y * width * channels + (flip ? (width - 1) * channels : 0);
-    for (int c = 0; c < channels; ++c) {
-      const float scale = scale_[static_cast<size_t>(c)];
-      const float bias = bias_[static_cast<size_t>(c)];
-      const float* pixel = first + c;
-      if (layout == ImageLayout::kNhwc) {
-        float* out = dst + y * width * channels + c;
-        for (int64_t x = 0; x < width; ++x, pixel += step, out += channels) *out = *pixel * scale + bias;
-      } else {
-        float* out = dst + c * plane + y * width;
-        for (int64_t x = 0; x < width; ++x, pixel += step) out[x] = *pixel * scale + bias;
-      }
-    }
-  }
+  decode_resized_crop(bytes, name, choose_box, crop_options, scratch, output);
 }
 
 }  // namespace feeder

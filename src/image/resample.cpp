@@ -2,6 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+// The hot loops are compiled twice, for x86-64's baseline (SSE2) and for AVX2, and the loader picks
+// one when the program starts. Both do the same float operations in the same order (AVX2 without
+// FMA: a fused multiply-add would round differently), so the results are the same bits on every
+// machine. Not under the sanitizers, whose runtimes start after such a choice is made.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define FEEDER_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FEEDER_SANITIZED 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(FEEDER_SANITIZED)
+#define FEEDER_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define FEEDER_AVX2_CLONE
+#endif
 
 namespace feeder::detail {
 namespace {
@@ -36,6 +60,94 @@ int64_t coefficients(double x0, double x1, int64_t lo, int64_t hi, int64_t out, 
   return stride;
 }
 
+// Copies a finished row into the batch. The batch is far larger than the caches and is read next by
+// another thread (or the GPU's copy), so where it can the row bypasses the cache: no read of the
+// lines it overwrites, no eviction of the decoder's working set.
+void store_row(float* target, const float* row, int64_t n) {
+#if defined(__SSE2__)
+  if (reinterpret_cast<uintptr_t>(target) % 16 == 0) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) _mm_stream_ps(target + i, _mm_loadu_ps(row + i));
+    for (; i < n; ++i) target[i] = row[i];
+    return;
+  }
+#endif
+  std::memcpy(target, row, static_cast<size_t>(n) * sizeof(float));
+}
+
+// Orders the streaming stores above before whatever hands the batch to another thread.
+void store_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// `rows` rows of `n` uint8 values, `row_bytes` apart, weighted and summed into `column`. Contiguous,
+// so the compiler vectorises it. Each value is the same sum of the same products (no fused
+// multiply-add) whichever instructions compute it, so results do not depend on the machine.
+FEEDER_AVX2_CLONE void vertical(const uint8_t* first_row, int64_t row_bytes, int64_t rows, const float* weights, int64_t n,
+              float* __restrict column) {
+  if (rows == 0) std::fill(column, column + n, 0.0f);
+  for (int64_t k = 0; k < rows; ++k) {
+    const uint8_t* __restrict row = first_row + k * row_bytes;
+    const float weight = weights[k];
+    if (k == 0) {
+      for (int64_t i = 0; i < n; ++i) column[i] = weight * static_cast<float>(row[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) column[i] += weight * static_cast<float>(row[i]);
+    }
+  }
+}
+
+using Float4 = float __attribute__((vector_size(16)));
+
+// One output row of an RGB image from the vertical pass's floats: each output pixel's three channels
+// as one vector of four (the fourth lane reads the next pixel and is dropped), then normalised and
+// written in the output's layout, mirrored if asked. `column` starts at source column `column_first`.
+void horizontal_rgb(const float* column, int64_t column_first, const int64_t* spans, const float* weights, int64_t stride, int64_t out_width,
+                    const CropOutput& output, bool planar, float* out_row) {
+  const Float4 scale = {output.scale[0], output.scale[1], output.scale[2], 1.0f};
+  const Float4 bias = {output.bias[0], output.bias[1], output.bias[2], 0.0f};
+  float* red = out_row;
+  float* green = out_row + out_width;
+  float* blue = out_row + 2 * out_width;
+  for (int64_t x = 0; x < out_width; ++x) {
+    const int64_t count = spans[2 * x + 1];
+    const float* w = weights + x * stride;
+    const float* pixel = column + (spans[2 * x] - column_first) * 3;
+    Float4 sum = {0, 0, 0, 0};
+    for (int64_t k = 0; k < count; ++k, pixel += 3) {
+      Float4 value;
+      std::memcpy(&value, pixel, sizeof value);
+      sum += w[k] * value;
+    }
+    const Float4 v = sum * scale + bias;
+    const int64_t target = output.mirror ? out_width - 1 - x : x;
+    if (planar) {
+      red[target] = v[0];
+      green[target] = v[1];
+      blue[target] = v[2];
+    } else {
+      float* out = out_row + target * 3;
+      out[0] = v[0];
+      out[1] = v[1];
+      out[2] = v[2];
+    }
+  }
+}
+
+void horizontal_gray(const float* column, int64_t column_first, const int64_t* spans, const float* weights, int64_t stride,
+                     int64_t out_width, const CropOutput& output, float* out_row) {
+  for (int64_t x = 0; x < out_width; ++x) {
+    const int64_t count = spans[2 * x + 1];
+    const float* w = weights + x * stride;
+    const float* pixel = column + (spans[2 * x] - column_first);
+    float sum = 0;
+    for (int64_t k = 0; k < count; ++k) sum += w[k] * pixel[k];
+    out_row[output.mirror ? out_width - 1 - x : x] = sum * output.scale[0] + output.bias[0];
+  }
+}
+
 }  // namespace
 
 void resample_span(double x0, double x1, int64_t size, int64_t out, int64_t& first, int64_t& last) {
@@ -65,64 +177,46 @@ ResampleBox resample_box(const CropBox& box, double sx, double sy, int64_t left,
 }
 
 void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 bounds the rows*/, int channels,
-              const ResampleBox& box, int64_t out_width, int64_t out_height, ImageScratch& scratch, float* out) {
-  // Vertical coefficients first: only the source rows they reach are resampled horizontally.
-  std::vector<float>& vertical_weights = scratch.vertical_weights;
-  std::vector<int64_t>& vertical_spans = scratch.vertical_spans;
-  const int64_t vstride =
-      coefficients(box.y0, box.y1, box.read_y0, box.read_y1, out_height, vertical_weights, vertical_spans);
-  const int64_t row_first = vertical_spans[0];
-  const int64_t row_last = vertical_spans[static_cast<size_t>(2 * (out_height - 1))] +
-                           vertical_spans[static_cast<size_t>(2 * (out_height - 1) + 1)];
+              const ResampleBox& box, int64_t out_width, int64_t out_height, ImageScratch& scratch,
+              const CropOutput& output) {
+  const int64_t vstride = coefficients(box.y0, box.y1, box.read_y0, box.read_y1, out_height, scratch.vertical_weights,
+                                       scratch.vertical_spans);
   const int64_t hstride = coefficients(box.x0, box.x1, box.read_x0, box.read_x1, out_width, scratch.weights, scratch.spans);
+  const int64_t* hspans = scratch.spans.data();
+  // The columns any output pixel reads: the first pixel's first to the last pixel's end.
+  const int64_t column_last =
+      std::min(hspans[2 * (out_width - 1)] + hspans[2 * (out_width - 1) + 1], box.read_x1);
+  const int64_t column_first = std::min(hspans[0], column_last);
+  const int64_t column_values = (column_last - column_first) * channels;
+  // One float more than the columns: a pixel's three channels are read as four floats.
+  scratch.column.resize(static_cast<size_t>(column_values + 4));
+  float* column = scratch.column.data();
 
-  const int64_t row_floats = out_width * channels;
-  scratch.resampled.resize(static_cast<size_t>(std::max<int64_t>(row_last - row_first, 0) * row_floats));
-  for (int64_t y = row_first; y < row_last; ++y) {
-    const uint8_t* row = src + y * width * channels;
-    float* target = scratch.resampled.data() + (y - row_first) * row_floats;
-    if (channels == 3) {
-      // The three channels of a tap together: one pass over the taps instead of three (the sums
-      // are each channel's, in the same order, so the results are the loop's below).
-      for (int64_t x = 0; x < out_width; ++x) {
-        const int64_t count = scratch.spans[static_cast<size_t>(2 * x + 1)];
-        const float* w = scratch.weights.data() + x * hstride;
-        const uint8_t* pixel = row + scratch.spans[static_cast<size_t>(2 * x)] * 3;
-        float red = 0, green = 0, blue = 0;
-        for (int64_t k = 0; k < count; ++k, pixel += 3) {
-          red += w[k] * static_cast<float>(pixel[0]);
-          green += w[k] * static_cast<float>(pixel[1]);
-          blue += w[k] * static_cast<float>(pixel[2]);
-        }
-        target[x * 3] = red;
-        target[x * 3 + 1] = green;
-        target[x * 3 + 2] = blue;
-      }
-      continue;
-    }
-    for (int64_t x = 0; x < out_width; ++x) {
-      const int64_t first = scratch.spans[static_cast<size_t>(2 * x)];
-      const int64_t count = scratch.spans[static_cast<size_t>(2 * x + 1)];
-      const float* w = scratch.weights.data() + x * hstride;
-      for (int c = 0; c < channels; ++c) {
-        float sum = 0;
-        for (int64_t k = 0; k < count; ++k) sum += w[k] * static_cast<float>(row[(first + k) * channels + c]);
-        target[x * channels + c] = sum;
-      }
-    }
-  }
+  const int64_t plane = out_height * out_width;
+  // One output row in the output's layout (a row per channel for (C,H,W)), copied out whole.
+  scratch.output_row.resize(static_cast<size_t>(out_width * channels));
+  float* out_row = scratch.output_row.data();
+  const bool planar = output.layout == ImageLayout::kNchw;
   for (int64_t y = 0; y < out_height; ++y) {
-    const int64_t first = vertical_spans[static_cast<size_t>(2 * y)];
-    const int64_t count = vertical_spans[static_cast<size_t>(2 * y + 1)];
-    const float* w = vertical_weights.data() + y * vstride;
-    float* target = out + y * row_floats;
-    std::fill(target, target + row_floats, 0.0f);
-    for (int64_t k = 0; k < count; ++k) {
-      const float* source = scratch.resampled.data() + (first + k - row_first) * row_floats;
-      const float weight = w[k];
-      for (int64_t i = 0; i < row_floats; ++i) target[i] += weight * source[i];
+    // Vertical first, over the columns this row's pixels read; then each output pixel from those.
+    const int64_t first_row = scratch.vertical_spans[static_cast<size_t>(2 * y)];
+    const int64_t rows = scratch.vertical_spans[static_cast<size_t>(2 * y + 1)];
+    const float* vw = scratch.vertical_weights.data() + y * vstride;
+    vertical(src + (first_row * width + column_first) * channels, width * channels, rows, vw, column_values, column);
+
+    if (channels == 3)
+      horizontal_rgb(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
+                     out_row);
+    else
+      horizontal_gray(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, out_row);
+    if (planar) {
+      for (int c = 0; c < channels; ++c)
+        store_row(output.data + c * plane + y * out_width, out_row + c * out_width, out_width);
+    } else {
+      store_row(output.data + y * out_width * channels, out_row, out_width * channels);
     }
   }
+  store_fence();
 }
 
 }  // namespace feeder::detail

@@ -23,7 +23,8 @@ void check_box(const CropBox& box, int64_t width, int64_t height, const std::str
 
 ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::string& name,
                                     const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
-                                    const ResizedCropOptions& options, ImageScratch& scratch, float* out) {
+                                    const ResizedCropOptions& options, ImageScratch& scratch,
+                                    const CropOutput& output) {
   if (options.channels != 1 && options.channels != 3)
     throw OptionsError("image channels must be 1 (gray) or 3 (RGB), got " + std::to_string(options.channels));
   if (options.out_width <= 0 || options.out_height <= 0)
@@ -42,7 +43,7 @@ ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::s
     const detail::ResampleBox box = detail::resample_box(info.box, region.scale(), region.scale(), region.left,
                                                          region.top, region.width, region.height);
     detail::resample(scratch.pixels.data(), region.width, region.height, options.channels, box, options.out_width,
-                     options.out_height, scratch, out);
+                     options.out_height, scratch, output);
     return info;
   }
   info.header = decode_image(bytes, options.channels, name, scratch.pixels, options.max_pixels);
@@ -51,8 +52,16 @@ ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::s
   const detail::ResampleBox box =
       detail::resample_box(info.box, 1.0, 1.0, 0, 0, info.header.width, info.header.height);
   detail::resample(scratch.pixels.data(), info.header.width, info.header.height, options.channels, box,
-                   options.out_width, options.out_height, scratch, out);
+                   options.out_width, options.out_height, scratch, output);
   return info;
+}
+
+ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::string& name,
+                                    const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
+                                    const ResizedCropOptions& options, ImageScratch& scratch, float* out) {
+  CropOutput output;
+  output.data = out;
+  return decode_resized_crop(bytes, name, choose_box, options, scratch, output);
 }
 
 }  // namespace feeder

@@ -8,6 +8,7 @@
 namespace feeder {
 namespace {
 
+constexpr size_t kCacheLineBytes = 64;
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 // Below this, huge-page alignment would waste more memory than the faults it saves cost.
 constexpr size_t kHugePageThresholdBytes = size_t{8} << 20;
@@ -18,7 +19,8 @@ void FreeDeleter::operator()(void* data) const { std::free(data); }
 
 std::unique_ptr<uint8_t[], FreeDeleter> allocate_large_buffer(size_t size_bytes) {
   if (size_bytes < kHugePageThresholdBytes) {
-    void* data = std::malloc(size_bytes == 0 ? 1 : size_bytes);
+    const size_t rounded = (size_bytes + kCacheLineBytes) / kCacheLineBytes * kCacheLineBytes;  // > 0
+    void* data = std::aligned_alloc(kCacheLineBytes, rounded);
     if (!data) throw std::bad_alloc();
     return std::unique_ptr<uint8_t[], FreeDeleter>(static_cast<uint8_t*>(data));
   }

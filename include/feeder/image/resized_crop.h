@@ -10,12 +10,14 @@
 //
 // Thread safety: a pure function of its inputs; give each thread its own scratch.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "feeder/data/sample_stage.h"
 #include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
 
@@ -25,7 +27,8 @@ namespace feeder {
 struct ImageScratch {
   std::vector<uint8_t> pixels;  // the decoded region
   std::vector<uint8_t> rows;    // rows before a color conversion
-  std::vector<float> resampled; // the horizontal pass
+  std::vector<float> column;    // one output row's vertical pass, over the columns the row reads
+  std::vector<float> output_row;  // one output row, normalised, before it is copied out
   std::vector<float> weights;   // horizontal resampling coefficients
   std::vector<int64_t> spans;   // their first source pixel and count, per output pixel
   std::vector<float> vertical_weights;
@@ -40,6 +43,17 @@ struct ResizedCropOptions {
   int64_t max_pixels = kDefaultMaxImagePixels;
 };
 
+// Where the resized pixels go, each value v (0..255) as v * scale[c] + bias[c] (no change by
+// default): (H,W,C) or (C,H,W), read right to left when `mirror` (a horizontal flip). Written
+// once, row by row: a sample goes straight into its batch.
+struct CropOutput {
+  float* data = nullptr;
+  ImageLayout layout = ImageLayout::kNhwc;
+  bool mirror = false;
+  std::array<float, 3> scale{1.0f, 1.0f, 1.0f};
+  std::array<float, 3> bias{0.0f, 0.0f, 0.0f};
+};
+
 // What a decode did, for statistics and tests.
 struct ResizedCropInfo {
   ImageHeader header;
@@ -49,8 +63,14 @@ struct ResizedCropInfo {
 };
 
 // Decodes the box that `choose_box(width, height)` gives for the image's size, resized to
-// (out_height, out_width), into `out` as float values 0..255, (H,W,C) with `channels` channels.
-// Throws DataError (the image named by `name`) as decode_image does.
+// (out_height, out_width) with `channels` channels, into `output`. `choose_box` is called once,
+// before `output` is read (it may set output.mirror). Throws DataError (the image named by `name`)
+// as decode_image does.
+ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::string& name,
+                                    const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
+                                    const ResizedCropOptions& options, ImageScratch& scratch, const CropOutput& output);
+
+// The same into `out` as float values 0..255, (H,W,C).
 ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::string& name,
                                     const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
                                     const ResizedCropOptions& options, ImageScratch& scratch, float* out);

@@ -1,8 +1,8 @@
 #pragma once
 
-// Resampling of a uint8 (H,W,C) region to float (H,W,C), as PIL's bilinear resize with a box:
-// separable, a triangle filter widened by the downscale factor (antialias), coefficients
-// normalised per output pixel; in float, not rounded.
+// Resampling of a uint8 (H,W,C) region to float, as PIL's bilinear resize with a box: separable, a
+// triangle filter widened by the downscale factor (antialias), coefficients normalised per output
+// pixel; in float, not rounded.
 
 #include <cstdint>
 
@@ -27,9 +27,9 @@ struct ResampleBox {
 ResampleBox resample_box(const CropBox& box, double sx, double sy, int64_t left, int64_t top, int64_t width,
                          int64_t height);
 
-// `src` (height, width, channels), its `box` resampled to (out_height, out_width, channels) floats
-// 0..255 in `out`.
+// `src` (height, width, channels), its `box` resampled to (out_height, out_width, channels), into
+// `output`.
 void resample(const uint8_t* src, int64_t width, int64_t height, int channels, const ResampleBox& box,
-              int64_t out_width, int64_t out_height, ImageScratch& scratch, float* out);
+              int64_t out_width, int64_t out_height, ImageScratch& scratch, const CropOutput& output);
 
 }  // namespace feeder::detail
