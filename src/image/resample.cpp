@@ -5,10 +5,6 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 // The hot loops are compiled twice, for x86-64's baseline (SSE2) and for AVX2, and the loader picks
 // one when the program starts. Both do the same float operations in the same order (AVX2 without
 // FMA: a fused multiply-add would round differently), so the results are the same bits on every
@@ -58,28 +54,6 @@ int64_t coefficients(double x0, double x1, int64_t lo, int64_t hi, int64_t out, 
     spans[static_cast<size_t>(2 * i + 1)] = std::max<int64_t>(count, 0);
   }
   return stride;
-}
-
-// Copies a finished row into the batch. The batch is far larger than the caches and is read next by
-// another thread (or the GPU's copy), so where it can the row bypasses the cache: no read of the
-// lines it overwrites, no eviction of the decoder's working set.
-void store_row(float* target, const float* row, int64_t n) {
-#if defined(__SSE2__)
-  if (reinterpret_cast<uintptr_t>(target) % 16 == 0) {
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) _mm_stream_ps(target + i, _mm_loadu_ps(row + i));
-    for (; i < n; ++i) target[i] = row[i];
-    return;
-  }
-#endif
-  std::memcpy(target, row, static_cast<size_t>(n) * sizeof(float));
-}
-
-// Orders the streaming stores above before whatever hands the batch to another thread.
-void store_fence() {
-#if defined(__SSE2__)
-  _mm_sfence();
-#endif
 }
 
 // `rows` rows of `n` uint8 values, `row_bytes` apart, weighted and summed into `column`. Contiguous,
@@ -193,8 +167,10 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
   float* column = scratch.column.data();
 
   const int64_t plane = out_height * out_width;
-  // One output row in the output's layout (a row per channel for (C,H,W)), copied out whole.
+  // One output row in the output's layout (a row per channel for (C,H,W)), copied out whole: the
+  // batch is written in long runs, not a float at a time into three planes.
   scratch.output_row.resize(static_cast<size_t>(out_width * channels));
+  const size_t row_bytes = static_cast<size_t>(out_width) * sizeof(float);
   float* out_row = scratch.output_row.data();
   const bool planar = output.layout == ImageLayout::kNchw;
   for (int64_t y = 0; y < out_height; ++y) {
@@ -211,12 +187,11 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
       horizontal_gray(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, out_row);
     if (planar) {
       for (int c = 0; c < channels; ++c)
-        store_row(output.data + c * plane + y * out_width, out_row + c * out_width, out_width);
+        std::memcpy(output.data + c * plane + y * out_width, out_row + c * out_width, row_bytes);
     } else {
-      store_row(output.data + y * out_width * channels, out_row, out_width * channels);
+      std::memcpy(output.data + y * out_width * channels, out_row, row_bytes * channels);
     }
   }
-  store_fence();
 }
 
 }  // namespace feeder::detail
