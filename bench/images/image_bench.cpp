@@ -13,12 +13,15 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +63,29 @@ double bare_decode(const feeder::EncodedImageSource& source, int threads) {
   return static_cast<double>(source.size()) / seconds_since(start);
 }
 
+// The wallpapers as they are (1920 px and up), linked into `root`/class_<i % 10>/ once: an image
+// folder of large photographs.
+std::string large_photos(const std::string& root) {
+  namespace fs = std::filesystem;
+  const fs::path wallpapers = "/usr/share/wallpapers";
+  std::vector<fs::path> photos;
+  std::error_code error;
+  for (auto it = fs::recursive_directory_iterator(wallpapers, error); !error && it != fs::recursive_directory_iterator();
+       it.increment(error))
+    if (it->path().extension() == ".jpg" && it->path().parent_path().filename() == "images") photos.push_back(it->path());
+  if (photos.empty())
+    throw std::runtime_error("no photographs under " + wallpapers.string() + ": apt-get install plasma-workspace-wallpapers");
+  std::sort(photos.begin(), photos.end());
+  const fs::path train = fs::path(root) / "train";
+  for (size_t i = 0; i < photos.size(); ++i) {
+    const fs::path link = train / ("class_" + std::to_string(i % 10)) / (std::to_string(i) + ".jpg");
+    if (fs::exists(link)) continue;
+    fs::create_directories(link.parent_path());
+    fs::create_symlink(photos[i], link);
+  }
+  return train.string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,12 +101,16 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", batch_size, "images per batch")->capture_default_str();
   app.add_option("--size", size, "output height and width")->capture_default_str();
   app.add_option("--repeats", repeats, "alternated passes of each row (medians)")->capture_default_str();
+  bool large = false;
+  app.add_flag("--large-photos", large,
+               "the wallpapers of plasma-workspace-wallpapers at full size (1920 px and up) instead of --data");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
+    if (large) data = large_photos("build/bench-images/wallpapers-full");
     const feeder::ImageFolder folder = feeder::open_image_folder(data);
     const auto& source = static_cast<const feeder::EncodedImageSource&>(*folder.source);
     std::printf("%s: %lld images, %.0f MiB encoded, %zu classes\n", data.c_str(), static_cast<long long>(source.size()),

@@ -9,7 +9,8 @@ aspect 3:4 to 4:3, JPEG quality 90, encoded by PIL), in an ImageFolder layout wi
 Rows, each images/s as the median of --repeats alternated passes over the whole set, each timed
 after a warm-up pass of the same loader, with no other loader alive:
   - training: RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor + Normalize, batch 256:
-    feeder (2 C++ workers) and torchvision (2 worker processes, PIL); feeder also over the same JPEGs
+    feeder (2 C++ workers) and torchvision (2 worker processes, PIL); feeder's loader also run to the
+    end of each pass from C++ (its rate with no Python between batches); feeder also over the same JPEGs
     as Parquet shards (`feeder convert`, shuffled on write) and as WebDataset tar shards (Python's
     tarfile, shuffled), both streamed within a memory budget of 90% of the images' bytes (a batch of
     256 in flight per worker and two row groups per reader take most of a budget this small);
@@ -120,6 +121,21 @@ def rate(loader, count):
     return count / (time.perf_counter() - start)
 
 
+class DrainedInCpp:
+    """A feeder.DataLoader whose passes run in C++ to the end (no Python between batches): the rate
+    of the same loader from C++, beside the Python loop's."""
+
+    def __init__(self, loader):
+        self.loader, self.epoch = loader, 0
+
+    def rate(self, count):
+        start = time.perf_counter()
+        seen = self.loader._loader._drain_epoch(self.epoch)
+        self.epoch += 1
+        assert seen == count, (seen, count)
+        return count / (time.perf_counter() - start)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=2000)
@@ -146,6 +162,9 @@ def main():
         "train: feeder": lambda: feeder.DataLoader(root, batch_size=args.batch_size, shuffle=True,
                                                    num_workers=args.workers, image_size=224,
                                                    augment="random_resized_crop", normalize=(MEAN, STD)),
+        "train: feeder, the same loader drained in C++": lambda: DrainedInCpp(feeder.DataLoader(
+            root, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, image_size=224,
+            augment="random_resized_crop", normalize=(MEAN, STD))),
         "train: feeder, Parquet shards streamed": lambda: feeder.DataLoader(
             parquet_dir, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, image_size=224,
             augment="random_resized_crop", normalize=(MEAN, STD), memory_budget=budget, prefetch=args.workers),
@@ -166,8 +185,9 @@ def main():
         # the files are in the page cache), timed over one pass, freed. With all of them alive at
         # once, feeder's passes measured 3x slower than alone, torchvision's barely.
         loader = make()
-        rate(loader, len(files))
-        result = rate(loader, len(files))
+        measure = loader.rate if isinstance(loader, DrainedInCpp) else lambda count: rate(loader, count)
+        measure(len(files))
+        result = measure(len(files))
         del loader
         gc.collect()
         return result
@@ -194,7 +214,7 @@ def main():
         kind = name.split(":")[0]
         torchvision_rate = medians.get(f"{kind}: torchvision ImageFolder + DataLoader")
         versus = f"{value / torchvision_rate:.2f}x" if torchvision_rate else ""
-        folder = f"{value / medians['train: feeder']:.2f}x" if "shards" in name else ""
+        folder = f"{value / medians['train: feeder']:.2f}x" if "shards" in name or "C++" in name else ""
         print(f"| {name} | {value:.0f} | {min(results[name]):.0f}-{max(results[name]):.0f} | {versus} | "
               f"{value / bare:.2f}x | {folder} |")
     if args.json:
