@@ -45,7 +45,9 @@ DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, Li
   labels_offset_ = encoded ? align(ends_offset_ + static_cast<size_t>(rows) * sizeof(int64_t)) : ends_offset_;
   size_bytes_ = labels_offset_ + static_cast<size_t>(rows) * sizeof(int64_t);
   if (size_bytes_ == 0) size_bytes_ = 1;
-  memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Populated in one call: the block is about to be filled, and faulting its pages in one at a
+  // time cost an image stream a tenth of its time in the kernel (more on a virtual machine).
+  memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (memory_ == MAP_FAILED) throw std::bad_alloc();
   rows_capacity_ = rows;
   counted_bytes_ = counted_bytes;
