@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,9 @@
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/formats/sharded.h"
+#include "feeder/image/encoded_source.h"
 #include "feeder/image/image_folder.h"
+#include "feeder/image/tar_shards.h"
 #include "feeder/stopwatch.h"
 #include "feeder/util/byte_size.h"
 
@@ -196,14 +199,28 @@ int run_sharded_convert(const ConvertArgs& args) {
 // at once, so a few MB of photographs; Hugging Face datasets writes image sets with 100 as well.
 constexpr int64_t kEncodedRowGroupRows = 100;
 
-// An image folder (torchvision's ImageFolder layout) as Parquet shards of its files' bytes.
-int run_image_folder_convert(const ConvertArgs& args) {
+// A set of encoded images held in memory, and what the report says of where it came from.
+struct EncodedInput {
+  std::shared_ptr<const SampleSource> source;
+  int64_t encoded_bytes = 0;
+  std::vector<std::string> classes;  // an image folder's class names; empty for tar shards
+  std::string skipped;               // what was left out, for the report ("" for nothing)
+  std::string order;                 // the order of the rows when not shuffled on write
+};
+
+// Options that apply to pixel sets only are refused for encoded images, whatever `what` they are.
+void check_encoded_convert_args(const ConvertArgs& args, const std::string& what) {
   if (args.shape) throw OptionsError("--shape applies to pixel sets; encoded images keep their own sizes");
   if (args.layout_given || args.page_rows_given)
-    throw OptionsError("--layout and --page-rows apply to pixel sets; an image folder is written as its files' bytes");
+    throw OptionsError("--layout and --page-rows apply to pixel sets; " + what + " is written as its images' bytes");
   if (lowercase_extension(args.output) == ".parquet" || lowercase_extension(args.output) == ".csv")
-    throw OptionsError("an image folder is written as a sharded set: give a directory (OUT/), not '" +
-                       args.output.string() + "'");
+    throw OptionsError(what + " is written as a sharded set: give a directory (OUT/), not '" + args.output.string() +
+                       "'");
+}
+
+// Encoded images (an image folder's files, tar shards' members) as Parquet shards of their bytes,
+// unchanged, with the report.
+int write_encoded_set(const ConvertArgs& args, const EncodedInput& input, double read_seconds) {
   ShardWriteOptions options;
   options.parquet = args.parquet;
   if (!args.row_group_size_given) options.parquet.row_group_size = kEncodedRowGroupRows;
@@ -213,39 +230,73 @@ int run_image_folder_convert(const ConvertArgs& args) {
     options.shard_size_bytes = parse_byte_size(args.shard_size.empty() ? kDefaultShardSize : args.shard_size, "--shard-size");
   }
   const bool show_progress = ::isatty(STDERR_FILENO) == 1;
-  const Stopwatch load_time;
-  const ImageFolder folder = open_image_folder(args.input);
-  const double read_seconds = load_time.seconds();
   const Stopwatch write_time;
-  const ShardedDataset dataset = write_encoded_sharded(*folder.source, args.output, options, [show_progress](int64_t done, int64_t total) {
+  const ShardedDataset dataset = write_encoded_sharded(*input.source, args.output, options, [show_progress](int64_t done, int64_t total) {
     if (show_progress) std::cerr << "feeder convert: shard " << done << "/" << total << " written" << std::endl;
   });
   uint64_t output_bytes = 0;
   for (const ShardInfo& shard : dataset.shards) output_bytes += shard.size_bytes;
+  std::set<int64_t> labels;
+  for (int64_t i = 0; i < input.source->size(); ++i) labels.insert(input.source->sample(i).label);
   std::printf("| input | output | images | classes | shards | row groups | encoded MB | output MB | read s | write s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| %s | %s | %lld | %zu | %zu | %lld | %.1f | %.1f | %.3f | %.3f |\n",
               directory_name(args.input).c_str(), directory_name(args.output).c_str(),
-              static_cast<long long>(dataset.num_rows), folder.classes.size(), dataset.shards.size(),
-              static_cast<long long>(dataset.num_row_groups()),
-              megabytes(static_cast<uint64_t>(folder.encoded_bytes)), megabytes(output_bytes), read_seconds,
+              static_cast<long long>(dataset.num_rows), input.source->labeled() ? labels.size() : size_t{0},
+              dataset.shards.size(), static_cast<long long>(dataset.num_row_groups()),
+              megabytes(static_cast<uint64_t>(input.encoded_bytes)), megabytes(output_bytes), read_seconds,
               write_time.seconds());
-  std::printf("\nlabels: ");
-  for (size_t i = 0; i < folder.classes.size(); ++i) std::printf("%s%zu %s", i ? ", " : "", i, folder.classes[i].c_str());
-  std::printf("\n");
-  if (folder.skipped_other + folder.skipped_unsupported > 0)
-    std::printf("skipped: %lld files that are not images, %lld images of formats feeder does not decode\n",
-                static_cast<long long>(folder.skipped_other), static_cast<long long>(folder.skipped_unsupported));
+  if (!input.classes.empty()) {
+    std::printf("\nlabels: ");
+    for (size_t i = 0; i < input.classes.size(); ++i)
+      std::printf("%s%zu %s", i ? ", " : "", i, input.classes[i].c_str());
+    std::printf("\n");
+  } else if (!input.source->labeled()) {
+    std::printf("\nunlabeled: no .cls members\n");
+  }
+  if (!input.skipped.empty()) std::printf("skipped: %s\n", input.skipped.c_str());
   if (dataset.shuffled_on_write)
     std::printf("rows shuffled with seed %llu\n", static_cast<unsigned long long>(*dataset.shuffled_on_write));
   else
-    std::printf("rows in the folder's order, sorted by class: give --shuffle-on-write SEED for a set that streams well\n");
+    std::printf("rows in %s: give --shuffle-on-write SEED for a set that streams well\n", input.order.c_str());
   return 0;
+}
+
+// An image folder (torchvision's ImageFolder layout) as Parquet shards of its files' bytes.
+int run_image_folder_convert(const ConvertArgs& args) {
+  check_encoded_convert_args(args, "an image folder");
+  const Stopwatch load_time;
+  const ImageFolder folder = open_image_folder(args.input);
+  EncodedInput input{folder.source, folder.encoded_bytes, folder.classes, "", "the folder's order, sorted by class"};
+  if (folder.skipped_other + folder.skipped_unsupported > 0)
+    input.skipped = std::to_string(folder.skipped_other) + " files that are not images, " +
+                    std::to_string(folder.skipped_unsupported) + " images of formats feeder does not decode";
+  return write_encoded_set(args, input, load_time.seconds());
+}
+
+// WebDataset-style tar shards as Parquet shards of their images' bytes. The members are read into
+// memory first (a shuffle on write takes the samples in any order).
+int run_tar_convert(const ConvertArgs& args) {
+  check_encoded_convert_args(args, "a set of tar shards");
+  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
+  const Stopwatch load_time;
+  const TarShards tars = open_tar_shards(args.input.string());
+  EncodedInput input;
+  input.source = read_encoded_into_memory(*tars.source, [show_progress](int64_t done, int64_t total) {
+    if (show_progress && (done % 64 == 0 || done == total))
+      std::cerr << "feeder convert: read " << done << "/" << total << " blocks of tar members" << std::endl;
+  });
+  input.encoded_bytes = tars.encoded_bytes;
+  input.order = "the shards' order";
+  if (tars.skipped_members > 0)
+    input.skipped = std::to_string(tars.skipped_members) + " members that are neither an image nor a label";
+  return write_encoded_set(args, input, load_time.seconds());
 }
 
 int run_convert(ConvertArgs& args) {
   std::error_code error;
   if (fs::is_directory(args.input, error) && is_image_folder(args.input)) return run_image_folder_convert(args);
+  if (is_tar_spec(args.input.string())) return run_tar_convert(args);
   if (sharded_output(args)) return run_sharded_convert(args);
   args.output_kind = output_kind(args.output);
   const Stopwatch load_time;
@@ -268,13 +319,14 @@ Command add_convert_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("convert", "convert between CSV, IDX and Parquet, with a size report");
   app->footer(
       "IN:  .csv, .parquet or IDX (*-images-idx3-ubyte[.gz], labels read from the file beside it), or a folder\n"
-      "     of JPEG/PNG/WebP images in torchvision's ImageFolder layout, written as Parquet shards of the files'\n"
-      "     bytes (no re-encoding; row groups of 100 images; --shuffle-on-write SEED recommended)\n"
+      "     of JPEG/PNG/WebP images in torchvision's ImageFolder layout, or WebDataset-style tar shards (a .tar,\n"
+      "     a directory of them or a glob: key.jpg + key.cls), written as Parquet shards of the images' bytes\n"
+      "     (no re-encoding; row groups of 100 images; --shuffle-on-write SEED recommended)\n"
       "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK), or a directory (OUT/, an existing\n"
       "     directory, or --shard-rows / --shard-size) for a sharded Parquet set: part-00000.parquet ...\n"
       "     plus index.json; shards of 256MB unless told otherwise, written to stream well: the image layout,\n"
       "     lz4, and pages of about 64 KiB of images (--layout, --codec, --page-rows change them)");
-  app->add_option("IN", args->input, "the input file or image folder")->required();
+  app->add_option("IN", args->input, "the input file, image folder or tar shards")->required();
   app->add_option("OUT", args->output, "the output file or directory")->required();
   app->add_option("--layout", *layout, "Parquet layout: columns or image")
       ->check(parsed_by(parquet::parse_parquet_layout, "columns|image"));
@@ -305,8 +357,10 @@ Command add_convert_command(CLI::App& parent) {
             if (!layout->empty()) args->parquet.layout = parquet::parse_parquet_layout(*layout);
             if (!codec->empty()) args->parquet.codec = parquet::parse_parquet_codec(*codec);
             std::error_code error;
-            const bool image_folder = fs::is_directory(args->input, error) && is_image_folder(args->input);
-            if (args->shuffle_seed && !sharded_output(*args) && !image_folder) {
+            // Encoded images are always written as a sharded set (OUT/).
+            const bool encoded = (fs::is_directory(args->input, error) && is_image_folder(args->input)) ||
+                                 is_tar_spec(args->input.string());
+            if (args->shuffle_seed && !sharded_output(*args) && !encoded) {
               throw OptionsError("--shuffle-on-write applies to a sharded set (an output directory)");
             }
             if (!shape->empty()) args->shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};

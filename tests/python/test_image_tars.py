@@ -138,3 +138,37 @@ def test_bad_shards_and_members_say_what_is_wrong(tmp_path):
         feeder.DataLoader(str(unlabeled), image_size=8)
     loader = feeder.DataLoader(str(unlabeled), batch_size=30, image_size=8, allow_unlabeled=True)
     assert batches(loader)[1].tolist() == [-1] * 30
+
+
+def test_convert_writes_tar_shards_as_parquet_shards(tmp_path, folder):
+    tars = write_tars(tmp_path / "tars")
+    report = feeder.convert(str(tars), tmp_path / "plain/", shard_rows=12, row_group_size=5)
+    # 30 images of 3 labels in 3 shards (12, 12, 6 rows: row groups of 5, 5, 2, 5, 5, 2, 5, 1).
+    assert "| 30 | 3 | 3 | 8 |" in report
+    assert "skipped: 30 members that are neither an image nor a label" in report
+    assert "rows in the shards' order: give --shuffle-on-write" in report
+    options = dict(batch_size=8, image_size=14, augment=None)
+    images, labels = batches(feeder.DataLoader(str(tmp_path / "plain"), **options))
+    expected, expected_labels = batches(feeder.DataLoader(str(folder), **options))
+    assert torch.equal(labels, expected_labels) and torch.equal(images, expected)
+    # A glob of shards, shuffled on write: the same images, each once, in another order.
+    report = feeder.convert(str(tars / "train-*.tar"), tmp_path / "shuffled/", shuffle_on_write=2)
+    assert "rows shuffled with seed 2" in report
+    images, labels = batches(feeder.DataLoader(str(tmp_path / "shuffled"), **options))
+    assert labels.tolist() != expected_labels.tolist()
+    by_content = lambda x: sorted(x.reshape(len(x), -1).tolist())
+    assert by_content(images) == by_content(expected)
+    # Unlabeled shards stay unlabeled.
+    report = feeder.convert(str(write_tars(tmp_path / "unlabeled", labels=False)), tmp_path / "unlabeled-out/")
+    assert "unlabeled: no .cls members" in report
+    unlabeled = feeder.DataLoader(str(tmp_path / "unlabeled-out"), allow_unlabeled=True, **options)
+    assert len(unlabeled.dataset) == 30 and set(batches(unlabeled)[1].tolist()) == {-1}
+
+
+def test_convert_of_a_truncated_tar_names_it_and_writes_nothing(tmp_path):
+    tars = write_tars(tmp_path / "tars")
+    shard = tars / "train-0001.tar"
+    shard.write_bytes(shard.read_bytes()[:5000])
+    with pytest.raises(feeder.DataError, match="train-0001.tar: truncated"):
+        feeder.convert(str(tars), tmp_path / "out/")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
