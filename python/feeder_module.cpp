@@ -19,6 +19,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <atomic>
@@ -35,6 +36,7 @@
 #include "feeder/data/loader.h"
 #include "feeder/data/source.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/formats/parquet/class_labels.h"
 #include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_folder.h"
@@ -361,6 +363,10 @@ PYBIND11_MODULE(_feeder, m) {
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
   m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
+  m.def("parquet_class_names", [](const std::string& path) {
+    py::gil_scoped_release release;
+    return parquet::class_label_names(std::filesystem::path(path));
+  });
   m.def("is_image_folder", [](const std::string& path) { return is_image_folder(path); });
   m.def("is_tar_spec", [](const std::string& spec) { return is_tar_spec(spec); });
   m.def(

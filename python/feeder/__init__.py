@@ -148,7 +148,11 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
         if _is_idx_directory(path):
             # torchvision's `train=`: the training or the test split of the directory
             path = _feeder.find_split_file(path, bool(train))
-        return _labeled_or_allowed(_feeder.open_path(path, memory_budget), path, allow_unlabeled)
+        opened = _labeled_or_allowed(_feeder.open_path(path, memory_budget), path, allow_unlabeled)
+        names = _feeder.parquet_class_names(path)  # a Hugging Face ClassLabel's, when the set has them
+        if names:
+            opened.classes = names
+        return opened
     if isinstance(source, CachedDataset):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a cached dataset carries its own labels")
@@ -202,7 +206,8 @@ class _DatasetView:
 
     @property
     def classes(self):
-        """An image folder's class names (label i is classes[i]), as torchvision's ImageFolder; else None."""
+        """The class names (label i is classes[i]): an image folder's, as torchvision's ImageFolder, or a
+        Parquet set's Hugging Face ClassLabel names; else None."""
         return getattr(self._source, "classes", None)
 
     @property

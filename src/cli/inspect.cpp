@@ -10,6 +10,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "feeder/error.h"
+#include "feeder/formats/parquet/class_labels.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/sharded.h"
 #include "feeder/image/encoded_summary.h"
@@ -120,7 +121,9 @@ std::string inspect_report(const std::string& path) {
   if (is_sharded_spec(path) || is_encoded_images_file(path)) {
     const ShardedDataset dataset = open_sharded_dataset(path);
     std::string text = describe_sharded_dataset(dataset);
-    if (dataset.encoded) text += describe_encoded_images(*open_parquet_source(dataset));
+    if (dataset.encoded && !dataset.shards.empty())  // with a Hugging Face ClassLabel's names, when written
+      text += describe_encoded_images(*open_parquet_source(dataset),
+                                      parquet::class_label_names(dataset.shards.front().path));
     return text;
   }
   const parquet::ParquetFile file = parquet::ParquetFile::open(path);

@@ -28,10 +28,16 @@ fs.rmSync(hfDir, { recursive: true, force: true });
 fs.mkdirSync(hfDir, { recursive: true });
 const count = Number((await connection.runAndReadAll('SELECT count(*) FROM rows')).getRows()[0][0]);
 const half = Math.ceil(count / 2);
+// As datasets writes them, with its `huggingface` metadata: the features, `label` a ClassLabel
+// whose names are the classes.
+const classNames = (await connection.runAndReadAll('SELECT DISTINCT class FROM rows ORDER BY class')).getRows().map((row) => row[0]);
+const features = {
+  info: { features: { image: { _type: 'Image' }, label: { names: classNames, _type: 'ClassLabel' } } },
+};
 for (const [part, offset] of [[0, 0], [1, half]]) {
   const file = path.join(hfDir, `train-0000${part}-of-00002.parquet`);
   await connection.run(`COPY (SELECT image, label FROM rows ORDER BY class, file LIMIT ${half} OFFSET ${offset})
-    TO ${sqlString(file)} (FORMAT parquet)`);
+    TO ${sqlString(file)} (FORMAT parquet, KV_METADATA {huggingface: ${sqlString(JSON.stringify(features))}})`);
 }
 
 // arrow-rs: the same layout (nullable struct fields: definition levels up to 2) in row groups of 4

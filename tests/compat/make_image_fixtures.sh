@@ -3,7 +3,8 @@
 # in tests/data/images/README.md. The images are made by tests/python/image_set.py (PIL), then
 # DuckDB writes them as Parquet:
 #   hf/train-0000{0,1}-of-00002.parquet  Hugging Face datasets' layout: `image` a struct of `bytes`
-#                                        and `path`, `label` BIGINT; one row group each
+#                                        and `path`, `label` BIGINT; one row group each; the
+#                                        `huggingface` metadata (label: ClassLabel cat, dog, fox)
 #   arrowrs_rg4.parquet                  the same layout written by arrow-rs (parquet-wasm): row groups
 #                                        of 4 rows, data pages v2, dictionary on
 #   binary.parquet                       a plain BLOB column `png` and an INTEGER `label`, one row

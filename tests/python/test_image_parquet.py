@@ -169,6 +169,16 @@ def test_inspect_shows_formats_sizes_and_classes(folder, capsys):
     assert "image folder:" in report and "(3 classes," in report
     assert "encoded images: 30\nformats: PNG 30\nwidth min / median / max: 14 / 27 / 40 px" in report
     assert "classes (images per label): 0 cat: 10, 1 dog: 10, 2 fox: 10" in report
-    for spec in (DATA / "hf", DATA / "binary.parquet"):
+    # A Hugging Face set names its classes (its ClassLabel); a plain binary column does not.
+    for spec, classes in ((DATA / "hf", "0 cat: 10, 1 dog: 10, 2 fox: 10"), (DATA / "binary.parquet", "0: 10, 1: 10, 2: 10")):
         report = feeder.inspect(spec)
-        assert "formats: PNG 30" in report and "0: 10, 1: 10, 2: 10" in report
+        assert "formats: PNG 30" in report and f"classes (images per label): {classes}\n" in report
+
+
+def test_class_names_come_from_the_hugging_face_class_label(folder):
+    # datasets' `huggingface` metadata names the classes, as an image folder's directories do.
+    from_hf = feeder.DataLoader(str(DATA / "hf"), batch_size=8, image_size=14)
+    assert from_hf.dataset.classes == ["cat", "dog", "fox"]
+    assert from_hf.dataset.classes == feeder.DataLoader(str(folder), batch_size=8, image_size=14).dataset.classes
+    # A set without it has no names.
+    assert feeder.DataLoader(str(DATA / "binary.parquet"), batch_size=8, image_size=14).dataset.classes is None
