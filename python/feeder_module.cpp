@@ -175,14 +175,16 @@ class PyLoader {
       if (!ready && PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     if (!batch) return py::none();
-    last_images_ = reinterpret_cast<uintptr_t>(batch->images());
+    const bool u8 = batch->dtype() == ImageDtype::kUint8;
+    void* image_data = u8 ? static_cast<void*>(batch->images_u8()) : static_cast<void*>(batch->images());
+    last_images_ = reinterpret_cast<uintptr_t>(image_data);
     last_labels_ = reinterpret_cast<uintptr_t>(batch->labels());
     const ImageShape shape = batch->shape();
     const int64_t b = batch->size();
     const std::array<int64_t, 4> image_strides = batch->image_strides();
     constexpr int64_t kLabelStrides[] = {1};
     std::shared_ptr<void> owner = batch->buffer_owner();
-    py::capsule images = export_tensor(batch->images(), DLDataType{kDLFloat, 32, 1},
+    py::capsule images = export_tensor(image_data, u8 ? DLDataType{kDLUInt, 8, 1} : DLDataType{kDLFloat, 32, 1},
                                        {b, shape.channels, shape.height, shape.width}, image_strides, owner);
     py::capsule labels =
         export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, kLabelStrides, std::move(owner));
@@ -415,18 +417,20 @@ PYBIND11_MODULE(_feeder, m) {
       .def(py::init([](const OpenedSet& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
                        int num_workers, int prefetch, float mean, float std, const std::string& layout,
                        int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window,
-                       std::optional<py::dict> image, bool skip_bad_samples) {
+                       std::optional<py::dict> image, bool skip_bad_samples, const std::string& dtype) {
              // The budget counts only for a streamed set; one in memory is already held.
              LoaderOptions options = make_options(batch_size, shuffle, seed, drop_last, num_workers, prefetch, mean,
                                                   std, layout, rank, world_size, memory_budget, shuffle_window);
              if (image) options.sample_stage = make_image_stage(*image);
              options.skip_bad_samples = skip_bad_samples;
+             if (dtype == "uint8") options.dtype = ImageDtype::kUint8;
+             else if (dtype != "float32") throw OptionsError("dtype must be float32 or uint8, got '" + dtype + "'");
              return std::make_unique<PyLoader>(source.source, options);
            }),
            py::arg("source"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"), py::arg("drop_last"),
            py::arg("num_workers"), py::arg("prefetch"), py::arg("mean"), py::arg("std"), py::arg("layout"),
            py::arg("rank"), py::arg("world_size"), py::arg("memory_budget"), py::arg("shuffle_window"),
-           py::arg("image") = py::none(), py::arg("skip_bad_samples") = false)
+           py::arg("image") = py::none(), py::arg("skip_bad_samples") = false, py::arg("dtype") = "float32")
       .def_property_readonly("sample_shape", [](const PyLoader& l) {
         const ImageShape shape = l.loader().sample_shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);

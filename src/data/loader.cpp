@@ -43,10 +43,10 @@ class AlignedAllocator : public BufferAllocator {
 
 }  // namespace
 
-BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t pixels_per_image)
+BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image)
     : allocator_(allocator ? std::move(allocator) : std::make_shared<AlignedAllocator>()),
       batch_size_(batch_size),
-      pixels_per_image_(pixels_per_image) {}
+      bytes_per_image_(bytes_per_image) {}
 
 BufferPool::~BufferPool() {
   for (BatchBuffer* buffer : free_) {
@@ -66,7 +66,7 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
   }
   if (!buffer) {
     const auto batch = static_cast<size_t>(batch_size_);
-    const size_t images_bytes = round_up(batch * static_cast<size_t>(pixels_per_image_) * sizeof(float));
+    const size_t images_bytes = round_up(batch * static_cast<size_t>(bytes_per_image_));
     const size_t labels_bytes = round_up(batch * sizeof(int64_t));
     auto owned = std::make_unique<BatchBuffer>();
     owned->size_bytes = images_bytes + 2 * labels_bytes;
@@ -74,12 +74,12 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
       owned->memory = allocator_->allocate(owned->size_bytes);
     } catch (const std::bad_alloc&) {
       throw OptionsError("cannot allocate a batch buffer of " + format_byte_size(static_cast<int64_t>(owned->size_bytes)) +
-                         " (batch_size " + std::to_string(batch_size_) + " x " + std::to_string(pixels_per_image_) +
-                         " float pixels, labels and indices): lower batch_size");
+                         " (batch_size " + std::to_string(batch_size_) + " x " + std::to_string(bytes_per_image_) +
+                         " bytes of image, labels and indices): lower batch_size");
     }
     num_allocated_.fetch_add(1, std::memory_order_relaxed);
     auto* base = static_cast<char*>(owned->memory);
-    owned->images = reinterpret_cast<float*>(base);
+    owned->images = base;
     owned->labels = reinterpret_cast<int64_t*>(base + images_bytes);
     owned->sample_indices = reinterpret_cast<int64_t*>(base + images_bytes + labels_bytes);
     buffer = owned.release();
@@ -95,17 +95,42 @@ void BufferPool::release(BatchBuffer* buffer) {
 }  // namespace detail
 
 Batch::Batch(std::shared_ptr<detail::BatchBuffer> buffer, int64_t index, int64_t size, ImageShape shape,
-             ImageLayout layout, int64_t num_padding, std::vector<std::string> skipped)
+             ImageLayout layout, ImageDtype dtype, int64_t num_padding, std::vector<std::string> skipped)
     : buffer_(std::move(buffer)),
       index_(index),
       size_(size),
       shape_(shape),
       layout_(layout),
+      dtype_(dtype),
       num_padding_(num_padding),
       skipped_(std::move(skipped)) {}
 
-float* Batch::images() { return buffer_->images; }
-const float* Batch::images() const { return buffer_->images; }
+namespace {
+
+void check_dtype(ImageDtype have, ImageDtype want) {
+  if (have != want)
+    throw std::logic_error(have == ImageDtype::kUint8 ? "a batch of uint8 images: use images_u8()"
+                                                      : "a batch of float32 images: use images()");
+}
+
+}  // namespace
+
+float* Batch::images() {
+  check_dtype(dtype_, ImageDtype::kFloat32);
+  return static_cast<float*>(buffer_->images);
+}
+const float* Batch::images() const {
+  check_dtype(dtype_, ImageDtype::kFloat32);
+  return static_cast<const float*>(buffer_->images);
+}
+uint8_t* Batch::images_u8() {
+  check_dtype(dtype_, ImageDtype::kUint8);
+  return static_cast<uint8_t*>(buffer_->images);
+}
+const uint8_t* Batch::images_u8() const {
+  check_dtype(dtype_, ImageDtype::kUint8);
+  return static_cast<const uint8_t*>(buffer_->images);
+}
 int64_t* Batch::labels() { return buffer_->labels; }
 const int64_t* Batch::labels() const { return buffer_->labels; }
 std::span<const int64_t> Batch::sample_indices() const {
@@ -143,6 +168,9 @@ void validate(const LoaderOptions& options) {
     throw OptionsError("prefetch " + std::to_string(options.prefetch) + " is absurd; use at most 1024");
   if (!(options.normalization.std > 0.0f))
     throw OptionsError("normalization std must be positive, got " + std::to_string(options.normalization.std));
+  if (options.dtype == ImageDtype::kUint8 && (options.normalization.mean != 0.0f || options.normalization.std != 1.0f))
+    throw OptionsError("uint8 images are served unnormalised: leave normalization at mean 0, std 1 (normalise on "
+                       "the device), or ask for float32");
   if (options.memory_budget < 0)
     throw OptionsError("memory_budget must be positive (or 0 for the default), got " +
                        std::to_string(options.memory_budget));
@@ -258,6 +286,9 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
     options.memory_budget = 0;
     return options;
   }
+  if (source.in_memory() && source.in_memory()->pixel_type() == PixelType::kFloat32 &&
+      options.dtype == ImageDtype::kUint8)
+    throw OptionsError(source.name() + ": its pixels are float32 values: they cannot be served as uint8");
   if (source.in_memory()) {
     if (source.in_memory()->pixel_type() == PixelType::kFloat32 &&
         (options.normalization.mean != 0.0f || options.normalization.std != 1.0f))
@@ -300,11 +331,13 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   return options;
 }
 
-// One float32 image of a float store into the batch: a copy, transposed to (H,W,C) for kNhwc.
-void copy_float_image(const float* src, float* dst, const ImageShape& shape, ImageLayout layout) {
+// One stored image into the batch as it is (float32 values of a float store, or uint8 pixels
+// served as uint8): a copy, transposed to (H,W,C) for kNhwc.
+template <typename T>
+void copy_image(const T* src, T* dst, const ImageShape& shape, ImageLayout layout) {
   const int64_t plane = shape.height * shape.width;
   if (layout != ImageLayout::kNhwc || shape.channels == 1) {
-    std::memcpy(dst, src, static_cast<size_t>(shape.num_pixels()) * sizeof(float));
+    std::memcpy(dst, src, static_cast<size_t>(shape.num_pixels()) * sizeof(T));
     return;
   }
   for (int64_t c = 0; c < shape.channels; ++c)
@@ -320,6 +353,8 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
       options_(resolve_options(*source_, options)),
       transform_(std::move(transform)),
       shared_(new Shared) {
+  if (transform_ && options_.dtype == ImageDtype::kUint8)
+    throw OptionsError("a batch transform works on float32 images; with uint8 images transform on the device");
   const int64_t size = source_->size();
   sample_shape_ = options_.sample_stage ? options_.sample_stage->output_shape() : source_->shape();
   num_samples_ = EpochPlan::count_samples(size, options_.batch_size, options_.drop_last, options_.world_size);
@@ -340,7 +375,8 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   if (!options_.pin_memory && allocator && allocator->pinned()) allocator = nullptr;
   // No batch holds more than this rank's samples: a batch_size above them costs no memory.
   const int64_t largest_batch = std::min(options_.batch_size, std::max<int64_t>(1, num_samples_));
-  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), largest_batch, sample_shape_.num_pixels());
+  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), largest_batch,
+                                               sample_shape_.num_pixels() * dtype_bytes(options_.dtype));
   for (int i = 0; i < options_.num_workers; ++i) shared_->workers.emplace_back([this] { worker_loop(); });
 }
 
@@ -573,7 +609,8 @@ class Loader::StagedRows {
     SplitMix64 rng = sample_generator(l.options_.seed, l.shared_->epoch, sample);
     try {
       l.options_.sample_stage->run(view.bytes, l.source_->sample_name(sample), rng, l.options_.layout,
-                                   buffer_.images + rows_ * pixels);
+                                   l.options_.dtype,
+                                   static_cast<uint8_t*>(buffer_.images) + rows_ * pixels * dtype_bytes(l.options_.dtype));
     } catch (const DataError& error) {
       if (!l.options_.skip_bad_samples) throw;
       skipped_.push_back(error.what());
@@ -586,8 +623,8 @@ class Loader::StagedRows {
   }
 
   Batch finish(std::shared_ptr<detail::BatchBuffer> buffer, int64_t batch_index) {
-    return Batch(std::move(buffer), batch_index, rows_, loader_.sample_shape_, loader_.options_.layout, padding_,
-                 std::move(skipped_));
+    return Batch(std::move(buffer), batch_index, rows_, loader_.sample_shape_, loader_.options_.layout,
+                 loader_.options_.dtype, padding_, std::move(skipped_));
   }
 
  private:
@@ -652,9 +689,13 @@ Batch Loader::assemble(int64_t batch_index) const {
     const int64_t sample = shared_->plan.sample_at(first + i);
     buffer->sample_indices[i] = sample;
     buffer->labels[i] = ref.label;
-    float* dst = buffer->images + i * pixels;
+    if (options_.dtype == ImageDtype::kUint8) {  // the pixels as stored: a copy
+      copy_image(ref.pixels, static_cast<uint8_t*>(buffer->images) + i * pixels, shape, options_.layout);
+      continue;
+    }
+    float* dst = static_cast<float*>(buffer->images) + i * pixels;
     if (store_ && store_->pixel_type() == PixelType::kFloat32)
-      copy_float_image(reinterpret_cast<const float*>(ref.pixels), dst, shape, options_.layout);
+      copy_image(reinterpret_cast<const float*>(ref.pixels), dst, shape, options_.layout);
     else if (options_.layout == ImageLayout::kNhwc && shape.channels > 1)
       detail::convert_pixels_to_hwc(ref.pixels, dst, shape.channels, shape.height * shape.width, scale, bias);
     else
@@ -662,7 +703,7 @@ Batch Loader::assemble(int64_t batch_index) const {
   }
   detail::finish_streaming();
   lease.reset();
-  return Batch(std::move(buffer), batch_index, count, shape, options_.layout, num_padding);
+  return Batch(std::move(buffer), batch_index, count, shape, options_.layout, options_.dtype, num_padding);
 }
 
 std::string LoaderState::to_json() const {

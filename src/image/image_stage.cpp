@@ -29,7 +29,7 @@ ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
 }
 
 void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, SplitMix64& rng, ImageLayout layout,
-                     float* dst) const {
+                     ImageDtype dtype, void* dst) const {
   thread_local ImageScratch scratch;
   const ImageStageOptions& o = options_;
   ResizedCropOptions crop_options;
@@ -38,12 +38,16 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
   crop_options.out_width = o.width;
   crop_options.dct_scaling = o.dct_scaling;
   crop_options.max_pixels = o.max_pixels;
-  // Resized, flipped and normalised straight into the batch.
+  // Resized, flipped and normalised (uint8: rounded) straight into the batch.
   CropOutput output;
-  output.data = dst;
   output.layout = layout;
-  output.scale = scale_;
-  output.bias = bias_;
+  if (dtype == ImageDtype::kUint8) {
+    output.pixels = static_cast<uint8_t*>(dst);
+  } else {
+    output.data = static_cast<float*>(dst);
+    output.scale = scale_;
+    output.bias = bias_;
+  }
   const auto choose_box = [&](int64_t image_width, int64_t image_height) {
     CropBox box{0, 0, static_cast<double>(image_height), static_cast<double>(image_width), true};
     switch (o.crop) {

@@ -171,6 +171,8 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
   // batch is written in long runs, not a float at a time into three planes.
   scratch.output_row.resize(static_cast<size_t>(out_width * channels));
   const size_t row_bytes = static_cast<size_t>(out_width) * sizeof(float);
+  if (output.pixels) scratch.output_levels.resize(static_cast<size_t>(out_width * channels));
+  uint8_t* out_levels = scratch.output_levels.data();
   float* out_row = scratch.output_row.data();
   const bool planar = output.layout == ImageLayout::kNchw;
   for (int64_t y = 0; y < out_height; ++y) {
@@ -185,7 +187,18 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
                      out_row);
     else
       horizontal_gray(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, out_row);
-    if (planar) {
+    if (output.pixels) {
+      // Rounded to the nearest level: a float within [0, 255] (the filter's weights are positive
+      // and sum to 1) plus a half, truncated.
+      const int64_t n = out_width * channels;
+      for (int64_t i = 0; i < n; ++i) out_levels[i] = static_cast<uint8_t>(std::clamp(out_row[i], 0.0f, 255.0f) + 0.5f);
+      if (planar) {
+        for (int c = 0; c < channels; ++c)
+          std::memcpy(output.pixels + c * plane + y * out_width, out_levels + c * out_width, static_cast<size_t>(out_width));
+      } else {
+        std::memcpy(output.pixels + y * n, out_levels, static_cast<size_t>(n));
+      }
+    } else if (planar) {
       for (int c = 0; c < channels; ++c)
         std::memcpy(output.data + c * plane + y * out_width, out_row + c * out_width, row_bytes);
     } else {

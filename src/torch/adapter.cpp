@@ -44,8 +44,12 @@ TensorBatch to_tensors(const Batch& batch) {
   const std::array<int64_t, 4> image_strides = batch.image_strides();
   std::vector<int64_t> strides(image_strides.begin(), image_strides.end());
   TensorBatch tensors;
-  tensors.images = torch::from_blob(const_cast<float*>(batch.images()), sizes, strides, keep_alive,
-                                    torch::TensorOptions().dtype(torch::kFloat32));
+  if (batch.dtype() == ImageDtype::kUint8)
+    tensors.images = torch::from_blob(const_cast<uint8_t*>(batch.images_u8()), sizes, strides, keep_alive,
+                                      torch::TensorOptions().dtype(torch::kUInt8));
+  else
+    tensors.images = torch::from_blob(const_cast<float*>(batch.images()), sizes, strides, keep_alive,
+                                      torch::TensorOptions().dtype(torch::kFloat32));
   tensors.labels = torch::from_blob(const_cast<int64_t*>(batch.labels()), {b}, keep_alive,
                                     torch::TensorOptions().dtype(torch::kInt64));
   tensors.index = batch.index();

@@ -216,3 +216,22 @@ def test_a_png_folder_of_fashion_mnist_gives_the_idx_pixels(tmp_path):
     idx_images, _ = next(iter(idx))
     assert torch.allclose(x, idx_images[order], rtol=0, atol=1e-7)
 
+
+
+def test_uint8_batches_are_the_float_batches_rounded(image_set_folder):
+    # Cropped, resized and flipped as for float32, rounded to the nearest level, not normalised.
+    options = dict(batch_size=7, image_size=(12, 16), augment="random_resized_crop", shuffle=True, seed=4,
+                   num_workers=2)
+    for layout in ("nchw", "nhwc"):
+        as_uint8 = feeder.DataLoader(str(image_set_folder), dtype=torch.uint8, layout=layout, **options)
+        as_float = feeder.DataLoader(str(image_set_folder), layout=layout, **options)
+        images, labels = batches(as_uint8)
+        expected, expected_labels = batches(as_float)
+        assert images.dtype == torch.uint8 and images.shape == (30, 3, 12, 16)
+        assert torch.equal(labels, expected_labels)
+        assert (images.float() - expected * 255).abs().max() <= 0.501
+    with pytest.raises(ValueError, match="leave normalize=None"):
+        feeder.DataLoader(str(image_set_folder), dtype=torch.uint8, normalize=((0.5,) * 3, (0.2,) * 3),
+                          image_size=8)
+    with pytest.raises(ValueError, match="dtype must be torch.float32 or torch.uint8"):
+        feeder.DataLoader(str(image_set_folder), dtype=torch.float16, image_size=8)

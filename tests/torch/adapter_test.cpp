@@ -49,6 +49,25 @@ TEST(ToTensors, ValuesMatchTheStore) {
   EXPECT_EQ(tensors.labels[5].item<int64_t>(), 5);
 }
 
+TEST(ToTensors, Uint8BatchesAreUint8TensorsOfTheStoredPixels) {
+  auto store = store_of(6, {3, 4, 5});
+  for (const ImageLayout layout : {ImageLayout::kNchw, ImageLayout::kNhwc}) {
+    LoaderOptions options = sequential(6);
+    options.dtype = ImageDtype::kUint8;
+    options.layout = layout;
+    Loader loader(store, options);
+    loader.start_epoch(0);
+    std::optional<Batch> batch = loader.next();
+    ASSERT_TRUE(batch);
+    TensorBatch tensors = to_tensors(*batch);
+    EXPECT_EQ(tensors.images.dtype(), torch::kUInt8);
+    EXPECT_EQ(tensors.images.data_ptr<uint8_t>(), batch->images_u8());
+    EXPECT_EQ(tensors.images.sizes(), (std::vector<int64_t>{6, 3, 4, 5}));
+    EXPECT_EQ(tensors.images.is_contiguous(at::MemoryFormat::ChannelsLast), layout == ImageLayout::kNhwc);
+    EXPECT_TRUE(torch::equal(tensors.images, torch::from_blob(store->pixels().data(), {6, 3, 4, 5}, torch::kUInt8)));
+  }
+}
+
 TEST(ToTensors, TensorsOutliveBatchAndLoader) {
   auto store = store_of(8, {1, 2, 2});
   torch::Tensor images;

@@ -50,6 +50,10 @@ struct LoaderOptions {
   bool pin_memory = true;
   Normalization normalization;
   ImageLayout layout = ImageLayout::kNchw;
+  // float32 images, normalised; or uint8 pixels as stored or decoded (no normalization: leave it
+  // at mean 0, std 1), for a model that normalises on its device. Not for float32 stores or with
+  // a BatchTransform, which works on float images.
+  ImageDtype dtype = ImageDtype::kFloat32;
 
   // This process's share of every epoch (feeder/data/sampler.h, EpochPlan): rank r of world_size
   // ranks gets the r-th slice of each global batch of world_size * batch_size samples.
@@ -128,7 +132,7 @@ struct BatchBuffer;
 class Batch {
  public:
   Batch(std::shared_ptr<detail::BatchBuffer> buffer, int64_t index, int64_t size, ImageShape shape,
-        ImageLayout layout, int64_t num_padding = 0, std::vector<std::string> skipped = {});
+        ImageLayout layout, ImageDtype dtype, int64_t num_padding = 0, std::vector<std::string> skipped = {});
 
   int64_t index() const { return index_; }  // batch number within the epoch
   int64_t size() const { return size_; }    // B (smaller for the last batch without drop_last)
@@ -137,8 +141,13 @@ class Batch {
   int64_t num_padding() const { return num_padding_; }
   const ImageShape& shape() const { return shape_; }
   ImageLayout layout() const { return layout_; }
+  ImageDtype dtype() const { return dtype_; }
 
-  float* images();  // (B,C,H,W) or (B,H,W,C) float32, contiguous
+  // (B,C,H,W) or (B,H,W,C), contiguous: float32 images, or uint8 ones (LoaderOptions::dtype); the
+  // other accessor throws std::logic_error.
+  float* images();
+  uint8_t* images_u8();
+  const uint8_t* images_u8() const;
   // The images seen as logically (B,C,H,W), in elements: contiguous strides, or channels-last ones
   // when the batch is (B,H,W,C) (what LibTorch's channels-last kernels and DLPack consumers expect).
   std::array<int64_t, 4> image_strides() const {
@@ -164,6 +173,7 @@ class Batch {
   int64_t size_;
   ImageShape shape_;
   ImageLayout layout_;
+  ImageDtype dtype_;
   int64_t num_padding_ = 0;
   std::vector<std::string> skipped_;
 };

@@ -43,7 +43,7 @@ class ImageStage : public SampleStage {
 
   ImageShape output_shape() const override { return {options_.channels, options_.height, options_.width}; }
   void run(std::span<const uint8_t> bytes, const std::string& name, SplitMix64& rng, ImageLayout layout,
-           float* dst) const override;
+           ImageDtype dtype, void* dst) const override;
 
   const ImageStageOptions& options() const { return options_; }
 

@@ -29,6 +29,7 @@ struct ImageScratch {
   std::vector<uint8_t> rows;    // rows before a color conversion
   std::vector<float> column;    // one output row's vertical pass, over the columns the row reads
   std::vector<float> output_row;  // one output row, normalised, before it is copied out
+  std::vector<uint8_t> output_levels;  // the same rounded, for uint8 output
   std::vector<float> weights;   // horizontal resampling coefficients
   std::vector<int64_t> spans;   // their first source pixel and count, per output pixel
   std::vector<float> vertical_weights;
@@ -44,10 +45,12 @@ struct ResizedCropOptions {
 };
 
 // Where the resized pixels go, each value v (0..255) as v * scale[c] + bias[c] (no change by
-// default): (H,W,C) or (C,H,W), read right to left when `mirror` (a horizontal flip). Written
-// once, row by row: a sample goes straight into its batch.
+// default) into `data`, or into `pixels` as uint8 (v rounded to the nearest level; scale and bias
+// are not applied): (H,W,C) or (C,H,W), read right to left when `mirror` (a horizontal flip).
+// Written once, row by row: a sample goes straight into its batch.
 struct CropOutput {
   float* data = nullptr;
+  uint8_t* pixels = nullptr;  // instead of data
   ImageLayout layout = ImageLayout::kNhwc;
   bool mirror = false;
   std::array<float, 3> scale{1.0f, 1.0f, 1.0f};

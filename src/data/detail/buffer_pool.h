@@ -15,7 +15,7 @@ namespace feeder::detail {
 struct BatchBuffer {
   void* memory = nullptr;
   size_t size_bytes = 0;
-  float* images = nullptr;          // (batch_size, pixels_per_image)
+  void* images = nullptr;           // (batch_size, bytes_per_image)
   int64_t* labels = nullptr;        // (batch_size)
   int64_t* sample_indices = nullptr;  // (batch_size)
 };
@@ -25,7 +25,7 @@ struct BatchBuffer {
 // shared_ptr to it), so batches may outlive the loader. Thread safe.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t pixels_per_image);
+  BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image);
   ~BufferPool();
 
   std::shared_ptr<BatchBuffer> acquire();
@@ -38,7 +38,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
   std::shared_ptr<BufferAllocator> allocator_;
   int64_t batch_size_;
-  int64_t pixels_per_image_;
+  int64_t bytes_per_image_;
   Mutex mutex_;
   std::vector<BatchBuffer*> free_ GUARDED_BY(mutex_);
   std::atomic<int64_t> num_allocated_{0};
