@@ -102,6 +102,8 @@ int main(int argc, char** argv) {
   app.add_option("--size", size, "output height and width")->capture_default_str();
   app.add_option("--repeats", repeats, "alternated passes of each row (medians)")->capture_default_str();
   bool large = false;
+  bool uint8 = false;
+  app.add_flag("--uint8", uint8, "uint8 batches (not normalised) instead of float32");
   app.add_flag("--large-photos", large,
                "the wallpapers of plasma-workspace-wallpapers at full size (1920 px and up) instead of --data");
   try {
@@ -120,6 +122,7 @@ int main(int argc, char** argv) {
       options.batch_size = batch_size;
       options.num_workers = workers;
       options.shuffle = crop == feeder::ImageCrop::kRandomResizedCrop;
+      if (uint8) options.dtype = feeder::ImageDtype::kUint8;
       feeder::ImageStageOptions stage;
       stage.height = size;
       stage.width = size;

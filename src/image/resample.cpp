@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 // The hot loops are compiled twice, for x86-64's baseline (SSE2) and for AVX2, and the loader picks
 // one when the program starts. Both do the same float operations in the same order (AVX2 without
 // FMA: a fused multiply-add would round differently), so the results are the same bits on every
@@ -74,6 +78,26 @@ FEEDER_AVX2_CLONE void vertical(const uint8_t* first_row, int64_t row_bytes, int
 }
 
 using Float4 = float __attribute__((vector_size(16)));
+
+// Each value rounded to the nearest level: clamped to [0, 255], plus a half, truncated. Sixteen at a
+// time with SSE2 (the compiler does not vectorise the float to uint8 conversion); the same results
+// as the scalar loop, which does the rest.
+void round_to_levels(const float* values, int64_t n, uint8_t* levels) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128 low = _mm_setzero_ps(), high = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
+  const auto four = [&](int64_t at) {
+    return _mm_cvttps_epi32(_mm_add_ps(_mm_min_ps(_mm_max_ps(_mm_loadu_ps(values + at), low), high), half));
+  };
+  for (; i + 16 <= n; i += 16) {
+    const __m128i first = _mm_packs_epi32(four(i), four(i + 4));  // values 0..255: no saturation
+    const __m128i second = _mm_packs_epi32(four(i + 8), four(i + 12));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(levels + i), _mm_packus_epi16(first, second));
+  }
+#endif
+  for (; i < n; ++i)
+    levels[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(values[i], 0.0f), 255.0f) + 0.5f));
+}
 
 // One output row of an RGB image from the vertical pass's floats: each output pixel's three channels
 // as one vector of four (the fourth lane reads the next pixel and is dropped), then normalised and
@@ -188,10 +212,8 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
     else
       horizontal_gray(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, out_row);
     if (output.pixels) {
-      // Rounded to the nearest level: a float within [0, 255] (the filter's weights are positive
-      // and sum to 1) plus a half, truncated.
       const int64_t n = out_width * channels;
-      for (int64_t i = 0; i < n; ++i) out_levels[i] = static_cast<uint8_t>(std::clamp(out_row[i], 0.0f, 255.0f) + 0.5f);
+      round_to_levels(out_row, n, out_levels);
       if (planar) {
         for (int c = 0; c < channels; ++c)
           std::memcpy(output.pixels + c * plane + y * out_width, out_levels + c * out_width, static_cast<size_t>(out_width));

@@ -125,6 +125,29 @@ TEST(Resample, MatchesADirectSumInEveryLayoutMirroredAndNormalised) {
   }
 }
 
+// uint8 output: the float values rounded to the nearest level, in both layouts and mirrored; the
+// widths leave tails after the sixteen-at-a-time conversion.
+TEST(Resample, Uint8OutputIsTheFloatOutputRounded) {
+  for (const Case& t : kCases) {
+    const Picture p = pattern(t.width, t.height, t.channels);
+    const detail::ResampleBox box = detail::resample_box(t.box, 1.0, 1.0, 0, 0, t.width, t.height);
+    for (const ImageLayout layout : {ImageLayout::kNhwc, ImageLayout::kNchw}) {
+      ImageScratch scratch;
+      std::vector<float> values(static_cast<size_t>(t.out_w * t.out_h * t.channels));
+      std::vector<uint8_t> levels(values.size());
+      CropOutput as_float, as_uint8;
+      as_float.data = values.data();
+      as_uint8.pixels = levels.data();
+      as_float.layout = as_uint8.layout = layout;
+      as_float.mirror = as_uint8.mirror = true;
+      detail::resample(p.pixels.data(), t.width, t.height, t.channels, box, t.out_w, t.out_h, scratch, as_float);
+      detail::resample(p.pixels.data(), t.width, t.height, t.channels, box, t.out_w, t.out_h, scratch, as_uint8);
+      for (size_t i = 0; i < values.size(); ++i)
+        ASSERT_EQ(levels[i], static_cast<uint8_t>(std::lround(std::clamp(values[i], 0.0f, 255.0f)))) << i;
+    }
+  }
+}
+
 uint64_t fnv1a(const std::vector<float>& values) {
   uint64_t hash = 14695981039346656037ull;
   for (const float v : values) {
