@@ -18,24 +18,6 @@
 namespace feeder {
 namespace {
 
-// `count` pictures of assorted sizes; sample `broken` (if any) cut short.
-std::shared_ptr<const EncodedImageSource> pictures(int count, int broken = -1) {
-  std::vector<uint8_t> bytes;
-  std::vector<int64_t> offsets{0};
-  std::vector<int64_t> labels;
-  std::vector<std::string> names;
-  for (int i = 0; i < count; ++i) {
-    std::vector<uint8_t> png = png_of(20 + (i * 13) % 40, 15 + (i * 7) % 50, i);
-    if (i == broken) png.resize(png.size() / 2);
-    bytes.insert(bytes.end(), png.begin(), png.end());
-    offsets.push_back(static_cast<int64_t>(bytes.size()));
-    labels.push_back(i % 5);
-    names.push_back("pictures/" + std::to_string(i) + ".png");
-  }
-  return std::make_shared<EncodedImageSource>("pictures", std::move(bytes), std::move(offsets), std::move(labels),
-                                              std::move(names), true);
-}
-
 LoaderOptions image_options(int workers) {
   LoaderOptions options;
   options.batch_size = 8;

@@ -1,13 +1,17 @@
 #pragma once
 
 // PNG pictures for the image tests, encoded with libpng's simplified API: RGB, `width` x `height`,
-// their pixels a function of `seed`.
+// their pixels a function of `seed`; and a set of them in memory.
 
 #include <gtest/gtest.h>
 #include <png.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include "feeder/image/encoded_source.h"
 
 namespace feeder {
 
@@ -25,6 +29,24 @@ inline std::vector<uint8_t> png_of(int width, int height, int seed) {
   EXPECT_TRUE(png_image_write_to_memory(&image, out.data(), &size, 0, rgb.data(), 0, nullptr));
   out.resize(size);
   return out;
+}
+
+// `count` pictures of assorted sizes; sample `broken` (if any) cut short.
+inline std::shared_ptr<const EncodedImageSource> pictures(int count, int broken = -1) {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> offsets{0};
+  std::vector<int64_t> labels;
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    std::vector<uint8_t> png = png_of(20 + (i * 13) % 40, 15 + (i * 7) % 50, i);
+    if (i == broken) png.resize(png.size() / 2);
+    bytes.insert(bytes.end(), png.begin(), png.end());
+    offsets.push_back(static_cast<int64_t>(bytes.size()));
+    labels.push_back(i % 5);
+    names.push_back("pictures/" + std::to_string(i) + ".png");
+  }
+  return std::make_shared<EncodedImageSource>("pictures", std::move(bytes), std::move(offsets), std::move(labels),
+                                              std::move(names), true);
 }
 
 }  // namespace feeder
