@@ -9,7 +9,8 @@
 //   - a bare full-size decode of the same files (in memory) on as many std::threads as workers: the
 //     rate no loader that decodes whole images can pass.
 // Then the peak RSS of the process. The set is the one bench/images/images_bench.py builds (2000
-// ImageNet-sized crops of Debian's wallpapers): its Python rows compare with these.
+// ImageNet-sized crops of Debian's wallpapers): its Python rows compare with these. --large-photos
+// measures the wallpapers at full size instead; --uint8 asks for uint8 batches.
 
 #include <sys/resource.h>
 

@@ -327,8 +327,9 @@ class DataLoader:
 
     Iterating yields ``(images, labels)`` as a ``feeder.Batch`` (a tuple with ``num_padding``: rows at
     its end that pad the epoch for ranks): float32 (uint8 with dtype=torch.uint8) (B,C,H,W) and
-    int64 (B) CPU tensors that share the loader's buffers. A buffer returns to the loader when its tensors are freed, so keeping
-    every batch of an epoch costs a new buffer each; an unlabeled set yields labels of -1.
+    int64 (B) CPU tensors that share the loader's buffers. A buffer returns to the loader when its
+    tensors are freed, so keeping every batch of an epoch costs a new buffer each; an unlabeled set
+    yields labels of -1.
 
     Epochs: like DistributedSampler, ``set_epoch(e)`` before iterating picks epoch e's shuffle;
     without it each pass takes the next epoch number (0, 1, 2, ...), so every pass is shuffled

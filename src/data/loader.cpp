@@ -34,9 +34,9 @@ size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignmen
 
 class AlignedAllocator : public BufferAllocator {
  public:
-  // Large batches (a batch of 256 float images of 224x224 is 154 MB) on huge pages: writing a
-  // sample into one then misses the TLB once per 2 MiB instead of once per 4 KiB page, which on
-  // a virtual machine cost a quarter of an image pipeline's time.
+  // Large batches (a batch of 256 float images of 224x224 is 154 MB) on huge pages, as the image
+  // store: filling one faults once per 2 MiB instead of once per 4 KiB page, and writing samples
+  // into it misses the TLB as rarely.
   void* allocate(size_t size_bytes) override { return allocate_large_buffer(round_up(size_bytes)).release(); }
   void deallocate(void* data, size_t) override { std::free(data); }
 };
@@ -286,14 +286,14 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
     options.memory_budget = 0;
     return options;
   }
-  if (source.in_memory() && source.in_memory()->pixel_type() == PixelType::kFloat32 &&
-      options.dtype == ImageDtype::kUint8)
-    throw OptionsError(source.name() + ": its pixels are float32 values: they cannot be served as uint8");
   if (source.in_memory()) {
-    if (source.in_memory()->pixel_type() == PixelType::kFloat32 &&
-        (options.normalization.mean != 0.0f || options.normalization.std != 1.0f))
-      throw OptionsError(source.name() + ": its pixels are float32 values, served as they are: normalization "
-                         "applies to uint8 pixels only (leave it at mean 0, std 1)");
+    if (source.in_memory()->pixel_type() == PixelType::kFloat32) {
+      if (options.dtype == ImageDtype::kUint8)
+        throw OptionsError(source.name() + ": its pixels are float32 values: they cannot be served as uint8");
+      if (options.normalization.mean != 0.0f || options.normalization.std != 1.0f)
+        throw OptionsError(source.name() + ": its pixels are float32 values, served as they are: normalization "
+                           "applies to uint8 pixels only (leave it at mean 0, std 1)");
+    }
     options.shuffle_window = options.shuffle_window == 0 ? size : std::min(options.shuffle_window, size);
     options.memory_budget = 0;
     return options;
@@ -605,12 +605,11 @@ class Loader::StagedRows {
   // The sample at `position` of the epoch's order.
   void add(int64_t position, int64_t sample, const SampleView& view) {
     const Loader& l = loader_;
-    const int64_t pixels = l.sample_shape_.num_pixels();
+    const int64_t row_bytes = l.sample_shape_.num_pixels() * dtype_bytes(l.options_.dtype);
     SplitMix64 rng = sample_generator(l.options_.seed, l.shared_->epoch, sample);
     try {
       l.options_.sample_stage->run(view.bytes, l.source_->sample_name(sample), rng, l.options_.layout,
-                                   l.options_.dtype,
-                                   static_cast<uint8_t*>(buffer_.images) + rows_ * pixels * dtype_bytes(l.options_.dtype));
+                                   l.options_.dtype, static_cast<uint8_t*>(buffer_.images) + rows_ * row_bytes);
     } catch (const DataError& error) {
       if (!l.options_.skip_bad_samples) throw;
       skipped_.push_back(error.what());

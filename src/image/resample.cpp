@@ -63,8 +63,8 @@ int64_t coefficients(double x0, double x1, int64_t lo, int64_t hi, int64_t out, 
 // `rows` rows of `n` uint8 values, `row_bytes` apart, weighted and summed into `column`. Contiguous,
 // so the compiler vectorises it. Each value is the same sum of the same products (no fused
 // multiply-add) whichever instructions compute it, so results do not depend on the machine.
-FEEDER_AVX2_CLONE void vertical(const uint8_t* first_row, int64_t row_bytes, int64_t rows, const float* weights, int64_t n,
-              float* __restrict column) {
+FEEDER_AVX2_CLONE void vertical(const uint8_t* first_row, int64_t row_bytes, int64_t rows, const float* weights,
+                                int64_t n, float* __restrict column) {
   if (rows == 0) std::fill(column, column + n, 0.0f);
   for (int64_t k = 0; k < rows; ++k) {
     const uint8_t* __restrict row = first_row + k * row_bytes;
@@ -102,8 +102,8 @@ void round_to_levels(const float* values, int64_t n, uint8_t* levels) {
 // One output row of an RGB image from the vertical pass's floats: each output pixel's three channels
 // as one vector of four (the fourth lane reads the next pixel and is dropped), then normalised and
 // written in the output's layout, mirrored if asked. `column` starts at source column `column_first`.
-void horizontal_rgb(const float* column, int64_t column_first, const int64_t* spans, const float* weights, int64_t stride, int64_t out_width,
-                    const CropOutput& output, bool planar, float* out_row) {
+void horizontal_rgb(const float* column, int64_t column_first, const int64_t* spans, const float* weights,
+                    int64_t stride, int64_t out_width, const CropOutput& output, bool planar, float* out_row) {
   const Float4 scale = {output.scale[0], output.scale[1], output.scale[2], 1.0f};
   const Float4 bias = {output.bias[0], output.bias[1], output.bias[2], 0.0f};
   float* red = out_row;
@@ -134,8 +134,8 @@ void horizontal_rgb(const float* column, int64_t column_first, const int64_t* sp
   }
 }
 
-void horizontal_gray(const float* column, int64_t column_first, const int64_t* spans, const float* weights, int64_t stride,
-                     int64_t out_width, const CropOutput& output, float* out_row) {
+void horizontal_gray(const float* column, int64_t column_first, const int64_t* spans, const float* weights,
+                     int64_t stride, int64_t out_width, const CropOutput& output, float* out_row) {
   for (int64_t x = 0; x < out_width; ++x) {
     const int64_t count = spans[2 * x + 1];
     const float* w = weights + x * stride;
@@ -179,7 +179,8 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
               const CropOutput& output) {
   const int64_t vstride = coefficients(box.y0, box.y1, box.read_y0, box.read_y1, out_height, scratch.vertical_weights,
                                        scratch.vertical_spans);
-  const int64_t hstride = coefficients(box.x0, box.x1, box.read_x0, box.read_x1, out_width, scratch.weights, scratch.spans);
+  const int64_t hstride =
+      coefficients(box.x0, box.x1, box.read_x0, box.read_x1, out_width, scratch.weights, scratch.spans);
   const int64_t* hspans = scratch.spans.data();
   // The columns any output pixel reads: the first pixel's first to the last pixel's end.
   const int64_t column_last =
@@ -194,11 +195,15 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
   // One output row in the output's layout (a row per channel for (C,H,W)), copied out whole: the
   // batch is written in long runs, not a float at a time into three planes.
   scratch.output_row.resize(static_cast<size_t>(out_width * channels));
-  const size_t row_bytes = static_cast<size_t>(out_width) * sizeof(float);
-  if (output.pixels) scratch.output_levels.resize(static_cast<size_t>(out_width * channels));
-  uint8_t* out_levels = scratch.output_levels.data();
   float* out_row = scratch.output_row.data();
   const bool planar = output.layout == ImageLayout::kNchw;
+  // `n` values of out_row to the output from element `at` on: copied, or rounded for uint8.
+  const auto store = [&](const float* values, int64_t n, int64_t at) {
+    if (output.pixels)
+      round_to_levels(values, n, output.pixels + at);
+    else
+      std::memcpy(output.data + at, values, static_cast<size_t>(n) * sizeof(float));
+  };
   for (int64_t y = 0; y < out_height; ++y) {
     // Vertical first, over the columns this row's pixels read; then each output pixel from those.
     const int64_t first_row = scratch.vertical_spans[static_cast<size_t>(2 * y)];
@@ -211,20 +216,10 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
                      out_row);
     else
       horizontal_gray(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, out_row);
-    if (output.pixels) {
-      const int64_t n = out_width * channels;
-      round_to_levels(out_row, n, out_levels);
-      if (planar) {
-        for (int c = 0; c < channels; ++c)
-          std::memcpy(output.pixels + c * plane + y * out_width, out_levels + c * out_width, static_cast<size_t>(out_width));
-      } else {
-        std::memcpy(output.pixels + y * n, out_levels, static_cast<size_t>(n));
-      }
-    } else if (planar) {
-      for (int c = 0; c < channels; ++c)
-        std::memcpy(output.data + c * plane + y * out_width, out_row + c * out_width, row_bytes);
+    if (planar) {
+      for (int c = 0; c < channels; ++c) store(out_row + c * out_width, out_width, c * plane + y * out_width);
     } else {
-      std::memcpy(output.data + y * out_width * channels, out_row, row_bytes * channels);
+      store(out_row, out_width * channels, y * out_width * channels);
     }
   }
 }

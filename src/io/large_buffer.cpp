@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -19,7 +20,7 @@ void FreeDeleter::operator()(void* data) const { std::free(data); }
 
 std::unique_ptr<uint8_t[], FreeDeleter> allocate_large_buffer(size_t size_bytes) {
   if (size_bytes < kHugePageThresholdBytes) {
-    const size_t rounded = (size_bytes + kCacheLineBytes) / kCacheLineBytes * kCacheLineBytes;  // > 0
+    const size_t rounded = (std::max<size_t>(size_bytes, 1) + kCacheLineBytes - 1) / kCacheLineBytes * kCacheLineBytes;
     void* data = std::aligned_alloc(kCacheLineBytes, rounded);
     if (!data) throw std::bad_alloc();
     return std::unique_ptr<uint8_t[], FreeDeleter>(static_cast<uint8_t*>(data));

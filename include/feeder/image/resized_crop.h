@@ -29,7 +29,6 @@ struct ImageScratch {
   std::vector<uint8_t> rows;    // rows before a color conversion
   std::vector<float> column;    // one output row's vertical pass, over the columns the row reads
   std::vector<float> output_row;  // one output row, normalised, before it is copied out
-  std::vector<uint8_t> output_levels;  // the same rounded, for uint8 output
   std::vector<float> weights;   // horizontal resampling coefficients
   std::vector<int64_t> spans;   // their first source pixel and count, per output pixel
   std::vector<float> vertical_weights;
