@@ -606,19 +606,22 @@ class _EpochIterator:
 # -------------------------------------------------------------------- the commands
 
 def convert(input, output, *, layout=None, codec=None, level=None, row_group_size=None, shard_rows=None,
-            shard_size=None, shape=None, page_rows=None, shuffle_on_write=None):
+            shard_size=None, shape=None, page_rows=None, shuffle_on_write=None, max_side=None, jpeg_quality=None):
     """Converts between CSV, IDX and Parquet (by extension), as ``feeder convert IN OUT`` does, prints
     its size report through ``sys.stdout`` (a notebook shows it) and returns it. An output directory
     (ending in '/', or with shard_rows/shard_size) gets a sharded Parquet set with index.json. A folder
     of images (torchvision's ImageFolder layout) becomes Parquet shards of its files' bytes, which
     ``DataLoader(output, image_size=...)`` streams; pass shuffle_on_write, as the folder is sorted by class. Options as the command's: layout "columns" | "image", codec "zstd" |
     "snappy" | "gzip" | "lz4" | "brotli" | "none", level, row_group_size, shard_rows, shard_size ("256MB"),
-    shape (C, H, W), page_rows, shuffle_on_write (a seed: a sharded set's rows are written shuffled)."""
+    shape (C, H, W), page_rows, shuffle_on_write (a seed: a sharded set's rows are written shuffled);
+    for images, max_side (re-encode as JPEG, resized to this longer side, the images larger than it)
+    and jpeg_quality (90). One shard's images are held in memory at a time."""
     args = [os.fspath(input), os.fspath(output)]
     for flag, value in (("--layout", layout), ("--codec", codec), ("--level", level),
                         ("--row-group-size", row_group_size), ("--shard-rows", shard_rows),
                         ("--shard-size", shard_size), ("--page-rows", page_rows),
-                        ("--shuffle-on-write", shuffle_on_write)):
+                        ("--shuffle-on-write", shuffle_on_write), ("--max-side", max_side),
+                        ("--jpeg-quality", jpeg_quality)):
         if value is not None:
             args += [flag, str(value)]
     if shape is not None:

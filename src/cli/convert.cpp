@@ -25,7 +25,8 @@
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/formats/sharded.h"
-#include "feeder/image/encoded_source.h"
+#include "feeder/image/encoded_rows.h"
+#include "feeder/image/max_side.h"
 #include "feeder/image/image_folder.h"
 #include "feeder/image/tar_shards.h"
 #include "feeder/stopwatch.h"
@@ -54,6 +55,9 @@ struct ConvertArgs {
   bool page_rows_given = false;
   std::optional<uint64_t> shuffle_seed;
   bool row_group_size_given = false;
+  int64_t max_side = 0;  // 0: images are kept as they are
+  int jpeg_quality = 90;
+  bool jpeg_quality_given = false;
 };
 
 // A directory output: OUT ends in '/' or is a directory already, or a shard bound was given.
@@ -199,10 +203,9 @@ int run_sharded_convert(const ConvertArgs& args) {
 // at once, so a few MB of photographs; Hugging Face datasets writes image sets with 100 as well.
 constexpr int64_t kEncodedRowGroupRows = 100;
 
-// A set of encoded images held in memory, and what the report says of where it came from.
+// A set of encoded images to write, and what the report says of where it came from.
 struct EncodedInput {
-  std::shared_ptr<const SampleSource> source;
-  int64_t encoded_bytes = 0;
+  std::unique_ptr<EncodedRowReader> rows;
   std::vector<std::string> classes;  // an image folder's class names; empty for tar shards
   std::string skipped;               // what was left out, for the report ("" for nothing)
   std::string order;                 // the order of the rows when not shuffled on write
@@ -216,11 +219,13 @@ void check_encoded_convert_args(const ConvertArgs& args, const std::string& what
   if (lowercase_extension(args.output) == ".parquet" || lowercase_extension(args.output) == ".csv")
     throw OptionsError(what + " is written as a sharded set: give a directory (OUT/), not '" + args.output.string() +
                        "'");
+  if (args.jpeg_quality_given && args.max_side == 0)
+    throw OptionsError("--jpeg-quality applies to the images --max-side re-encodes: give --max-side too");
 }
 
 // Encoded images (an image folder's files, tar shards' members) as Parquet shards of their bytes,
-// unchanged, with the report.
-int write_encoded_set(const ConvertArgs& args, const EncodedInput& input, double read_seconds) {
+// unchanged unless --max-side, with the report. One shard's images are held at a time.
+int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   ShardWriteOptions options;
   options.parquet = args.parquet;
   if (!args.row_group_size_given) options.parquet.row_group_size = kEncodedRowGroupRows;
@@ -229,32 +234,50 @@ int write_encoded_set(const ConvertArgs& args, const EncodedInput& input, double
   if (args.shard_rows == 0) {
     options.shard_size_bytes = parse_byte_size(args.shard_size.empty() ? kDefaultShardSize : args.shard_size, "--shard-size");
   }
+  EncodedRowReader* source_rows = input.rows.get();
+  MaxSideRowReader* smaller = nullptr;
+  if (args.max_side > 0) {
+    MaxSideOptions max_side;
+    max_side.max_side = args.max_side;
+    max_side.quality = args.jpeg_quality;
+    auto reader = std::make_unique<MaxSideRowReader>(std::move(input.rows), max_side);
+    smaller = reader.get();
+    input.rows = std::move(reader);
+  }
   const bool show_progress = ::isatty(STDERR_FILENO) == 1;
-  const Stopwatch write_time;
-  const ShardedDataset dataset = write_encoded_sharded(*input.source, args.output, options, [show_progress](int64_t done, int64_t total) {
+  const Stopwatch total_time;
+  const ShardedDataset dataset = write_encoded_sharded(*input.rows, args.output, options, [show_progress](int64_t done, int64_t total) {
     if (show_progress) std::cerr << "feeder convert: shard " << done << "/" << total << " written" << std::endl;
   });
+  const double read_seconds = source_rows->read_seconds();
+  const double reencode_seconds = smaller ? smaller->stats().seconds : 0.0;
   uint64_t output_bytes = 0;
   for (const ShardInfo& shard : dataset.shards) output_bytes += shard.size_bytes;
-  std::set<int64_t> labels;
-  for (int64_t i = 0; i < input.source->size(); ++i) labels.insert(input.source->sample(i).label);
   std::printf("| input | output | images | classes | shards | row groups | encoded MB | output MB | read s | write s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| %s | %s | %lld | %zu | %zu | %lld | %.1f | %.1f | %.3f | %.3f |\n",
               directory_name(args.input).c_str(), directory_name(args.output).c_str(),
-              static_cast<long long>(dataset.num_rows), input.source->labeled() ? labels.size() : size_t{0},
+              static_cast<long long>(dataset.num_rows), input.rows->labeled() ? source_rows->labels_seen().size() : size_t{0},
               dataset.shards.size(), static_cast<long long>(dataset.num_row_groups()),
-              megabytes(static_cast<uint64_t>(input.encoded_bytes)), megabytes(output_bytes), read_seconds,
-              write_time.seconds());
+              megabytes(static_cast<uint64_t>(input.rows->encoded_bytes())), megabytes(output_bytes), read_seconds,
+              total_time.seconds() - read_seconds - reencode_seconds);
   if (!input.classes.empty()) {
     std::printf("\nlabels: ");
     for (size_t i = 0; i < input.classes.size(); ++i)
       std::printf("%s%zu %s", i ? ", " : "", i, input.classes[i].c_str());
     std::printf("\n");
-  } else if (!input.source->labeled()) {
+  } else if (!input.rows->labeled()) {
     std::printf("\nunlabeled: no .cls members\n");
   }
   if (!input.skipped.empty()) std::printf("skipped: %s\n", input.skipped.c_str());
+  if (smaller) {
+    const MaxSideStats& stats = smaller->stats();
+    std::printf("re-encoded: %lld images larger than %lld px on a side, as JPEG of quality %d: %.1f MB -> %.1f MB, "
+                "%.3f s\n",
+                static_cast<long long>(stats.reencoded), static_cast<long long>(args.max_side), args.jpeg_quality,
+                megabytes(static_cast<uint64_t>(stats.bytes_before)), megabytes(static_cast<uint64_t>(stats.bytes_after)),
+                stats.seconds);
+  }
   if (dataset.shuffled_on_write)
     std::printf("rows shuffled with seed %llu\n", static_cast<unsigned long long>(*dataset.shuffled_on_write));
   else
@@ -262,35 +285,39 @@ int write_encoded_set(const ConvertArgs& args, const EncodedInput& input, double
   return 0;
 }
 
-// An image folder (torchvision's ImageFolder layout) as Parquet shards of its files' bytes.
+// An image folder (torchvision's ImageFolder layout) as Parquet shards of its files' bytes. The
+// folder is listed first; each shard's files are read when it is written.
 int run_image_folder_convert(const ConvertArgs& args) {
   check_encoded_convert_args(args, "an image folder");
-  const Stopwatch load_time;
-  const ImageFolder folder = open_image_folder(args.input);
-  EncodedInput input{folder.source, folder.encoded_bytes, folder.classes, "", "the folder's order, sorted by class"};
-  if (folder.skipped_other + folder.skipped_unsupported > 0)
-    input.skipped = std::to_string(folder.skipped_other) + " files that are not images, " +
-                    std::to_string(folder.skipped_unsupported) + " images of formats feeder does not decode";
-  return write_encoded_set(args, input, load_time.seconds());
+  ImageFolderListing listing = list_image_folder(args.input);
+  EncodedInput input;
+  input.classes = listing.classes;
+  input.order = "the folder's order, sorted by class";
+  if (listing.skipped_other + listing.skipped_unsupported > 0)
+    input.skipped = std::to_string(listing.skipped_other) + " files that are not images, " +
+                    std::to_string(listing.skipped_unsupported) + " images of formats feeder does not decode";
+  input.rows = folder_row_reader(std::move(listing), args.input.string());
+  return write_encoded_set(args, std::move(input));
 }
 
-// WebDataset-style tar shards as Parquet shards of their images' bytes. The members are read into
-// memory first (a shuffle on write takes the samples in any order).
+// WebDataset-style tar shards as Parquet shards of their images' bytes, read in order; a shuffle
+// on write copies the images into a spill file beside the output first (they are read in order
+// only).
 int run_tar_convert(const ConvertArgs& args) {
   check_encoded_convert_args(args, "a set of tar shards");
   const bool show_progress = ::isatty(STDERR_FILENO) == 1;
-  const Stopwatch load_time;
   const TarShards tars = open_tar_shards(args.input.string());
   EncodedInput input;
-  input.source = read_encoded_into_memory(*tars.source, [show_progress](int64_t done, int64_t total) {
-    if (show_progress && (done % 64 == 0 || done == total))
-      std::cerr << "feeder convert: read " << done << "/" << total << " blocks of tar members" << std::endl;
-  });
-  input.encoded_bytes = tars.encoded_bytes;
   input.order = "the shards' order";
   if (tars.skipped_members > 0)
     input.skipped = std::to_string(tars.skipped_members) + " members that are neither an image nor a label";
-  return write_encoded_set(args, input, load_time.seconds());
+  input.rows = stream_row_reader(tars.source, tars.encoded_bytes, args.shuffle_seed.has_value(), args.output,
+                                 [show_progress](int64_t done, int64_t total) {
+                                   if (show_progress && (done % 64 == 0 || done == total))
+                                     std::cerr << "feeder convert: copied " << done << "/" << total
+                                               << " blocks of tar members for the shuffle" << std::endl;
+                                 });
+  return write_encoded_set(args, std::move(input));
 }
 
 int run_convert(ConvertArgs& args) {
@@ -321,7 +348,8 @@ Command add_convert_command(CLI::App& parent) {
       "IN:  .csv, .parquet or IDX (*-images-idx3-ubyte[.gz], labels read from the file beside it), or a folder\n"
       "     of JPEG/PNG/WebP images in torchvision's ImageFolder layout, or WebDataset-style tar shards (a .tar,\n"
       "     a directory of them or a glob: key.jpg + key.cls), written as Parquet shards of the images' bytes\n"
-      "     (no re-encoding; row groups of 100 images; --shuffle-on-write SEED recommended)\n"
+      "     (no re-encoding unless --max-side; row groups of 100 images; --shuffle-on-write SEED recommended;\n"
+      "     one shard's images are held in memory at a time)\n"
       "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK), or a directory (OUT/, an existing\n"
       "     directory, or --shard-rows / --shard-size) for a sharded Parquet set: part-00000.parquet ...\n"
       "     plus index.json; shards of 256MB unless told otherwise, written to stream well: the image layout,\n"
@@ -345,6 +373,13 @@ Command add_convert_command(CLI::App& parent) {
       ->check(at_least(1));
   app->add_option("--shuffle-on-write", args->shuffle_seed,
                   "sharded sets: write the rows in an order shuffled with this seed (recorded in index.json)");
+  app->add_option("--max-side", args->max_side,
+                  "encoded images: re-encode those whose longer side is over N px as JPEG, resized to N "
+                  "(the others are kept as they are)")
+      ->check(at_least(1));
+  app->add_option("--jpeg-quality", args->jpeg_quality, "the JPEG quality of images re-encoded by --max-side")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app->add_option("--shape", *shape, "image shape CxHxW, e.g. 1x28x28")
       ->delimiter('x')
       ->expected(3)
@@ -354,6 +389,7 @@ Command add_convert_command(CLI::App& parent) {
             args->codec_given = !codec->empty();
             args->page_rows_given = app->count("--page-rows") > 0;
             args->row_group_size_given = app->count("--row-group-size") > 0;
+            args->jpeg_quality_given = app->count("--jpeg-quality") > 0;
             if (!layout->empty()) args->parquet.layout = parquet::parse_parquet_layout(*layout);
             if (!codec->empty()) args->parquet.codec = parquet::parse_parquet_codec(*codec);
             std::error_code error;
@@ -363,6 +399,8 @@ Command add_convert_command(CLI::App& parent) {
             if (args->shuffle_seed && !sharded_output(*args) && !encoded) {
               throw OptionsError("--shuffle-on-write applies to a sharded set (an output directory)");
             }
+            if (!encoded && (args->max_side > 0 || args->jpeg_quality_given))
+              throw OptionsError("--max-side and --jpeg-quality apply to encoded images (an image folder, tar shards)");
             if (!shape->empty()) args->shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};
             return run_convert(*args);
           }};

@@ -16,6 +16,7 @@
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
 #include "feeder/formats/parquet/row_group_reader.h"
+#include "feeder/image/encoded_rows.h"
 #include "feeder/io/file.h"
 #include "feeder/util/byte_size.h"
 #include "formats/detail/shard_index.h"
@@ -394,34 +395,36 @@ ShardedDataset write_sharded(const ImageStore& given, const fs::path& out_dir, c
   return dataset;
 }
 
-ShardedDataset write_encoded_sharded(const SampleSource& source, const fs::path& out_dir,
+ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const fs::path& out_dir,
                                      const ShardWriteOptions& options,
                                      const std::function<void(int64_t, int64_t)>& progress) {
   check_write_options(options);
-  if (!source.samples_in_memory())
-    throw OptionsError(source.name() + ": not a set of encoded images held in memory (an image folder)");
   prepare_out_dir(out_dir);
-  const std::vector<int64_t> order = epoch_order(source.size(), options.shuffle_seed.has_value(),
+  const int64_t size = reader.size();
+  const std::vector<int64_t> order = epoch_order(size, options.shuffle_seed.has_value(),
                                                  options.shuffle_seed.value_or(0), 0);
   int64_t shard_rows = options.shard_rows;
   if (shard_rows <= 0) {
     // As many images as make the target on average (every shard but the last gets the same rows).
-    int64_t total_bytes = 0;
-    for (int64_t i = 0; i < source.size(); ++i) total_bytes += static_cast<int64_t>(source.sample(i).bytes.size());
-    const double mean_bytes = static_cast<double>(std::max<int64_t>(total_bytes, 1)) / static_cast<double>(std::max<int64_t>(source.size(), 1));
+    const double mean_bytes = static_cast<double>(std::max<int64_t>(reader.encoded_bytes(), 1)) /
+                              static_cast<double>(std::max<int64_t>(size, 1));
     shard_rows = static_cast<int64_t>(static_cast<double>(options.shard_size_bytes) / mean_bytes);
   }
   shard_rows = std::max<int64_t>(shard_rows, 1);
-  const int64_t num_shards = std::max<int64_t>(1, (source.size() + shard_rows - 1) / shard_rows);
+  const int64_t num_shards = std::max<int64_t>(1, (size + shard_rows - 1) / shard_rows);
   const size_t digits = std::max<size_t>(5, std::to_string(num_shards - 1).size());
   std::vector<fs::path> written;
   try {
     for (int64_t shard_idx = 0; shard_idx < num_shards; ++shard_idx) {
       const fs::path path = out_dir / shard_name(shard_idx, digits);
       const int64_t first_row = shard_idx * shard_rows;
-      const int64_t rows = std::min(shard_rows, source.size() - first_row);
-      parquet::write_encoded_parquet(source, std::span<const int64_t>(order).subspan(static_cast<size_t>(first_row), static_cast<size_t>(rows)),
-                                     path, options.parquet);
+      const int64_t rows = std::min(shard_rows, size - first_row);
+      // One shard's images in memory at a time, in the order they are written.
+      const std::shared_ptr<const EncodedImageSource> images =
+          reader.read(std::span<const int64_t>(order).subspan(static_cast<size_t>(first_row), static_cast<size_t>(rows)));
+      std::vector<int64_t> in_order(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) in_order[static_cast<size_t>(r)] = r;
+      parquet::write_encoded_parquet(*images, in_order, path, options.parquet);
       written.push_back(path);
       if (progress) progress(shard_idx + 1, num_shards);
     }

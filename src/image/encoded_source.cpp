@@ -49,38 +49,4 @@ void EncodedImageSource::read_block(int64_t, std::vector<uint8_t>&, uint8_t*, in
   throw OptionsError(name_ + ": encoded images are read one sample at a time, not as blocks of pixels");
 }
 
-std::shared_ptr<EncodedImageSource> read_encoded_into_memory(const SampleSource& source,
-                                                             const std::function<void(int64_t, int64_t)>& progress) {
-  if (!source.encoded() || source.samples_in_memory())
-    throw OptionsError(source.name() + ": not a streaming source of encoded images");
-  std::vector<uint8_t> bytes;
-  std::vector<int64_t> offsets = {0};
-  std::vector<int64_t> labels;
-  std::vector<std::string> names;
-  std::vector<uint8_t> scratch, block;
-  std::vector<int64_t> ends, block_labels;
-  const int64_t blocks = source.num_blocks();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t rows = source.block_rows(b);
-    // block_bytes counts a label and an end per row besides the samples' bytes.
-    const int64_t capacity = source.block_bytes(b) - 2 * static_cast<int64_t>(sizeof(int64_t)) * rows;
-    block.resize(static_cast<size_t>(std::max<int64_t>(capacity, 1)));
-    ends.resize(static_cast<size_t>(rows));
-    block_labels.resize(static_cast<size_t>(rows));
-    source.read_encoded_block(b, scratch, block.data(), capacity, ends.data(), block_labels.data());
-    const int64_t first = source.block_starts()[static_cast<size_t>(b)];
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t begin = r == 0 ? 0 : ends[static_cast<size_t>(r) - 1];
-      const int64_t end = ends[static_cast<size_t>(r)];
-      bytes.insert(bytes.end(), block.begin() + begin, block.begin() + end);
-      offsets.push_back(static_cast<int64_t>(bytes.size()));
-      labels.push_back(block_labels[static_cast<size_t>(r)]);
-      names.push_back(source.sample_name(first + r));
-    }
-    if (progress) progress(b + 1, blocks);
-  }
-  return std::make_shared<EncodedImageSource>(source.name(), std::move(bytes), std::move(offsets), std::move(labels),
-                                              std::move(names), source.labeled());
-}
-
 }  // namespace feeder

@@ -147,27 +147,24 @@ bool is_image_folder(const fs::path& directory) {
   return has_subdirectory;
 }
 
-ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget) {
-  const int threads = resolve_num_threads(num_threads, "image folder: num_threads");
+ImageFolderListing list_image_folder(const fs::path& root) {
   std::error_code error;
   if (!fs::is_directory(root, error))
     throw DataError(root.string() + ": not a directory (an image folder has one folder of images per class)");
-  ImageFolder folder;
+  ImageFolderListing listing;
   for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink, error))
-    if (entry.is_directory(error)) folder.classes.push_back(entry.path().filename().string());
+    if (entry.is_directory(error)) listing.classes.push_back(entry.path().filename().string());
   if (error) throw DataError(root.string() + ": cannot list: " + error.message());
-  std::sort(folder.classes.begin(), folder.classes.end());
-  if (folder.classes.empty())
+  std::sort(listing.classes.begin(), listing.classes.end());
+  if (listing.classes.empty())
     throw DataError(root.string() + ": no class folders (an image folder has one folder of images per class: "
                     "root/<class>/<image>)");
 
   // torchvision's make_dataset: per class, os.walk sorted by directory, then each directory's files by name.
-  std::vector<fs::path> files;
-  std::vector<int64_t> labels;
   std::vector<std::string> empty_classes;
-  for (size_t label = 0; label < folder.classes.size(); ++label) {
+  for (size_t label = 0; label < listing.classes.size(); ++label) {
     std::vector<std::pair<std::string, std::string>> found;  // (directory, file name)
-    const fs::path class_dir = root / folder.classes[label];
+    const fs::path class_dir = root / listing.classes[label];
     for (auto it = fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink, error);
          !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
       if (it->is_directory(error)) continue;
@@ -176,16 +173,16 @@ ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t mem
       if (ends_with_any(lowered, {".jpg", ".jpeg", ".png", ".webp"}))
         found.emplace_back(it->path().parent_path().string(), name);
       else if (ends_with_any(lowered, {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
-        ++folder.skipped_unsupported;
+        ++listing.skipped_unsupported;
       else
-        ++folder.skipped_other;
+        ++listing.skipped_other;
     }
     if (error) throw DataError(class_dir.string() + ": cannot list: " + error.message());
-    if (found.empty()) empty_classes.push_back(folder.classes[label]);
+    if (found.empty()) empty_classes.push_back(listing.classes[label]);
     std::sort(found.begin(), found.end());
     for (const auto& [directory, name] : found) {
-      files.push_back(fs::path(directory) / name);
-      labels.push_back(static_cast<int64_t>(label));
+      listing.files.push_back(fs::path(directory) / name);
+      listing.labels.push_back(static_cast<int64_t>(label));
     }
   }
   if (!empty_classes.empty()) {
@@ -194,43 +191,68 @@ ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t mem
     throw DataError(root.string() + ": no images (.jpg, .jpeg, .png, .webp) in the class folder" +
                     (empty_classes.size() > 1 ? "s " : " ") + list);
   }
-
-  // One buffer for every file, each read into its place in parallel.
-  const auto count = static_cast<int64_t>(files.size());
-  std::vector<int64_t> offsets(static_cast<size_t>(count) + 1, 0);
-  for (int64_t i = 0; i < count; ++i) {
-    const auto size = fs::file_size(files[static_cast<size_t>(i)], error);
-    if (error) throw DataError(files[static_cast<size_t>(i)].string() + ": cannot read its size: " + error.message());
-    offsets[static_cast<size_t>(i) + 1] = offsets[static_cast<size_t>(i)] + static_cast<int64_t>(size);
+  for (const fs::path& file : listing.files) {
+    const auto size = fs::file_size(file, error);
+    if (error) throw DataError(file.string() + ": cannot read its size: " + error.message());
+    listing.sizes.push_back(static_cast<int64_t>(size));
+    listing.encoded_bytes += static_cast<int64_t>(size);
   }
-  const int64_t total = offsets.back();
-  folder.encoded_bytes = total;
-  if (memory_budget > 0 && total > memory_budget) {
+  return listing;
+}
+
+std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& listing, std::span<const int64_t> rows,
+                                                     int num_threads, const std::string& name) {
+  const int threads = resolve_num_threads(num_threads, "image folder: num_threads");
+  // One buffer for every file, each read into its place in parallel.
+  std::vector<int64_t> offsets(rows.size() + 1, 0);
+  std::vector<int64_t> labels;
+  std::vector<std::string> names;
+  labels.reserve(rows.size());
+  names.reserve(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto at = static_cast<size_t>(rows[r]);
+    offsets[r + 1] = offsets[r] + listing.sizes.at(at);
+    labels.push_back(listing.labels[at]);
+    names.push_back(listing.files[at].string());
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(offsets.back()));
+  parallel_for(static_cast<int64_t>(rows.size()), threads, [&](int64_t r) {
+    const auto at = static_cast<size_t>(r);
+    const auto file = static_cast<size_t>(rows[at]);
+    read_whole(listing.files[file], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);
+  });
+  return std::make_shared<EncodedImageSource>(name, std::move(bytes), std::move(offsets), std::move(labels),
+                                              std::move(names), true);
+}
+
+ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget) {
+  resolve_num_threads(num_threads, "image folder: num_threads");
+  ImageFolderListing listing = list_image_folder(root);
+  ImageFolder folder;
+  folder.classes = listing.classes;
+  folder.encoded_bytes = listing.encoded_bytes;
+  folder.skipped_other = listing.skipped_other;
+  folder.skipped_unsupported = listing.skipped_unsupported;
+  const auto count = static_cast<int64_t>(listing.files.size());
+  if (memory_budget > 0 && listing.encoded_bytes > memory_budget) {
     // Too large to hold: streamed, in a fixed mixed order of the files.
     const std::vector<int64_t> order = epoch_order(count, true, kFolderStreamSeed, 0);
     std::vector<fs::path> mixed_files;
     std::vector<int64_t> sizes, mixed_labels;
     for (const int64_t i : order) {
       const auto at = static_cast<size_t>(i);
-      mixed_files.push_back(files[at]);
-      sizes.push_back(offsets[at + 1] - offsets[at]);
-      mixed_labels.push_back(labels[at]);
+      mixed_files.push_back(listing.files[at]);
+      sizes.push_back(listing.sizes[at]);
+      mixed_labels.push_back(listing.labels[at]);
     }
     folder.source = std::make_shared<StreamedImageFolder>(root.string(), std::move(mixed_files), std::move(sizes),
                                                           std::move(mixed_labels));
     folder.streaming = true;
     return folder;
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(total));
-  parallel_for(count, threads, [&](int64_t i) {
-    const auto at = static_cast<size_t>(i);
-    read_whole(files[at], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);
-  });
-  std::vector<std::string> names;
-  names.reserve(files.size());
-  for (const auto& file : files) names.push_back(file.string());
-  folder.source = std::make_shared<EncodedImageSource>(root.string(), std::move(bytes), std::move(offsets),
-                                                       std::move(labels), std::move(names), true);
+  std::vector<int64_t> all(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) all[static_cast<size_t>(i)] = i;
+  folder.source = read_image_files(listing, all, num_threads, root.string());
   return folder;
 }
 

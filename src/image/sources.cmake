@@ -9,6 +9,9 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/resample.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resized_crop.cpp
   ${CMAKE_CURRENT_LIST_DIR}/encoded_source.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/encoded_rows.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/jpeg_encoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/max_side.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_stage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tar_shards.cpp

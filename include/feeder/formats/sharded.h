@@ -29,6 +29,8 @@
 
 namespace feeder {
 
+class EncodedRowReader;  // feeder/image/encoded_rows.h
+
 inline constexpr std::string_view kShardIndexName = "index.json";
 
 struct ShardInfo {
@@ -118,18 +120,17 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
                              const ShardWriteOptions& options,
                              const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
-// Writes the encoded images of `source` (held in memory: an image folder, image_folder.h) as
+// Writes the encoded images `reader` gives (encoded_rows.h: an image folder, tar shards) as
 // OUTDIR/part-00000.parquet ... (parquet::write_encoded_parquet: the files' bytes as they are, in
 // row groups of options.parquet.row_group_size), in their order or, with options.shuffle_seed, in
 // the order epoch_order(N, true, seed, 0): a folder is sorted by class, and streamed in that order
 // a window would hold few classes. options.shard_rows rows per shard, or as many as make
-// options.shard_size_bytes of images on average. No index.json: the set is described from its
-// footers, as any writer's. OUTDIR as write_sharded takes it; on failure the shards written are
-// removed.
-ShardedDataset write_encoded_sharded(const SampleSource& source, const std::filesystem::path& out_dir,
+// options.shard_size_bytes of images on average. One shard's images are held at a time. No
+// index.json: the set is described from its footers, as any writer's. OUTDIR as write_sharded
+// takes it; on failure the shards written are removed.
+ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const std::filesystem::path& out_dir,
                                      const ShardWriteOptions& options,
                                      const std::function<void(int64_t, int64_t)>& progress = nullptr);
-
 // The unit a set of `num_rows` samples is shuffled in when it streams: pieces of a row group of at
 // most this many rows, a 4096th of the set, but no less than 16 KiB of decoded samples (at least
 // one) and no more than 1 MiB. A shuffle window then mixes many pieces of many row groups, whatever

@@ -9,7 +9,6 @@
 // on first use, once.
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,11 +57,5 @@ class EncodedImageSource : public SampleSource {
   mutable std::once_flag fingerprint_once_;
   mutable uint64_t fingerprint_ = 0;
 };
-
-// Every sample of a streaming source of encoded images (tar shards, a streamed image folder) read
-// into memory, in order, block by block: for `feeder convert`, which writes a set in any order.
-// `progress(blocks_done, blocks)` is called after each block. Throws what the source's reads throw.
-std::shared_ptr<EncodedImageSource> read_encoded_into_memory(
-    const SampleSource& source, const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
 }  // namespace feeder

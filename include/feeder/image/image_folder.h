@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,26 @@ struct ImageFolder {
   int64_t skipped_other = 0;         // files without an image extension
   int64_t skipped_unsupported = 0;   // images feeder does not decode (.bmp, .ppm, .pgm, .tif, .tiff)
 };
+
+// The files of an image folder, listed (with their sizes) but not read.
+struct ImageFolderListing {
+  std::vector<std::string> classes;          // label i is classes[i]
+  std::vector<std::filesystem::path> files;  // in torchvision's order
+  std::vector<int64_t> sizes;                // bytes, as listed
+  std::vector<int64_t> labels;
+  int64_t encoded_bytes = 0;  // the files, together
+  int64_t skipped_other = 0;
+  int64_t skipped_unsupported = 0;
+};
+
+// Lists `root` as open_image_folder does, reading no file; throws what it throws for the layout.
+ImageFolderListing list_image_folder(const std::filesystem::path& root);
+
+// Files `rows` (indices into the listing) read into memory, in that order, on `num_threads` threads
+// (0: one per core): an EncodedImageSource called `name`. Throws DataError naming a file that
+// cannot be read or whose size changed since it was listed.
+std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& listing, std::span<const int64_t> rows,
+                                                     int num_threads, const std::string& name);
 
 // Files per block of a streamed folder.
 inline constexpr int64_t kFolderBlockFiles = 64;

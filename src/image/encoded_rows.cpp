@@ -1,0 +1,219 @@
+#include "feeder/image/encoded_rows.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "feeder/error.h"
+#include "feeder/stopwatch.h"
+
+namespace fs = std::filesystem;
+
+namespace feeder {
+namespace {
+
+class FolderRowReader final : public EncodedRowReader {
+ public:
+  FolderRowReader(ImageFolderListing listing, std::string name, int num_threads)
+      : listing_(std::move(listing)), name_(std::move(name)), num_threads_(num_threads) {}
+  int64_t size() const override { return static_cast<int64_t>(listing_.files.size()); }
+  bool labeled() const override { return true; }
+  int64_t encoded_bytes() const override { return listing_.encoded_bytes; }
+
+ protected:
+  std::shared_ptr<const EncodedImageSource> read_rows(std::span<const int64_t> rows) override {
+    return read_image_files(listing_, rows, num_threads_, name_);
+  }
+
+ private:
+  ImageFolderListing listing_;
+  std::string name_;
+  int num_threads_;
+};
+
+// One block of a streaming source: its images back to back, row r's ending at ends[r].
+struct Block {
+  int64_t first = 0;  // the block's first row
+  int64_t rows = 0;
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> ends;
+  std::vector<int64_t> labels;
+  std::vector<uint8_t> scratch;
+
+  void read(const SampleSource& source, int64_t block_idx) {
+    first = source.block_starts()[static_cast<size_t>(block_idx)];
+    rows = source.block_rows(block_idx);
+    // block_bytes counts a label and an end per row besides the images' bytes.
+    const int64_t capacity = source.block_bytes(block_idx) - 2 * static_cast<int64_t>(sizeof(int64_t)) * rows;
+    bytes.resize(static_cast<size_t>(std::max<int64_t>(capacity, 1)));
+    ends.resize(static_cast<size_t>(rows));
+    labels.resize(static_cast<size_t>(rows));
+    source.read_encoded_block(block_idx, scratch, bytes.data(), capacity, ends.data(), labels.data());
+  }
+  int64_t begin(int64_t r) const { return r == 0 ? 0 : ends[static_cast<size_t>(r) - 1]; }
+};
+
+// Builds an EncodedImageSource a row at a time.
+struct RowsBuilder {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> offsets = {0};
+  std::vector<int64_t> labels;
+  std::vector<std::string> names;
+
+  uint8_t* add(int64_t size, int64_t label, std::string name) {
+    bytes.resize(bytes.size() + static_cast<size_t>(size));
+    offsets.push_back(static_cast<int64_t>(bytes.size()));
+    labels.push_back(label);
+    names.push_back(std::move(name));
+    return bytes.data() + bytes.size() - size;
+  }
+  std::shared_ptr<const EncodedImageSource> finish(const std::string& name, bool labeled) {
+    return std::make_shared<EncodedImageSource>(name, std::move(bytes), std::move(offsets), std::move(labels),
+                                                std::move(names), labeled);
+  }
+};
+
+class StreamRowReader final : public EncodedRowReader {
+ public:
+  StreamRowReader(std::shared_ptr<const SampleSource> source, int64_t encoded_bytes, bool any_order,
+                  fs::path spill_dir, std::function<void(int64_t, int64_t)> progress)
+      : source_(std::move(source)),
+        encoded_bytes_(encoded_bytes),
+        any_order_(any_order),
+        spill_dir_(std::move(spill_dir)),
+        progress_(std::move(progress)) {
+    if (!source_->encoded() || source_->samples_in_memory())
+      throw OptionsError(source_->name() + ": not a streaming source of encoded images");
+  }
+  ~StreamRowReader() override {
+    if (spill_fd_ >= 0) ::close(spill_fd_);
+  }
+  StreamRowReader(const StreamRowReader&) = delete;
+  StreamRowReader& operator=(const StreamRowReader&) = delete;
+
+  int64_t size() const override { return source_->size(); }
+  bool labeled() const override { return source_->labeled(); }
+  int64_t encoded_bytes() const override { return encoded_bytes_; }
+
+ protected:
+  std::shared_ptr<const EncodedImageSource> read_rows(std::span<const int64_t> rows) override {
+    return any_order_ ? read_spilled(rows) : read_in_order(rows);
+  }
+
+ private:
+  std::shared_ptr<const EncodedImageSource> read_in_order(std::span<const int64_t> rows) {
+    RowsBuilder out;
+    for (const int64_t row : rows) {
+      if (row != next_row_)
+        throw OptionsError(source_->name() + ": rows of a stream are read in order: asked for row " +
+                           std::to_string(row) + ", the next is " + std::to_string(next_row_));
+      while (row >= block_.first + block_.rows) block_.read(*source_, next_block_++);
+      const int64_t r = row - block_.first;
+      const int64_t begin = block_.begin(r);
+      const int64_t end = block_.ends[static_cast<size_t>(r)];
+      std::copy(block_.bytes.begin() + begin, block_.bytes.begin() + end,
+                out.add(end - begin, block_.labels[static_cast<size_t>(r)], source_->sample_name(row)));
+      ++next_row_;
+    }
+    return out.finish(source_->name(), source_->labeled());
+  }
+
+  // Copies every image into the spill file, in the source's order, once.
+  void spill() {
+    std::string pattern = (spill_dir_ / ".feeder-spill-XXXXXX").string();
+    spill_fd_ = ::mkstemp(pattern.data());
+    if (spill_fd_ < 0)
+      throw DataError(spill_dir_.string() + ": cannot create a spill file for a shuffle on write: " + std::strerror(errno));
+    ::unlink(pattern.c_str());  // gone from the directory now; its space is freed when the fd closes
+    spill_offsets_.assign(1, 0);
+    const int64_t blocks = source_->num_blocks();
+    Block block;
+    for (int64_t b = 0; b < blocks; ++b) {
+      block.read(*source_, b);
+      const int64_t used = block.rows > 0 ? block.ends.back() : 0;
+      write_spill(block.bytes.data(), used);
+      for (int64_t r = 0; r < block.rows; ++r) {
+        spill_offsets_.push_back(spill_offsets_.back() + block.ends[static_cast<size_t>(r)] - block.begin(r));
+        spill_labels_.push_back(block.labels[static_cast<size_t>(r)]);
+      }
+      if (progress_) progress_(b + 1, blocks);
+    }
+  }
+
+  void write_spill(const uint8_t* data, int64_t size) {
+    int64_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::write(spill_fd_, data + done, static_cast<size_t>(size - done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        throw DataError(spill_dir_.string() + ": cannot write the spill file of a shuffle on write (it holds a copy "
+                        "of the images, " + std::to_string(encoded_bytes_ >> 20) + " MiB): " +
+                        (n < 0 ? std::strerror(errno) : "nothing written"));
+      done += n;
+    }
+  }
+
+  std::shared_ptr<const EncodedImageSource> read_spilled(std::span<const int64_t> rows) {
+    if (spill_fd_ < 0) spill();
+    RowsBuilder out;
+    for (const int64_t row : rows) {
+      const auto at = static_cast<size_t>(row);
+      const int64_t begin = spill_offsets_.at(at);
+      const int64_t size = spill_offsets_[at + 1] - begin;
+      uint8_t* target = out.add(size, spill_labels_[at], source_->sample_name(row));
+      int64_t done = 0;
+      while (done < size) {
+        const ssize_t n = ::pread(spill_fd_, target + done, static_cast<size_t>(size - done), begin + done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+          throw DataError(spill_dir_.string() + ": cannot read the spill file of a shuffle on write: " +
+                          (n < 0 ? std::strerror(errno) : "it is shorter than written"));
+        done += n;
+      }
+    }
+    return out.finish(source_->name(), source_->labeled());
+  }
+
+  std::shared_ptr<const SampleSource> source_;
+  int64_t encoded_bytes_;
+  bool any_order_;
+  fs::path spill_dir_;
+  std::function<void(int64_t, int64_t)> progress_;
+  // In order: the block holding the next rows.
+  int64_t next_row_ = 0;
+  int64_t next_block_ = 0;
+  Block block_;
+  // Any order: the spill file and where each row's image is in it.
+  int spill_fd_ = -1;
+  std::vector<int64_t> spill_offsets_;
+  std::vector<int64_t> spill_labels_;
+};
+
+}  // namespace
+
+std::shared_ptr<const EncodedImageSource> EncodedRowReader::read(std::span<const int64_t> rows) {
+  const Stopwatch time;
+  std::shared_ptr<const EncodedImageSource> images = read_rows(rows);
+  read_seconds_ += time.seconds();
+  if (labeled())
+    for (int64_t i = 0; i < images->size(); ++i) labels_seen_.insert(images->sample(i).label);
+  return images;
+}
+
+std::unique_ptr<EncodedRowReader> folder_row_reader(ImageFolderListing listing, std::string name, int num_threads) {
+  return std::make_unique<FolderRowReader>(std::move(listing), std::move(name), num_threads);
+}
+
+std::unique_ptr<EncodedRowReader> stream_row_reader(std::shared_ptr<const SampleSource> source, int64_t encoded_bytes,
+                                                    bool any_order, const fs::path& spill_dir,
+                                                    const std::function<void(int64_t, int64_t)>& progress) {
+  return std::make_unique<StreamRowReader>(std::move(source), encoded_bytes, any_order, spill_dir, progress);
+}
+
+}  // namespace feeder

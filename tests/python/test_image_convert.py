@@ -1,0 +1,137 @@
+"""feeder.convert of encoded images as users have them: tar shards converted as the same folder
+is, byte for byte, shuffled or not; sets larger than memory converted one shard at a time; and
+--max-side, which re-encodes only the images larger than it."""
+
+import io
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import feeder
+from image_set import all_batches as batches
+from test_image_tars import write_tars
+
+
+def shard_bytes(directory):
+    return {p.name: p.read_bytes() for p in sorted(directory.glob("*.parquet"))}
+
+
+@pytest.mark.parametrize("shuffle", [None, 4])
+def test_tar_shards_convert_to_the_folders_shards_byte_for_byte(tmp_path, image_set_folder, shuffle):
+    # The tars hold the folder's images in its order, so the shards must be the same files: read in
+    # order as blocks come, or (shuffled) through the spill file, which must leave nothing behind.
+    tars = write_tars(tmp_path / "tars", per_shard=7)
+    options = dict(shard_rows=12, row_group_size=5, shuffle_on_write=shuffle)
+    feeder.convert(image_set_folder, tmp_path / "from-folder/", **options)
+    feeder.convert(str(tars), tmp_path / "from-tars/", **options)
+    from_folder, from_tars = shard_bytes(tmp_path / "from-folder"), shard_bytes(tmp_path / "from-tars")
+    assert len(from_folder) == 3 and from_tars == from_folder
+    assert sorted(os.listdir(tmp_path / "from-tars")) == sorted(from_folder)  # no spill file left
+
+
+def peak_rss_mib(code):
+    """The peak resident memory of a fresh Python running `code` (after `import feeder`), in MiB:
+    its VmHWM, which, unlike ru_maxrss, does not count the parent's memory before the exec."""
+    script = "import feeder\n" + textwrap.dedent(code) + textwrap.dedent("""
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                print(int(line.split()[1]) / 1024)
+        """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
+def test_a_set_larger_than_its_shards_is_converted_one_shard_at_a_time(tmp_path):
+    # 96 MiB of images (incompressible bytes: convert copies them without decoding) in shards of
+    # 8 MB: the peak memory of a conversion is the process's own, one shard while it is read and
+    # written and (tar shards) one block of 64 members (16 MiB here), not the set. Holding the set
+    # would add 96 MiB at least.
+    rng = np.random.default_rng(0)
+    folder, tars = tmp_path / "folder", tmp_path / "tars"
+    tars.mkdir()
+    with tarfile.open(tars / "all.tar", "w") as tar:
+        for i in range(384):
+            data = b"\xff\xd8\xff" + rng.bytes((1 << 18) - 3)
+            (folder / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
+            (folder / f"c{i % 2}" / f"{i:03d}.jpg").write_bytes(data)
+            for name, payload in ((f"{i:03d}.jpg", data), (f"{i:03d}.cls", str(i % 2).encode())):
+                info = tarfile.TarInfo(name)
+                info.size = len(payload)
+                tar.addfile(info, io.BytesIO(payload))
+    small = tmp_path / "small"
+    for i in range(2):
+        (small / f"c{i}").mkdir(parents=True)
+        (small / f"c{i}" / "a.jpg").write_bytes(b"\xff\xd8\xff" + rng.bytes(1000))
+    baseline = peak_rss_mib(f"feeder.convert({str(small)!r}, {str(tmp_path / 'small-out/')!r})")
+    for name, source, shuffle in (("folder", folder, 3), ("tar", tars, None), ("tar-shuffled", tars, 3)):
+        out = tmp_path / f"{name}-out/"
+        peak = peak_rss_mib(f"feeder.convert({str(source)!r}, {str(out) + '/'!r}, shard_size='8MB', "
+                            f"shuffle_on_write={shuffle})")
+        assert peak - baseline < 64, f"{name}: {peak:.0f} MiB at its peak, {baseline:.0f} MiB for a tiny set"
+        written = shard_bytes(out)
+        assert len(written) == 13 and sum(map(len, written.values())) > 96 << 20  # 30 images of 256 KiB a shard
+
+
+def write_image(path, array, **save):
+    mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[array.shape[-1]]
+    Image.fromarray(array[..., 0] if mode == "L" else array, mode).save(path, **save)
+
+
+def smooth(height, width, channels, seed):
+    """A smooth picture (JPEG keeps it well), (H, W, C) uint8."""
+    y, x = np.mgrid[0:height, 0:width] / max(height, width)
+    planes = [127.5 + 100 * np.sin(3 * x + 2 * y + seed + c) for c in range(channels)]
+    return np.clip(np.stack(planes, axis=-1), 0, 255).astype(np.uint8)
+
+
+def test_max_side_reencodes_only_the_images_larger_than_it(tmp_path):
+    folder = tmp_path / "folder"
+    for name in ("a", "b"):
+        (folder / name).mkdir(parents=True)
+    write_image(folder / "a" / "large.jpg", smooth(200, 300, 3, 0), quality=95)       # -> 120x80
+    write_image(folder / "a" / "small.jpg", smooth(40, 30, 3, 1), quality=95)         # kept
+    write_image(folder / "a" / "tall-gray.png", smooth(260, 120, 1, 2))               # -> 55x120 gray
+    write_image(folder / "b" / "alpha.png", smooth(100, 200, 4, 3))                   # -> 120x60 RGB
+    write_image(folder / "b" / "wide.webp", smooth(90, 180, 3, 4), quality=95)        # -> 120x60
+    write_image(folder / "b" / "exact.png", smooth(120, 90, 3, 5))                    # kept: not over 120
+    report = feeder.convert(folder, tmp_path / "out/", max_side=120, jpeg_quality=92)
+    assert re.search(r"re-encoded: 4 images larger than 120 px on a side, as JPEG of quality 92", report)
+    summary = feeder.inspect(tmp_path / "out")
+    assert "formats: JPEG 5 PNG 1" in summary
+    assert "width min / median / max: 30 / 120 / 120 px; height: 40 / 80 / 120 px" in summary
+
+    # The pictures are the same ones: the evaluation transform over the smaller set against the
+    # folder's, within what one JPEG encoding at 92 and a second resampling change.
+    options = dict(batch_size=6, image_size=24, augment=None)
+    smaller, smaller_labels = batches(feeder.DataLoader(str(tmp_path / "out"), **options))
+    original, labels = batches(feeder.DataLoader(str(folder), **options))
+    assert torch.equal(smaller_labels, labels)
+    difference = (smaller - original).abs().mean(dim=(1, 2, 3))
+    assert difference.max() < 0.03, difference  # normalised to 0..1: under 8 levels of 255 on average
+    # The two images kept as they are give exactly the folder's pixels.
+    assert (difference == 0).sum() == 2
+
+    with pytest.raises(ValueError, match="--jpeg-quality applies to the images --max-side re-encodes"):
+        feeder.convert(folder, tmp_path / "other/", jpeg_quality=80)
+    with pytest.raises(ValueError, match="--max-side and --jpeg-quality apply to encoded images"):
+        feeder.convert(tmp_path / "x.csv", tmp_path / "y.parquet", max_side=100)
+
+
+def test_max_side_names_an_image_that_cannot_be_decoded(tmp_path):
+    folder = tmp_path / "folder"
+    (folder / "a").mkdir(parents=True)
+    write_image(folder / "a" / "good.jpg", smooth(50, 50, 3, 0))
+    cut = io.BytesIO()
+    write_image(cut, smooth(300, 300, 3, 1), format="JPEG")
+    (folder / "a" / "cut.jpg").write_bytes(cut.getvalue()[:2000])
+    with pytest.raises(feeder.DataError, match=r"cut\.jpg: bad JPEG"):
+        feeder.convert(folder, tmp_path / "out/", max_side=64)
+    assert not list((tmp_path / "out").glob("*"))
