@@ -10,7 +10,8 @@
 //     rate no loader that decodes whole images can pass.
 // Then the peak RSS of the process. The set is the one bench/images/images_bench.py builds (2000
 // ImageNet-sized crops of Debian's wallpapers): its Python rows compare with these. --large-photos
-// measures the wallpapers at full size instead; --uint8 asks for uint8 batches.
+// measures the wallpapers at full size instead; --uint8 asks for uint8 batches; --max-side N adds
+// the training row over the same images as `feeder convert --max-side N` stores them.
 
 #include <sys/resource.h>
 
@@ -34,6 +35,7 @@
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_folder.h"
 #include "feeder/image/image_stage.h"
+#include "feeder/image/max_side.h"
 
 namespace {
 
@@ -104,6 +106,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "alternated passes of each row (medians)")->capture_default_str();
   bool large = false;
   bool uint8 = false;
+  int64_t max_side = 0;
+  app.add_option("--max-side", max_side, "also train on the images as feeder convert --max-side N stores them");
   app.add_flag("--uint8", uint8, "uint8 batches (not normalised) instead of float32");
   app.add_flag("--large-photos", large,
                "the wallpapers of plasma-workspace-wallpapers at full size (1920 px and up) instead of --data");
@@ -138,12 +142,29 @@ int main(int argc, char** argv) {
         {"training: feeder::Loader (RandomResizedCrop + flip)", feeder::ImageCrop::kRandomResizedCrop},
         {"evaluation: feeder::Loader (Resize + CenterCrop)", feeder::ImageCrop::kCenterCrop}};
     const std::string bare = "bare full decode (libjpeg-turbo, " + std::to_string(workers) + " threads)";
+    std::shared_ptr<const feeder::EncodedImageSource> smaller;
+    const std::string smaller_name = "training, the images stored at --max-side " + std::to_string(max_side);
+    if (max_side > 0) {
+      feeder::MaxSideOptions options;
+      options.max_side = max_side;
+      feeder::MaxSideStats stats;
+      smaller = feeder::limit_image_sides(source, options, stats);
+      std::printf("--max-side %lld: %lld images re-encoded, %.0f MiB -> %.0f MiB in %.1f s\n",
+                  static_cast<long long>(max_side), static_cast<long long>(stats.reencoded),
+                  static_cast<double>(stats.bytes_before) / (1 << 20), static_cast<double>(stats.bytes_after) / (1 << 20),
+                  stats.seconds);
+    }
     std::map<std::string, std::vector<double>> rates;
     for (int repeat = 0; repeat < repeats; ++repeat) {
       for (const auto& [name, crop] : loaders) {
         feeder::Loader loader(folder.source, make(crop));
         pass(loader, 0);  // warm-up: buffers touched, decoders' scratch grown
         rates[name].push_back(pass(loader, 1 + repeat));
+      }
+      if (smaller) {
+        feeder::Loader loader(smaller, make(feeder::ImageCrop::kRandomResizedCrop));
+        pass(loader, 0);
+        rates[smaller_name].push_back(pass(loader, 1 + repeat));
       }
       bare_decode(source, workers);
       rates[bare].push_back(bare_decode(source, workers));

@@ -1,0 +1,173 @@
+// What `feeder convert` reads encoded images through: a folder's files by row, a stream's blocks in
+// order or through a spill file in any order, each giving the same images and labels; and
+// --max-side, which re-encodes only the images over the limit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "feeder/data/sampler.h"
+#include "feeder/error.h"
+#include "feeder/image/encoded_rows.h"
+#include "feeder/image/image_decoder.h"
+#include "feeder/image/image_folder.h"
+#include "feeder/image/max_side.h"
+#include "formats/test_files.h"
+#include "image/test_pictures.h"
+
+namespace feeder {
+namespace {
+
+using testing::TempDir;
+using testing::write_bytes;
+
+// 3 classes of 40 pictures: 120 files, two blocks of a streamed folder and a bit.
+void write_folder(const std::filesystem::path& root) {
+  for (int label = 0; label < 3; ++label) {
+    const auto class_dir = root / ("class" + std::to_string(label));
+    std::filesystem::create_directories(class_dir);
+    for (int i = 0; i < 40; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "%03d.png", i);
+      write_bytes(class_dir / name, png_of(6 + i % 9, 5 + i % 7, label * 100 + i));
+    }
+  }
+}
+
+std::vector<int64_t> range(int64_t first, int64_t last) {
+  std::vector<int64_t> rows;
+  for (int64_t i = first; i < last; ++i) rows.push_back(i);
+  return rows;
+}
+
+void expect_same_rows(const EncodedImageSource& got, const SampleSource& reference, std::span<const int64_t> rows) {
+  ASSERT_EQ(got.size(), static_cast<int64_t>(rows.size()));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const SampleView want = reference.sample(rows[r]);
+    const SampleView have = got.sample(static_cast<int64_t>(r));
+    ASSERT_TRUE(std::equal(have.bytes.begin(), have.bytes.end(), want.bytes.begin(), want.bytes.end())) << r;
+    EXPECT_EQ(have.label, want.label);
+    EXPECT_EQ(got.sample_name(static_cast<int64_t>(r)), reference.sample_name(rows[r]));
+  }
+}
+
+TEST(EncodedRows, AFoldersRowsAreItsFilesInAnyOrder) {
+  TempDir dir;
+  write_folder(dir.path());
+  const ImageFolder held = open_image_folder(dir.path());
+  auto reader = folder_row_reader(list_image_folder(dir.path()), dir.path().string(), 2);
+  EXPECT_EQ(reader->size(), 120);
+  EXPECT_EQ(reader->encoded_bytes(), held.encoded_bytes);
+  const std::vector<int64_t> order = epoch_order(120, true, 7, 0);
+  expect_same_rows(*reader->read(std::span<const int64_t>(order).first(50)), *held.source,
+                   std::span<const int64_t>(order).first(50));
+  EXPECT_EQ(reader->labels_seen().size(), 3u);
+}
+
+TEST(EncodedRows, AStreamGivesItsRowsInOrderAndThroughASpillFileInAnyOrder) {
+  TempDir dir;
+  write_folder(dir.path() / "folder");
+  // The folder streamed (a budget smaller than its files): blocks of 64 files in a mixed order.
+  const ImageFolder streamed = open_image_folder(dir.path() / "folder", 0, 1000);
+  ASSERT_TRUE(streamed.streaming);
+  ASSERT_EQ(streamed.source->num_blocks(), 2);
+  // The reference: every block read as it is.
+  std::vector<uint8_t> all;
+  std::vector<int64_t> offsets{0}, labels;
+  std::vector<std::string> names;
+  for (int64_t b = 0; b < streamed.source->num_blocks(); ++b) {
+    const int64_t rows = streamed.source->block_rows(b);
+    std::vector<uint8_t> block(static_cast<size_t>(streamed.source->block_bytes(b)));
+    std::vector<uint8_t> scratch;
+    std::vector<int64_t> ends(static_cast<size_t>(rows)), block_labels(static_cast<size_t>(rows));
+    streamed.source->read_encoded_block(b, scratch, block.data(), static_cast<int64_t>(block.size()), ends.data(),
+                                        block_labels.data());
+    all.insert(all.end(), block.begin(), block.begin() + ends.back());
+    for (int64_t r = 0; r < rows; ++r) {
+      offsets.push_back(offsets.back() + ends[static_cast<size_t>(r)] - (r ? ends[static_cast<size_t>(r) - 1] : 0));
+      labels.push_back(block_labels[static_cast<size_t>(r)]);
+      names.push_back(streamed.source->sample_name(streamed.source->block_starts()[static_cast<size_t>(b)] + r));
+    }
+  }
+  const EncodedImageSource reference("reference", all, offsets, labels, names, true);
+
+  // In order, in pieces that straddle the blocks.
+  auto in_order = stream_row_reader(streamed.source, streamed.encoded_bytes, false, dir.path());
+  for (const auto& [first, last] : {std::pair<int64_t, int64_t>{0, 50}, {50, 70}, {70, 120}}) {
+    const std::vector<int64_t> rows = range(first, last);
+    expect_same_rows(*in_order->read(rows), reference, rows);
+  }
+  const std::vector<int64_t> skip = {0};
+  EXPECT_THROW(in_order->read(skip), OptionsError);  // a stream does not go back
+
+  // In any order, through the spill file, which is never seen in the directory.
+  int64_t progress_calls = 0;
+  auto any_order = stream_row_reader(streamed.source, streamed.encoded_bytes, true, dir.path(),
+                                     [&](int64_t, int64_t) { ++progress_calls; });
+  const std::vector<int64_t> order = epoch_order(120, true, 3, 0);
+  for (size_t first = 0; first < order.size(); first += 45) {
+    const auto rows = std::span<const int64_t>(order).subspan(first, std::min<size_t>(45, order.size() - first));
+    expect_same_rows(*any_order->read(rows), reference, rows);
+  }
+  EXPECT_EQ(progress_calls, 2);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename(), "folder") << "left behind: " << entry.path();
+}
+
+TEST(EncodedRows, ASpillFileThatCannotBeMadeIsNamed) {
+  TempDir dir;
+  write_folder(dir.path() / "folder");
+  const ImageFolder streamed = open_image_folder(dir.path() / "folder", 0, 1000);
+  auto reader = stream_row_reader(streamed.source, streamed.encoded_bytes, true, dir.path() / "missing");
+  const std::vector<int64_t> rows = {5};
+  try {
+    reader->read(rows);
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing: cannot create a spill file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MaxSide, OnlyImagesOverTheLimitAreReencodedToIt) {
+  MaxSideOptions options;
+  options.max_side = 32;
+  options.quality = 95;
+  const std::vector<uint8_t> small = png_of(32, 20, 1);
+  EXPECT_TRUE(limit_image_side(small, "small", options).empty());  // at the limit: kept
+  const std::vector<uint8_t> wide = png_of(100, 41, 2);
+  const std::vector<uint8_t> smaller = limit_image_side(wide, "wide", options);
+  const ImageHeader header = read_image_header(smaller, "smaller");
+  EXPECT_EQ(header.format, ImageFormat::kJpeg);
+  EXPECT_EQ(header.width, 32);
+  EXPECT_EQ(header.height, 13);  // 41 * 32 / 100 = 13.12
+  EXPECT_EQ(header.channels, 3);
+  // The same bytes every time (a pure function), and a set keeps its other images byte for byte.
+  EXPECT_EQ(limit_image_side(wide, "wide", options), smaller);
+  const EncodedImageSource set("set", [&] {
+    std::vector<uint8_t> bytes(small);
+    bytes.insert(bytes.end(), wide.begin(), wide.end());
+    return bytes;
+  }(), {0, static_cast<int64_t>(small.size()), static_cast<int64_t>(small.size() + wide.size())}, {4, 5}, {"a", "b"}, true);
+  MaxSideStats stats;
+  const auto limited = limit_image_sides(set, options, stats);
+  EXPECT_EQ(stats.reencoded, 1);
+  EXPECT_EQ(stats.bytes_before, static_cast<int64_t>(wide.size()));
+  EXPECT_EQ(stats.bytes_after, static_cast<int64_t>(smaller.size()));
+  const SampleView first = limited->sample(0), second = limited->sample(1);
+  EXPECT_TRUE(std::equal(first.bytes.begin(), first.bytes.end(), small.begin(), small.end()));
+  EXPECT_TRUE(std::equal(second.bytes.begin(), second.bytes.end(), smaller.begin(), smaller.end()));
+  EXPECT_EQ(first.label, 4);
+  EXPECT_EQ(second.label, 5);
+
+  std::vector<uint8_t> cut(wide.begin(), wide.begin() + static_cast<std::ptrdiff_t>(wide.size() / 2));
+  EXPECT_THROW(limit_image_side(cut, "cut", options), DataError);
+  options.quality = 0;
+  EXPECT_THROW(limit_image_side(wide, "wide", options), OptionsError);
+}
+
+}  // namespace
+}  // namespace feeder
