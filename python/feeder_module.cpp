@@ -36,7 +36,6 @@
 #include "feeder/data/loader.h"
 #include "feeder/data/source.h"
 #include "feeder/formats/dataset_files.h"
-#include "feeder/formats/parquet/class_labels.h"
 #include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_folder.h"
@@ -360,15 +359,12 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("num_samples", [](const OpenedSet& s) { return s.source->size(); })
       .def_property_readonly("labeled", [](const OpenedSet& s) { return s.source->labeled(); })
       .def_property_readonly("encoded", [](const OpenedSet& s) { return s.source->encoded(); })
+      .def_property_readonly("class_names", [](const OpenedSet& s) { return s.classes; })
       .def_property_readonly("shape", [](const OpenedSet& s) {
         const ImageShape shape = s.source->shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
   m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
-  m.def("parquet_class_names", [](const std::string& path) {
-    py::gil_scoped_release release;
-    return parquet::class_label_names(std::filesystem::path(path));
-  });
   m.def("is_image_folder", [](const std::string& path) { return is_image_folder(path); });
   m.def("is_tar_spec", [](const std::string& spec) { return is_tar_spec(spec); });
   m.def(

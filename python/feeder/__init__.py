@@ -149,9 +149,8 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
             # torchvision's `train=`: the training or the test split of the directory
             path = _feeder.find_split_file(path, bool(train))
         opened = _labeled_or_allowed(_feeder.open_path(path, memory_budget), path, allow_unlabeled)
-        names = _feeder.parquet_class_names(path)  # a Hugging Face ClassLabel's, when the set has them
-        if names:
-            opened.classes = names
+        if opened.class_names:  # a Hugging Face ClassLabel's, when the set has them
+            opened.classes = opened.class_names
         return opened
     if isinstance(source, CachedDataset):
         if labels is not None:

@@ -6,6 +6,7 @@
 
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/formats/parquet/class_labels.h"
 #include "feeder/formats/sharded.h"
 #include "feeder/image/image_folder.h"
 #include "feeder/image/image_stage.h"
@@ -86,6 +87,7 @@ Candidate describe(const std::string& spec, int64_t memory_budget) {
     candidate.set.decoded_bytes = folder.encoded_bytes;
     candidate.set.num_files = folder.source->size();
     candidate.set.streaming = folder.streaming;
+    candidate.set.classes = folder.classes;
     candidate.set.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
                            std::to_string(folder.classes.size()) + " classes, " +
                            format_byte_size(candidate.set.decoded_bytes) + " of encoded images" +
@@ -107,6 +109,8 @@ Candidate describe(const std::string& spec, int64_t memory_budget) {
   candidate.set.decoded_bytes = candidate.dataset->decoded_bytes();
   candidate.set.num_files = static_cast<int64_t>(candidate.dataset->shards.size());
   candidate.set.num_row_groups = candidate.dataset->num_row_groups();
+  if (candidate.dataset->encoded && !candidate.dataset->shards.empty())  // every shard carries the same features
+    candidate.set.classes = parquet::class_label_names(candidate.dataset->shards.front().path);
   return candidate;
 }
 

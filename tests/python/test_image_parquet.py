@@ -180,5 +180,8 @@ def test_class_names_come_from_the_hugging_face_class_label(folder):
     from_hf = feeder.DataLoader(str(DATA / "hf"), batch_size=8, image_size=14)
     assert from_hf.dataset.classes == ["cat", "dog", "fox"]
     assert from_hf.dataset.classes == feeder.DataLoader(str(folder), batch_size=8, image_size=14).dataset.classes
+    # As datasets' own files are named: a glob of the split's shards.
+    glob = feeder.DataLoader(str(DATA / "hf" / "train-*.parquet"), batch_size=8, image_size=14)
+    assert len(glob.dataset) == 30 and glob.dataset.classes == ["cat", "dog", "fox"]
     # A set without it has no names.
     assert feeder.DataLoader(str(DATA / "binary.parquet"), batch_size=8, image_size=14).dataset.classes is None

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "feeder/data/source.h"
 #include "feeder/store/image_store.h"
@@ -36,6 +37,9 @@ struct OpenedSet {
   int64_t decoded_bytes = 0;
   int64_t num_files = 1;
   int64_t num_row_groups = 0;  // Parquet sets only
+  // Label i is classes[i]: an image folder's class folders, or the names of a Hugging Face
+  // ClassLabel stored with a Parquet set (its first shard's footer). Empty when the set names none.
+  std::vector<std::string> classes;
   // "in memory (47.0 MiB decoded)" or "streaming: 47.0 MiB decoded > 12.0 MiB budget".
   std::string choice;
 };
