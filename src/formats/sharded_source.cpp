@@ -40,12 +40,14 @@ class ParquetShardSource final : public SampleSource {
       : dataset_(std::move(dataset)), options_(std::move(options)) {
     if (piece_rows < 0) throw OptionsError("piece_rows must be positive (or 0 for the default), got " + std::to_string(piece_rows));
     piece_rows_ = piece_rows > 0 ? piece_rows : stream_piece_rows(dataset_.shape, dataset_.num_rows);
-    // Encoded images stream in whole row groups: their pages are not split by rows.
-    if (dataset_.encoded) piece_rows_ = std::numeric_limits<int64_t>::max();
     block_starts_.push_back(0);
     for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
       const ShardInfo& shard = dataset_.shards[shard_idx];
       shard_first_row_group_.push_back(static_cast<int64_t>(row_group_starts_.size()));
+      if (dataset_.encoded) {
+        add_encoded_blocks(shard_idx);
+        continue;
+      }
       bool split = false;
       bool whole = false;
       for (const int64_t rows : shard.row_group_rows) {
@@ -57,18 +59,6 @@ class ParquetShardSource final : public SampleSource {
           block_starts_.push_back(block_starts_.back() + std::min(piece_rows_, rows - first));
           block_row_group_.push_back(row_group);
         }
-      }
-      if (dataset_.encoded) {
-        // A row group's read: its columns' bytes, and its image pages decompressed (at most the
-        // image column's uncompressed size).
-        if (shard.row_group_encoded_bytes.size() != shard.row_group_rows.size())
-          throw DataError(shard.path.string() + ": the sizes of its encoded images are not known");
-        for (size_t rg = 0; rg < shard.row_group_rows.size(); ++rg) {
-          const int64_t bound = shard.row_group_encoded_bytes[rg];
-          block_bytes_.push_back(bound + shard.row_group_rows[rg] * 2 * static_cast<int64_t>(sizeof(int64_t)));
-          max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes + bound);
-        }
-        continue;
       }
       // Whole row groups are read with one pread of their columns (the largest row group's read
       // bounds theirs); split ones a page at a time.
@@ -107,12 +97,18 @@ class ParquetShardSource final : public SampleSource {
       throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
                               std::to_string(num_blocks()) + ")");
     }
-    const int64_t row_group = read_group(block_idx);  // one block per row group
+    const int64_t row_group = read_group(block_idx);
     const auto it = std::upper_bound(shard_first_row_group_.begin(), shard_first_row_group_.end(), row_group) - 1;
     const auto shard_idx = static_cast<size_t>(it - shard_first_row_group_.begin());
     const int64_t row_group_idx = row_group - *it;
     const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, row_group_idx);
-    reader->read_encoded_row_group(row_group_idx, scratch, bytes, capacity, ends, labels);
+    const int64_t begin = block_starts_[static_cast<size_t>(block_idx)] - row_group_starts_[static_cast<size_t>(row_group)];
+    const int64_t rows = block_rows(block_idx);
+    if (begin == 0 && rows == reader->row_group_rows(row_group_idx)) {
+      reader->read_encoded_row_group(row_group_idx, scratch, bytes, capacity, ends, labels);
+    } else {  // a piece: whole image pages
+      reader->read_encoded_rows(row_group_idx, begin, begin + rows, scratch, bytes, capacity, ends, labels);
+    }
   }
   ImageShape shape() const override { return dataset_.shape; }
   bool labeled() const override { return dataset_.labeled; }
@@ -123,8 +119,8 @@ class ParquetShardSource final : public SampleSource {
   int64_t read_group(int64_t block_idx) const override { return block_row_group_.at(static_cast<size_t>(block_idx)); }
 
   // From each row group's label statistics (every shard's footer is read, opened as reads do), and
-  // for a row group split into pieces, from its label pages' statistics when they all have them (as
-  // feeder convert writes them; finding them reads the page headers, as the first read would).
+  // for a row group split into pieces, from its label pages' statistics (as feeder convert writes
+  // them; finding them reads the page headers, as the first read would) or its labels.
   std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const override {
     if (!dataset_.labeled) return {};
     std::vector<std::pair<int64_t, int64_t>> blocks;
@@ -133,13 +129,29 @@ class ParquetShardSource final : public SampleSource {
       for (int64_t rg = 0; rg < reader->num_row_groups(); ++rg) {
         const auto whole = reader->row_group_label_range(rg);
         if (!whole) return {};
-        const int64_t row_group = shard_first_row_group_[shard_idx] + rg;
-        const int64_t first_row = row_group_starts_[static_cast<size_t>(row_group)];
-        const int64_t rows = row_group_starts_[static_cast<size_t>(row_group) + 1] - first_row;
-        for (int64_t begin = 0; begin < rows; begin += piece_rows_) {
-          const auto part = rows > piece_rows_ ? reader->rows_label_range(rg, begin, std::min(rows, begin + piece_rows_))
-                                               : std::nullopt;
-          blocks.push_back(part.value_or(*whole));
+        const auto row_group = static_cast<size_t>(shard_first_row_group_[shard_idx] + rg);
+        const int64_t first_row = row_group_starts_[row_group];
+        const int64_t rows = row_group_starts_[row_group + 1] - first_row;
+        // The row group's blocks: the first whose rows start at first_row, up to the next row group.
+        // A piece's range comes from its label pages' statistics or, without them, from the labels
+        // themselves (the label column alone is read: the pieces of a sorted row group without
+        // page statistics, DuckDB's or arrow-rs's, would otherwise each look like the whole).
+        std::vector<int64_t> labels;
+        auto block = std::lower_bound(block_starts_.begin(), block_starts_.end(), first_row);
+        for (; block + 1 < block_starts_.end() && *block < first_row + rows; ++block) {
+          const int64_t begin = *block - first_row;
+          const int64_t end = *(block + 1) - first_row;
+          if (end - begin == rows) {
+            blocks.push_back(*whole);
+            continue;
+          }
+          if (const auto part = reader->rows_label_range(rg, begin, end)) {
+            blocks.push_back(*part);
+            continue;
+          }
+          if (labels.empty()) labels = reader->row_group_labels(rg);
+          const auto [low, high] = std::minmax_element(labels.begin() + begin, labels.begin() + end);
+          blocks.emplace_back(*low, *high);
         }
       }
     }
@@ -187,6 +199,43 @@ class ParquetShardSource final : public SampleSource {
   }
 
  private:
+  // The blocks of an encoded shard: each row group whole, or, over kEncodedWholeRows rows or
+  // kEncodedWholeBytes of images, in pieces of whole image pages (ParquetRowGroupReader::
+  // encoded_pieces), so that a writer's large row groups (DuckDB's, pyarrow's) stream in a budget
+  // smaller than them and a window mixes many pieces of them.
+  void add_encoded_blocks(size_t shard_idx) {
+    const ShardInfo& shard = dataset_.shards[shard_idx];
+    // A row group's read: its columns' bytes, and its image pages decompressed (at most the image
+    // column's uncompressed size).
+    if (shard.row_group_encoded_bytes.size() != shard.row_group_rows.size())
+      throw DataError(shard.path.string() + ": the sizes of its encoded images are not known");
+    constexpr int64_t kRowBytes = 2 * static_cast<int64_t>(sizeof(int64_t));  // an end and a label
+    for (size_t rg = 0; rg < shard.row_group_rows.size(); ++rg) {
+      const int64_t rows = shard.row_group_rows[rg];
+      const int64_t bound = shard.row_group_encoded_bytes[rg];
+      const auto row_group = static_cast<int64_t>(row_group_starts_.size());
+      row_group_starts_.push_back(block_starts_.back());
+      if (rows <= kEncodedWholeRows && bound <= kEncodedWholeBytes) {
+        block_starts_.push_back(block_starts_.back() + rows);
+        block_row_group_.push_back(row_group);
+        block_bytes_.push_back(bound + rows * kRowBytes);
+        max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes + bound);
+        continue;
+      }
+      const ParquetRowGroupReader::EncodedPieces pieces =
+          open_shard(shard_idx, static_cast<int64_t>(rg))->encoded_pieces(static_cast<int64_t>(rg), kEncodedPieceRows,
+                                                                          kEncodedPieceBytes);
+      const int64_t first_row = block_starts_.back();
+      for (size_t p = 0; p + 1 < pieces.starts.size(); ++p) {
+        const int64_t piece_rows = pieces.starts[p + 1] - pieces.starts[p];
+        block_starts_.push_back(first_row + pieces.starts[p + 1]);
+        block_row_group_.push_back(row_group);
+        block_bytes_.push_back(pieces.bytes_bound[p] + piece_rows * kRowBytes);
+      }
+      max_read_bytes_ = std::max(max_read_bytes_, pieces.max_read_bytes);
+    }
+  }
+
   // The open reader of a shard: from the cache, else opened and checked against the set.
   std::shared_ptr<const ParquetRowGroupReader> open_shard(size_t shard_idx, int64_t row_group_idx) const {
     {

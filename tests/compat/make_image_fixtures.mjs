@@ -6,7 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import * as arrow from 'apache-arrow';
 import * as parquetWasm from 'parquet-wasm';
 
-const [folder, outDir] = process.argv.slice(2);
+const [folder, outDir, folder50] = process.argv.slice(2);
 if (!folder || !outDir) {
   console.error('usage: node make_image_fixtures.mjs FOLDER OUTDIR');
   process.exit(2);
@@ -67,7 +67,22 @@ await connection.run(`COPY (SELECT content AS png, 0::BIGINT AS label FROM bad O
 await connection.run(`COPY (SELECT CASE WHEN file = '07.png' THEN NULL ELSE content END AS png, 0::BIGINT AS label
   FROM bad ORDER BY file) TO ${sqlString(path.join(badDir, 'null.parquet'))} (FORMAT parquet)`);
 
-for (const file of [...fs.readdirSync(hfDir).sort().map((name) => path.join(hfDir, name)), path.join(outDir, 'binary.parquet'), path.join(outDir, 'arrowrs_rg4.parquet'), path.join(badDir, 'cut.parquet'), path.join(badDir, 'null.parquet')]) {
+// One row group of 150 images in pages of about 1 KB: arrow-rs checks a page's size after each
+// write batch, so batches of one row make the pages small.
+await connection.run(`CREATE TABLE rows50 AS
+  SELECT content, (dense_rank() OVER (ORDER BY regexp_extract(filename, '([^/]+)/[^/]+$', 1)) - 1)::BIGINT AS label,
+         regexp_extract(filename, '([^/]+)/[^/]+$', 1) AS class, parse_filename(filename) AS file
+  FROM read_blob(${sqlString(path.join(folder50, '*', '*.png'))}) ORDER BY class, file`);
+const rows50 = (await connection.runAndReadAll('SELECT content, label FROM rows50 ORDER BY class, file')).getRows();
+const table50 = parquetWasm.Table.fromIPCStream(arrow.tableToIPC(new arrow.Table({
+  image: arrow.vectorFromArray(rows50.map((row) => row[0].bytes), new arrow.Binary()),
+  label: arrow.vectorFromArray(BigInt64Array.from(rows50.map((row) => BigInt(row[1]))), new arrow.Int64()),
+}), 'stream'));
+fs.writeFileSync(path.join(outDir, 'arrowrs_pages.parquet'), parquetWasm.writeParquet(table50,
+  new WriterPropertiesBuilder().setMaxRowGroupSize(1000).setDataPageSizeLimit(1024).setWriteBatchSize(1)
+    .setDictionaryEnabled(false).build()));
+
+for (const file of [path.join(outDir, 'arrowrs_pages.parquet'), ...fs.readdirSync(hfDir).sort().map((name) => path.join(hfDir, name)), path.join(outDir, 'binary.parquet'), path.join(outDir, 'arrowrs_rg4.parquet'), path.join(badDir, 'cut.parquet'), path.join(badDir, 'null.parquet')]) {
   const reader = await connection.runAndReadAll(
     `SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata(${sqlString(file)}) GROUP BY ALL ORDER BY 1`);
   console.log(file, JSON.stringify(reader.getRows().map((row) => Number(row[1]))));

@@ -11,6 +11,9 @@
 #                                        group, zstd
 #   bad/cut.parquet, bad/null.parquet    10 images of label 0; row 5 of cut.parquet is a PNG cut in
 #                                        half, row 7 of null.parquet is null
+#   arrowrs_pages.parquet                150 images (50 per class), sorted by class, in ONE row group
+#                                        of data pages of about 1 KB (arrow-rs; dictionary off): a
+#                                        row group larger than a budget, streamed in pieces of pages
 # Usage: tests/compat/make_image_fixtures.sh   (needs node, npm and python3-pil)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -22,6 +25,7 @@ import pathlib, sys
 sys.path.insert(0, '$root/tests/python')
 import image_set
 image_set.write_folder(pathlib.Path('$work/folder'))
+image_set.write_folder(pathlib.Path('$work/folder50'), per_class=50)
 bad = pathlib.Path('$work/bad')
 bad.mkdir()
 for i in range(10):
@@ -30,4 +34,4 @@ for i in range(10):
 "
 cd "$here"
 [ -d node_modules/@duckdb/node-api ] || npm install --no-audit --no-fund --loglevel=error
-node make_image_fixtures.mjs "$work/folder" "$root/tests/data/images"
+node make_image_fixtures.mjs "$work/folder" "$root/tests/data/images" "$work/folder50"

@@ -4,6 +4,7 @@
 // of the same bytes held in memory, and bad rows are named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "feeder/data/loader.h"
 #include "feeder/error.h"
+#include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/formats/sharded.h"
 #include "feeder/image/encoded_source.h"
 #include "feeder/image/image_decoder.h"
@@ -138,6 +140,55 @@ TEST(ParquetImages, BadRowsAreNamed) {
   expect_error(kImages + "/bad/null.parquet", "bad/null.parquet: column 'png' row 7: null image");
   // A set of encoded images is not a store of pixels.
   EXPECT_THROW(Loader(open_images(kImages + "/hf"), LoaderOptions{}), OptionsError);
+}
+
+}  // namespace
+}  // namespace feeder
+
+namespace feeder {
+namespace {
+
+// arrow-rs's one row group of 150 images in 1 KB pages: streamed in pieces of whole pages, the
+// same images and labels as the row group read whole, and the pieces' label ranges seen.
+TEST(ParquetImages, ALargeRowGroupStreamsInPiecesOfWholePages) {
+  const std::string spec = kImages + "/arrowrs_pages.parquet";
+  const auto reader = parquet::ParquetRowGroupReader::open(spec);
+  ASSERT_EQ(reader.num_row_groups(), 1);
+  const auto pieces = reader.encoded_pieces(0, kEncodedPieceRows, kEncodedPieceBytes);
+  ASSERT_GE(pieces.starts.size(), 6u);  // at least 5 pieces of at most 32 rows
+  EXPECT_EQ(pieces.starts.front(), 0);
+  EXPECT_EQ(pieces.starts.back(), 150);
+  for (size_t p = 0; p + 1 < pieces.starts.size(); ++p) {
+    EXPECT_LE(pieces.starts[p + 1] - pieces.starts[p], kEncodedPieceRows);
+    EXPECT_GT(pieces.bytes_bound[p], 0);
+  }
+
+  const auto source = open_images(spec);
+  EXPECT_EQ(source->num_blocks(), static_cast<int64_t>(pieces.starts.size()) - 1);
+  const auto held = read_all(*source);
+  std::vector<uint8_t> scratch;
+  std::vector<uint8_t> whole(static_cast<size_t>(reader.encoded_bytes_bound(0)));
+  std::vector<int64_t> ends(150), labels(150);
+  reader.read_encoded_row_group(0, scratch, whole.data(), static_cast<int64_t>(whole.size()), ends.data(), labels.data());
+  for (int64_t i = 0; i < 150; ++i) {
+    const SampleView sample = held->sample(i);
+    const int64_t begin = i == 0 ? 0 : ends[static_cast<size_t>(i) - 1];
+    ASSERT_TRUE(std::equal(sample.bytes.begin(), sample.bytes.end(), whole.begin() + begin,
+                           whole.begin() + ends[static_cast<size_t>(i)])) << i;
+    EXPECT_EQ(sample.label, labels[static_cast<size_t>(i)]);
+    EXPECT_EQ(sample.label, i / 50);
+  }
+  EXPECT_EQ(reader.row_group_labels(0), labels);
+  // Sorted by class: most pieces hold one label, and the ranges say so.
+  const auto ranges = source->block_label_ranges();
+  ASSERT_EQ(ranges.size(), static_cast<size_t>(source->num_blocks()));
+  EXPECT_EQ(ranges.front(), (std::pair<int64_t, int64_t>{0, 0}));
+  EXPECT_EQ(ranges.back(), (std::pair<int64_t, int64_t>{2, 2}));
+  // Rows that are not whole pages are refused.
+  std::vector<uint8_t> bytes(whole.size());
+  EXPECT_THROW(reader.read_encoded_rows(0, 1, pieces.starts[1], scratch, bytes.data(), static_cast<int64_t>(bytes.size()),
+                                        ends.data(), labels.data()),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -63,6 +63,42 @@ def test_a_set_larger_than_the_budget_streams_each_image_once_the_same_for_any_w
         run(0, memory_budget=6000)
 
 
+def test_a_row_group_larger_than_the_budget_streams_in_pieces_of_its_pages():
+    # arrow-rs's file: 150 images sorted by class in ONE row group of 1 KB pages. Before, the budget
+    # had to hold the row group twice over; now it streams in pieces of whole pages (at most 32 rows).
+    spec = str(DATA / "arrowrs_pages.parquet")
+    whole, whole_labels = batches(feeder.DataLoader(spec, batch_size=150, image_size=12, augment=None))
+
+    def run(num_workers, resume_after=None):
+        loader = feeder.DataLoader(spec, batch_size=3, image_size=12, augment=None, shuffle=True, seed=9,
+                                   num_workers=num_workers, memory_budget=36000, prefetch=2)
+        assert loader._loader.streaming and 2 <= loader._loader.shuffle_window < 150
+        loader.set_epoch(1)
+        if resume_after is None:
+            return batches(loader)
+        it = iter(loader)
+        for _ in range(resume_after):
+            next(it)
+        state = loader.state_dict()
+        resumed = feeder.DataLoader(spec, batch_size=3, image_size=12, augment=None, shuffle=True, seed=9,
+                                    num_workers=num_workers, memory_budget=36000, prefetch=2)
+        resumed.load_state_dict(state)
+        return batches(it), batches(resumed)
+
+    with pytest.warns(RuntimeWarning, match="the labels are clustered"):
+        images, labels = run(0)
+    key = lambda batch: sorted(range(len(batch)), key=lambda i: batch[i].flatten().tolist())
+    assert torch.equal(images[key(images)], whole[key(whole)])  # each image once
+    assert sorted(labels.tolist()) == sorted(whole_labels.tolist()) and not torch.equal(labels, whole_labels)
+    for workers in (1, 3):
+        with pytest.warns(RuntimeWarning):
+            other, other_labels = run(workers)
+        assert torch.equal(other, images) and torch.equal(other_labels, labels)
+    with pytest.warns(RuntimeWarning):
+        (rest, _), (again, _) = run(2, resume_after=20)
+    assert torch.equal(again, rest) and torch.equal(rest, images[60:])
+
+
 def test_resume_mid_epoch_gives_the_same_batches():
     spec = str(DATA / "hf")
     options = dict(batch_size=4, image_size=10, augment="random_resized_crop", shuffle=True, seed=4, num_workers=2)

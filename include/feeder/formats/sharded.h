@@ -131,6 +131,16 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
 ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const std::filesystem::path& out_dir,
                                      const ShardWriteOptions& options,
                                      const std::function<void(int64_t, int64_t)>& progress = nullptr);
+// Encoded images stream in whole row groups up to these sizes (Hugging Face datasets and feeder
+// convert write 100 images a row group). A larger row group (DuckDB's and pyarrow's defaults put
+// a whole set in one) streams in pieces of whole data pages of its image column of at most
+// kEncodedPieceRows rows and kEncodedPieceBytes (a page of more is a piece of its own), so that a
+// window mixes many of them; finding its pages costs a small read per page when the set is opened.
+inline constexpr int64_t kEncodedWholeRows = 128;
+inline constexpr int64_t kEncodedWholeBytes = int64_t{16} << 20;
+inline constexpr int64_t kEncodedPieceRows = 32;
+inline constexpr int64_t kEncodedPieceBytes = int64_t{4} << 20;
+
 // The unit a set of `num_rows` samples is shuffled in when it streams: pieces of a row group of at
 // most this many rows, a 4096th of the set, but no less than 16 KiB of decoded samples (at least
 // one) and no more than 1 MiB. A shuffle window then mixes many pieces of many row groups, whatever
@@ -139,7 +149,9 @@ ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const std::filesy
 int64_t stream_piece_rows(const ImageShape& shape, int64_t num_rows);
 
 // A streaming source over a sharded set: blocks are pieces of row groups of `piece_rows` rows (0:
-// stream_piece_rows; the last piece of a row group may be shorter), read with pread into the caller's
+// stream_piece_rows; the last piece of a row group may be shorter), or for encoded images whole
+// row groups and pieces of whole image pages (kEncodedPieceRows, kEncodedPieceBytes; `piece_rows`
+// does not apply), read with pread into the caller's
 // buffer (never mapped, so the page cache does not count against the process) and decoded with
 // the same checks as read_parquet_images; `options` must be those the set was opened with. The
 // footers of the most recently used shards stay open (at most 16 file descriptors). A shard that

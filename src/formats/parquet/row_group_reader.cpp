@@ -414,6 +414,140 @@ std::shared_ptr<const ParquetRowGroupReader::PageMaps::RowGroupPages> ParquetRow
   return slot;
 }
 
+detail::ChunkLocation ParquetRowGroupReader::read_page_run(int64_t row_group_idx, int64_t column_idx,
+                                                           const detail::ChunkPages& chunk_pages, size_t first,
+                                                           size_t last, std::vector<uint8_t>& scratch,
+                                                           ColumnChunkInfo& partial) const {
+  const detail::PageSpan& first_page = chunk_pages.data[first];
+  const detail::PageSpan& last_page = chunk_pages.data[last];
+  const int64_t dictionary_bytes = chunk_pages.dictionary ? chunk_pages.dictionary->size_bytes : 0;
+  const int64_t run_bytes = last_page.offset + last_page.size_bytes - first_page.offset;
+  if (static_cast<int64_t>(scratch.size()) < dictionary_bytes + run_bytes) {
+    scratch.resize(static_cast<size_t>(dictionary_bytes + run_bytes));
+  }
+  const auto read_exactly = [&](uint8_t* out, int64_t size_bytes, int64_t offset) {
+    const int64_t got = pread_fully(fd_, out, size_bytes, offset, name_);
+    if (got != size_bytes) {
+      throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
+                      std::to_string(offset) + ".." + std::to_string(offset + size_bytes) + " needed");
+    }
+  };
+  if (chunk_pages.dictionary) read_exactly(scratch.data(), dictionary_bytes, chunk_pages.dictionary->offset);
+  read_exactly(scratch.data() + dictionary_bytes, run_bytes, first_page.offset);
+  partial = metadata_.row_groups[static_cast<size_t>(row_group_idx)].columns[static_cast<size_t>(column_idx)];
+  partial.dictionary_page_offset = chunk_pages.dictionary ? std::optional<int64_t>(0) : std::nullopt;
+  partial.data_page_offset = dictionary_bytes;
+  partial.total_compressed_size_bytes = dictionary_bytes + run_bytes;
+  partial.num_values = last_page.first_row + last_page.num_values - first_page.first_row;
+  detail::ChunkLocation where = chunk_location(row_group_idx, column_idx);
+  where.file_bytes = std::span<const uint8_t>(scratch.data(), static_cast<size_t>(dictionary_bytes + run_bytes));
+  where.chunk = &partial;
+  where.num_rows = partial.num_values;
+  where.first_row = first_page.first_row;
+  where.first_data_page = first_page.page_idx;
+  where.has_dictionary_page = chunk_pages.dictionary.has_value();
+  return where;
+}
+
+std::vector<int64_t> ParquetRowGroupReader::row_group_labels(int64_t row_group_idx) const {
+  if (row_group_idx < 0 || row_group_idx >= num_row_groups())
+    throw std::out_of_range(name_ + ": no row group " + std::to_string(row_group_idx));
+  std::vector<int64_t> labels(static_cast<size_t>(row_group_rows(row_group_idx)), kNoLabel);
+  if (label_idx_ < 0) return labels;
+  const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(row_group_idx);
+  const detail::ChunkPages& label_pages = (*pages)[static_cast<size_t>(label_idx_)];
+  std::vector<uint8_t> scratch;
+  detail::PageBuffer buffer;
+  ColumnChunkInfo partial;
+  for (size_t p = 0; p < label_pages.data.size(); ++p) {
+    const detail::ChunkLocation where = read_page_run(row_group_idx, label_idx_, label_pages, p, p, scratch, partial);
+    detail::decode_label_chunk(where, labels.data() + where.first_row, buffer);
+  }
+  return labels;
+}
+
+ParquetRowGroupReader::EncodedPieces ParquetRowGroupReader::encoded_pieces(int64_t row_group_idx, int64_t max_rows,
+                                                                           int64_t max_bytes) const {
+  if (encoded_idx_ < 0) throw std::logic_error(name_ + ": holds pixels, not encoded images");
+  if (row_group_idx < 0 || row_group_idx >= num_row_groups())
+    throw std::out_of_range(name_ + ": no row group " + std::to_string(row_group_idx));
+  const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(row_group_idx);
+  const detail::ChunkPages& images = (*pages)[static_cast<size_t>(encoded_idx_)];
+  const int64_t dictionary =
+      images.dictionary ? images.dictionary->size_bytes + images.dictionary->uncompressed_bytes : 0;
+  // Labels are read a page at a time into the same scratch, and decoded.
+  int64_t label_bytes = 0;
+  if (label_idx_ >= 0) {
+    const detail::ChunkPages& labels = (*pages)[static_cast<size_t>(label_idx_)];
+    const int64_t label_dictionary = labels.dictionary ? labels.dictionary->size_bytes + labels.dictionary->uncompressed_bytes : 0;
+    for (const detail::PageSpan& page : labels.data)
+      label_bytes = std::max(label_bytes, label_dictionary + page.size_bytes + page.uncompressed_bytes +
+                                              page.num_values * static_cast<int64_t>(sizeof(int64_t)));
+  }
+  EncodedPieces pieces;
+  int64_t run_compressed = 0, run_uncompressed = 0, largest_page = 0;
+  // A piece's images are its PLAIN pages' values, or values of the dictionary its pages index (any
+  // of them, as far as is known before reading): its pages' and the dictionary's sizes bound them.
+  const int64_t dictionary_values = images.dictionary ? images.dictionary->uncompressed_bytes : 0;
+  const auto close_piece = [&](int64_t end_row) {
+    pieces.bytes_bound.push_back(run_uncompressed + dictionary_values);
+    pieces.max_read_bytes = std::max(pieces.max_read_bytes, std::max(dictionary + run_compressed, label_bytes) + largest_page);
+    pieces.starts.push_back(end_row);
+    run_compressed = run_uncompressed = largest_page = 0;
+  };
+  pieces.starts.push_back(0);
+  for (const detail::PageSpan& page : images.data) {
+    const int64_t rows_so_far = page.first_row - pieces.starts.back();
+    if (rows_so_far > 0 &&
+        (rows_so_far + page.num_values > max_rows || run_uncompressed + page.uncompressed_bytes > max_bytes))
+      close_piece(page.first_row);
+    run_compressed += page.size_bytes;
+    run_uncompressed += page.uncompressed_bytes;
+    largest_page = std::max(largest_page, page.uncompressed_bytes);
+  }
+  close_piece(row_group_rows(row_group_idx));
+  return pieces;
+}
+
+int64_t ParquetRowGroupReader::read_encoded_rows(int64_t row_group_idx, int64_t begin, int64_t end,
+                                                 std::vector<uint8_t>& scratch, uint8_t* bytes, int64_t capacity,
+                                                 int64_t* ends, int64_t* labels) const {
+  if (encoded_idx_ < 0) throw std::logic_error(name_ + ": holds pixels, not encoded images");
+  if (row_group_idx < 0 || row_group_idx >= num_row_groups())
+    throw std::out_of_range(name_ + ": no row group " + std::to_string(row_group_idx));
+  const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(row_group_idx);
+  const std::vector<detail::PageSpan>& image_pages = (*pages)[static_cast<size_t>(encoded_idx_)].data;
+  const auto first = std::find_if(image_pages.begin(), image_pages.end(),
+                                  [&](const detail::PageSpan& page) { return page.first_row == begin; });
+  const auto last = std::find_if(image_pages.begin(), image_pages.end(),
+                                 [&](const detail::PageSpan& page) { return page.first_row + page.num_values == end; });
+  if (begin >= end || first == image_pages.end() || last == image_pages.end() || last < first)
+    throw std::invalid_argument(name_ + ": row group " + std::to_string(row_group_idx) + ": rows " +
+                                std::to_string(begin) + ".." + std::to_string(end) + " are not whole image pages");
+  detail::PageBuffer buffer;
+  ColumnChunkInfo partial;
+  if (label_idx_ >= 0) {
+    const ParquetRowGroupReader::RowRange range{begin, end, nullptr, labels};
+    std::vector<int64_t> decoded;
+    for (const auto& [p, q] : page_runs((*pages)[static_cast<size_t>(label_idx_)].data, std::span(&range, 1), 1)) {
+      const detail::ChunkLocation where = read_page_run(row_group_idx, label_idx_, (*pages)[static_cast<size_t>(label_idx_)],
+                                                        p, q, scratch, partial);
+      decoded.resize(static_cast<size_t>(where.num_rows));
+      detail::decode_label_chunk(where, decoded.data(), buffer);
+      const int64_t from = std::max(begin, where.first_row);
+      const int64_t to = std::min(end, where.first_row + where.num_rows);
+      std::copy(decoded.begin() + (from - where.first_row), decoded.begin() + (to - where.first_row), labels + (from - begin));
+    }
+  } else {
+    std::fill(labels, labels + (end - begin), kNoLabel);
+  }
+  const detail::ChunkLocation where =
+      read_page_run(row_group_idx, encoded_idx_, (*pages)[static_cast<size_t>(encoded_idx_)],
+                    static_cast<size_t>(first - image_pages.begin()), static_cast<size_t>(last - image_pages.begin()),
+                    scratch, partial);
+  return detail::decode_encoded_chunk(where, bytes, capacity, ends, buffer);
+}
+
 void ParquetRowGroupReader::read_rows(int64_t row_group_idx, std::span<const RowRange> ranges,
                                       std::vector<uint8_t>& scratch) const {
   if (row_group_idx < 0 || row_group_idx >= num_row_groups()) {
@@ -437,43 +571,13 @@ void ParquetRowGroupReader::read_rows(int64_t row_group_idx, std::span<const Row
     return;
   }
 
-  const auto location = [&](int64_t column_idx) { return chunk_location(row_group_idx, column_idx); };
   const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(row_group_idx);
 
-  // Reads data pages [first, last] of a column, after its dictionary page, into `scratch`, and
-  // locates them as a chunk of their own (`partial` holds its metadata).
+  // Data pages [first, last] of a column read into `scratch`, located as a chunk of their own.
   ColumnChunkInfo partial;
   const auto read_run = [&](int64_t column_idx, size_t first, size_t last) {
-    const detail::ChunkPages& chunk_pages = (*pages)[static_cast<size_t>(column_idx)];
-    const detail::PageSpan& first_page = chunk_pages.data[first];
-    const detail::PageSpan& last_page = chunk_pages.data[last];
-    const int64_t dictionary_bytes = chunk_pages.dictionary ? chunk_pages.dictionary->size_bytes : 0;
-    const int64_t run_bytes = last_page.offset + last_page.size_bytes - first_page.offset;
-    if (static_cast<int64_t>(scratch.size()) < dictionary_bytes + run_bytes) {
-      scratch.resize(static_cast<size_t>(dictionary_bytes + run_bytes));
-    }
-    const auto read_exactly = [&](uint8_t* out, int64_t size_bytes, int64_t offset) {
-      const int64_t got = pread_fully(fd_, out, size_bytes, offset, name_);
-      if (got != size_bytes) {
-        throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
-                        std::to_string(offset) + ".." + std::to_string(offset + size_bytes) + " needed");
-      }
-    };
-    if (chunk_pages.dictionary) read_exactly(scratch.data(), dictionary_bytes, chunk_pages.dictionary->offset);
-    read_exactly(scratch.data() + dictionary_bytes, run_bytes, first_page.offset);
-    partial = group.columns[static_cast<size_t>(column_idx)];
-    partial.dictionary_page_offset = chunk_pages.dictionary ? std::optional<int64_t>(0) : std::nullopt;
-    partial.data_page_offset = dictionary_bytes;
-    partial.total_compressed_size_bytes = dictionary_bytes + run_bytes;
-    partial.num_values = last_page.first_row + last_page.num_values - first_page.first_row;
-    detail::ChunkLocation where = location(column_idx);
-    where.file_bytes = std::span<const uint8_t>(scratch.data(), static_cast<size_t>(dictionary_bytes + run_bytes));
-    where.chunk = &partial;
-    where.num_rows = partial.num_values;
-    where.first_row = first_page.first_row;
-    where.first_data_page = first_page.page_idx;
-    where.has_dictionary_page = chunk_pages.dictionary.has_value();
-    return where;
+    return read_page_run(row_group_idx, column_idx, (*pages)[static_cast<size_t>(column_idx)], first, last, scratch,
+                         partial);
   };
   const auto data_pages = [&](int64_t column_idx) -> const std::vector<detail::PageSpan>& {
     return (*pages)[static_cast<size_t>(column_idx)].data;

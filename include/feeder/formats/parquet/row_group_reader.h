@@ -79,6 +79,10 @@ class ParquetRowGroupReader {
   // them (finding the row group's pages as read_rows does); nullopt when a page has none.
   std::optional<std::pair<int64_t, int64_t>> rows_label_range(int64_t row_group_idx, int64_t begin, int64_t end) const;
 
+  // The labels of a row group, from its label column alone (a page at a time); kNoLabel for each row
+  // of an unlabeled file. What the shuffle advice reads when pages carry no statistics.
+  std::vector<int64_t> row_group_labels(int64_t row_group_idx) const;
+
   int64_t num_rows() const { return metadata_.num_rows; }
   int64_t num_row_groups() const { return static_cast<int64_t>(metadata_.row_groups.size()); }
   int64_t row_group_rows(int64_t row_group_idx) const;
@@ -108,6 +112,24 @@ class ParquetRowGroupReader {
   // DataError naming the file, row group and row.
   int64_t read_encoded_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch, uint8_t* bytes,
                                  int64_t capacity, int64_t* ends, int64_t* labels) const;
+
+  // The pieces an encoded row group streams in: runs of whole data pages of its image column of at
+  // most `max_rows` rows and `max_bytes` uncompressed (a page of more is a piece of its own). `starts` holds each piece's
+  // first row, then the row group's row count; `bytes_bound` each piece's images back to back (its
+  // pages' uncompressed sizes, plus the dictionary's when the column has one); `max_read_bytes` the most memory read_encoded_rows uses for any of
+  // them besides what it fills. Finds the row group's pages (a small read per page) on first use.
+  struct EncodedPieces {
+    std::vector<int64_t> starts;
+    std::vector<int64_t> bytes_bound;
+    int64_t max_read_bytes = 0;
+  };
+  EncodedPieces encoded_pieces(int64_t row_group_idx, int64_t max_rows, int64_t max_bytes) const;
+  // Rows [begin, end) of a row group of an encoded file, as read_encoded_row_group reads a whole
+  // one, reading only the image pages that hold them and the label pages that overlap them. `begin`
+  // and `end` must be page boundaries of the image column (a piece of encoded_pieces): else
+  // std::invalid_argument.
+  int64_t read_encoded_rows(int64_t row_group_idx, int64_t begin, int64_t end, std::vector<uint8_t>& scratch,
+                            uint8_t* bytes, int64_t capacity, int64_t* ends, int64_t* labels) const;
 
   // Rows [begin, end) of a row group, decoded into `pixels` ((end - begin), C*H*W) and `labels`.
   struct RowRange {
@@ -168,6 +190,11 @@ class ParquetRowGroupReader {
   detail::ChunkLocation span_location(int64_t row_group_idx, int64_t column_idx, const std::vector<ColumnChunkInfo>& chunks,
                                       const std::vector<uint8_t>& scratch) const;
   std::shared_ptr<const std::vector<detail::ChunkPages>> row_group_pages(int64_t row_group_idx) const;
+  // Data pages [first, last] of a column chunk (after its dictionary page) read into `scratch`,
+  // located as a chunk of their own whose metadata `partial` holds.
+  detail::ChunkLocation read_page_run(int64_t row_group_idx, int64_t column_idx, const detail::ChunkPages& chunk_pages,
+                                      size_t first, size_t last, std::vector<uint8_t>& scratch,
+                                      ColumnChunkInfo& partial) const;
 };
 
 }  // namespace feeder::parquet

@@ -243,7 +243,10 @@ int64_t decode_encoded_chunk(const ChunkLocation& where, uint8_t* bytes, int64_t
   const auto append = [&](const uint8_t* data, int64_t size, int64_t row) {
     if (size > capacity - used) {
       throw_at_row(where, row, "images take more than the " + std::to_string(capacity) +
-                                   " bytes the column chunk's metadata allows (total_uncompressed_size)");
+                                   " bytes its pages and dictionary declare (total_uncompressed_size): the "
+                                   "dictionary repeats images, which feeder cannot hold within a size known before "
+                                   "reading; write the set without repeated images or without a dictionary for "
+                                   "this column (feeder convert writes images without one)");
     }
     std::memcpy(bytes + used, data, static_cast<size_t>(size));
     used += size;
