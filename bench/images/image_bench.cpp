@@ -157,7 +157,6 @@ int main(int argc, char** argv) {
     std::map<std::string, std::vector<double>> rates;
     for (int repeat = 0; repeat < repeats; ++repeat) {
       for (const auto& [name, crop] : loaders) {
-        if (std::getenv("EXP_ONLY_TRAIN") && crop != feeder::ImageCrop::kRandomResizedCrop) continue;
         feeder::Loader loader(folder.source, make(crop));
         pass(loader, 0);  // warm-up: buffers touched, decoders' scratch grown
         rates[name].push_back(pass(loader, 1 + repeat));
@@ -167,7 +166,6 @@ int main(int argc, char** argv) {
         pass(loader, 0);
         rates[smaller_name].push_back(pass(loader, 1 + repeat));
       }
-      if (std::getenv("EXP_ONLY_TRAIN")) continue;
       bare_decode(source, workers);
       rates[bare].push_back(bare_decode(source, workers));
       std::printf("pass %d/%d:", repeat + 1, repeats);

@@ -4,7 +4,6 @@
 #include <csetjmp>
 #include <cstddef>
 #include <cstdio>
-#include <cstdlib>
 
 #include <jpeglib.h>
 
@@ -165,8 +164,6 @@ void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
   }
   cinfo.scale_num = static_cast<unsigned>(eighths);
   cinfo.scale_denom = 8;
-  if (std::getenv("FEEDER_EXP_FAST_UPSAMPLE")) cinfo.do_fancy_upsampling = FALSE;
-  if (std::getenv("FEEDER_EXP_IFAST")) cinfo.dct_method = JDCT_IFAST;
   choose_color_space(cinfo, options.channels);
   jpeg_start_decompress(&cinfo);
   region.scale_eighths = eighths;
