@@ -22,6 +22,7 @@
 #include "feeder/error.h"
 #include "feeder/formats/csv.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/formats/parquet/class_labels.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/formats/sharded.h"
@@ -144,6 +145,12 @@ std::string directory_name(const fs::path& dir) {
   return name + "/";
 }
 
+// An input as the report shows it: a directory's name with '/', else the file's or glob's name.
+std::string input_name(const fs::path& input) {
+  std::error_code error;
+  return fs::is_directory(input, error) ? directory_name(input) : input.filename().string();
+}
+
 void print_sharded_report(const ConvertArgs& args, const ShardedDataset& dataset, double read_seconds,
                           double write_seconds) {
   const uint64_t input_bytes = fs::file_size(args.input);
@@ -256,7 +263,7 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   std::printf("| input | output | images | classes | shards | row groups | encoded MB | output MB | read s | write s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| %s | %s | %lld | %zu | %zu | %lld | %.1f | %.1f | %.3f | %.3f |\n",
-              directory_name(args.input).c_str(), directory_name(args.output).c_str(),
+              input_name(args.input).c_str(), directory_name(args.output).c_str(),
               static_cast<long long>(dataset.num_rows), input.rows->labeled() ? source_rows->labels_seen().size() : size_t{0},
               dataset.shards.size(), static_cast<long long>(dataset.num_row_groups()),
               megabytes(static_cast<uint64_t>(input.rows->encoded_bytes())), megabytes(output_bytes), read_seconds,
@@ -320,10 +327,45 @@ int run_tar_convert(const ConvertArgs& args) {
   return write_encoded_set(args, std::move(input));
 }
 
+// A Parquet set of encoded images (a file, a directory or a glob: Hugging Face datasets' files,
+// another writer's, feeder's own), or nothing for any other input.
+std::optional<ShardedDataset> encoded_parquet_input(const fs::path& input) {
+  const std::string spec = input.string();
+  if (!is_sharded_spec(spec) && lowercase_extension(input) != ".parquet") return std::nullopt;
+  try {
+    ShardedDataset dataset = open_sharded_dataset(spec);
+    if (dataset.encoded) return dataset;
+  } catch (const DataError&) {
+    // Not a set of encoded images: the pixel paths below say what is wrong with it.
+  }
+  return std::nullopt;
+}
+
+// A Parquet set of encoded images written again: reshuffled, resharded or with --max-side. Its
+// blocks are read in order (a shuffle on write goes through a spill file, as for tar shards).
+int run_encoded_parquet_convert(const ConvertArgs& args, const ShardedDataset& dataset) {
+  check_encoded_convert_args(args, "a Parquet set of encoded images");
+  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
+  EncodedInput input;
+  input.order = "the set's order";
+  if (!dataset.shards.empty()) input.classes = parquet::class_label_names(dataset.shards.front().path);
+  int64_t encoded_bytes = 0;
+  for (const ShardInfo& shard : dataset.shards)
+    for (const int64_t bytes : shard.row_group_encoded_bytes) encoded_bytes += bytes;
+  input.rows = stream_row_reader(open_parquet_source(dataset), encoded_bytes, args.shuffle_seed.has_value(),
+                                 args.output, [show_progress](int64_t done, int64_t total) {
+                                   if (show_progress && (done % 64 == 0 || done == total))
+                                     std::cerr << "feeder convert: copied " << done << "/" << total
+                                               << " row groups for the shuffle" << std::endl;
+                                 });
+  return write_encoded_set(args, std::move(input));
+}
+
 int run_convert(ConvertArgs& args) {
   std::error_code error;
   if (fs::is_directory(args.input, error) && is_image_folder(args.input)) return run_image_folder_convert(args);
   if (is_tar_spec(args.input.string())) return run_tar_convert(args);
+  if (const auto dataset = encoded_parquet_input(args.input)) return run_encoded_parquet_convert(args, *dataset);
   if (sharded_output(args)) return run_sharded_convert(args);
   args.output_kind = output_kind(args.output);
   const Stopwatch load_time;
@@ -347,7 +389,8 @@ Command add_convert_command(CLI::App& parent) {
   app->footer(
       "IN:  .csv, .parquet or IDX (*-images-idx3-ubyte[.gz], labels read from the file beside it), or a folder\n"
       "     of JPEG/PNG/WebP images in torchvision's ImageFolder layout, or WebDataset-style tar shards (a .tar,\n"
-      "     a directory of them or a glob: key.jpg + key.cls), written as Parquet shards of the images' bytes\n"
+      "     a directory of them or a glob: key.jpg + key.cls), or a Parquet set of encoded images (Hugging\n"
+      "     Face datasets' files, any writer's), written as Parquet shards of the images' bytes\n"
       "     (no re-encoding unless --max-side; row groups of 100 images; --shuffle-on-write SEED recommended;\n"
       "     one shard's images are held in memory at a time)\n"
       "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK), or a directory (OUT/, an existing\n"
@@ -395,7 +438,7 @@ Command add_convert_command(CLI::App& parent) {
             std::error_code error;
             // Encoded images are always written as a sharded set (OUT/).
             const bool encoded = (fs::is_directory(args->input, error) && is_image_folder(args->input)) ||
-                                 is_tar_spec(args->input.string());
+                                 is_tar_spec(args->input.string()) || encoded_parquet_input(args->input).has_value();
             if (args->shuffle_seed && !sharded_output(*args) && !encoded) {
               throw OptionsError("--shuffle-on-write applies to a sharded set (an output directory)");
             }

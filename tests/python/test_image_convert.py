@@ -4,6 +4,7 @@ is, byte for byte, shuffled or not; sets larger than memory converted one shard 
 
 import io
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -35,6 +36,23 @@ def test_tar_shards_convert_to_the_folders_shards_byte_for_byte(tmp_path, image_
     from_folder, from_tars = shard_bytes(tmp_path / "from-folder"), shard_bytes(tmp_path / "from-tars")
     assert len(from_folder) == 3 and from_tars == from_folder
     assert sorted(os.listdir(tmp_path / "from-tars")) == sorted(from_folder)  # no spill file left
+
+
+@pytest.mark.parametrize("shuffle", [None, 4])
+def test_a_parquet_set_of_images_converts_to_the_folders_shards_byte_for_byte(tmp_path, image_set_folder, shuffle):
+    # Hugging Face datasets' layout written by DuckDB (two files of 15 rows): resharded, shuffled or
+    # not, it gives the shards the folder it was made from gives, and its class names.
+    hf = pathlib.Path(__file__).resolve().parents[1] / "data" / "images" / "hf"
+    options = dict(shard_rows=12, row_group_size=5, shuffle_on_write=shuffle)
+    feeder.convert(image_set_folder, tmp_path / "from-folder/", **options)
+    report = feeder.convert(hf, tmp_path / "from-hf/", **options)
+    assert "labels: 0 cat, 1 dog, 2 fox" in report
+    assert shard_bytes(tmp_path / "from-hf") == shard_bytes(tmp_path / "from-folder")
+    # and with --max-side (every image here is at most 40 px: some are re-encoded at 20)
+    report = feeder.convert(str(hf / "train-*.parquet"), tmp_path / "smaller/", max_side=20)
+    assert re.search(r"re-encoded: \d+ images larger than 20 px", report)
+    assert re.search(r"width min / median / max: \d+ / \d+ / 20 px; height: \d+ / \d+ / 20 px",
+                     feeder.inspect(tmp_path / "smaller"))
 
 
 def peak_rss_mib(code):
