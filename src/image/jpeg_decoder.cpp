@@ -5,34 +5,19 @@
 #include <cstddef>
 #include <cstdio>
 
-#include <jpeglib.h>
-
 #include "feeder/error.h"
 #include "image/detail/color.h"
 #include "image/detail/decoders.h"
+#include "image/detail/jpeg_error.h"
 #include "image/detail/resample.h"
 
 namespace feeder::detail {
 namespace {
 
-// libjpeg reports an error through a callback that must not return. It jumps back to the setjmp in
-// the function that called libjpeg, which throws; everything with a destructor in that function is
-// declared before its setjmp, so the jump skips no destructor. Warnings take the same way: libjpeg
-// only warns about corrupt or truncated data (and fills the rest of the picture with gray).
-struct ErrorManager {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void jump_on_error(j_common_ptr cinfo) {
-  auto* errors = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, errors->message);
-  std::longjmp(errors->jump, 1);
-}
-
+// Warnings take the way of errors (image/detail/jpeg_error.h): libjpeg only warns about corrupt or
+// truncated data (and fills the rest of the picture with gray).
 void jump_on_warning(j_common_ptr cinfo, int level) {
-  if (level < 0) jump_on_error(cinfo);  // a warning; levels >= 0 are trace messages
+  if (level < 0) jpeg_jump_on_error(cinfo);  // a warning; levels >= 0 are trace messages
 }
 
 // Owns a decompressor: created with its error manager, destroyed on every way out.
@@ -40,7 +25,7 @@ class Decompressor {
  public:
   Decompressor() {
     cinfo.err = jpeg_std_error(&errors.mgr);
-    errors.mgr.error_exit = jump_on_error;
+    errors.mgr.error_exit = jpeg_jump_on_error;
     errors.mgr.emit_message = jump_on_warning;
     errors.message[0] = '\0';
     jpeg_create_decompress(&cinfo);
@@ -58,7 +43,7 @@ class Decompressor {
   }
 
   jpeg_decompress_struct cinfo{};
-  ErrorManager errors{};
+  JpegErrorManager errors{};
 };
 
 ImageHeader header_of(const jpeg_decompress_struct& cinfo) {

@@ -3,33 +3,20 @@
 #include "image/detail/jpeg_encoder.h"
 
 #include <csetjmp>
-#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 
-#include <jpeglib.h>
+#include "image/detail/jpeg_error.h"
 
 namespace feeder::detail {
 namespace {
-
-struct ErrorManager {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void jump_on_error(j_common_ptr cinfo) {
-  auto* errors = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, errors->message);
-  std::longjmp(errors->jump, 1);
-}
 
 // Owns a compressor and the memory libjpeg writes into; both are released on every way out.
 struct Compressor {
   Compressor() {
     cinfo.err = jpeg_std_error(&errors.mgr);
-    errors.mgr.error_exit = jump_on_error;
+    errors.mgr.error_exit = jpeg_jump_on_error;
     jpeg_create_compress(&cinfo);
   }
   ~Compressor() {
@@ -40,7 +27,7 @@ struct Compressor {
   Compressor& operator=(const Compressor&) = delete;
 
   jpeg_compress_struct cinfo{};
-  ErrorManager errors{};
+  JpegErrorManager errors{};
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
 };
