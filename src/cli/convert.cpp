@@ -418,7 +418,7 @@ Command add_convert_command(CLI::App& parent) {
                   "sharded sets: write the rows in an order shuffled with this seed (recorded in index.json)");
   app->add_option("--max-side", args->max_side,
                   "encoded images: re-encode those whose longer side is over N px as JPEG, resized to N "
-                  "(the others are kept as they are)")
+                  "(the others are kept as they are; --shard-size counts the images before re-encoding)")
       ->check(at_least(1));
   app->add_option("--jpeg-quality", args->jpeg_quality, "the JPEG quality of images re-encoded by --max-side")
       ->check(CLI::Range(1, 100))

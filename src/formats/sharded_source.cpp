@@ -215,24 +215,28 @@ class ParquetShardSource final : public SampleSource {
       const int64_t bound = shard.row_group_encoded_bytes[rg];
       const auto row_group = static_cast<int64_t>(row_group_starts_.size());
       row_group_starts_.push_back(block_starts_.back());
-      if (rows <= kEncodedWholeRows && bound <= kEncodedWholeBytes) {
+      if (rows == 0) continue;  // no block, as for pixels
+      std::optional<ParquetRowGroupReader::EncodedPieces> pieces;
+      if (rows > kEncodedWholeRows || bound > kEncodedWholeBytes) {
+        pieces = open_shard(shard_idx, static_cast<int64_t>(rg))
+                     ->encoded_pieces(static_cast<int64_t>(rg), kEncodedPieceRows, kEncodedPieceBytes);
+        if (pieces->starts.size() <= 2) pieces.reset();  // one page: read whole, as a row group
+      }
+      if (!pieces) {
         block_starts_.push_back(block_starts_.back() + rows);
         block_row_group_.push_back(row_group);
         block_bytes_.push_back(bound + rows * kRowBytes);
         max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes + bound);
         continue;
       }
-      const ParquetRowGroupReader::EncodedPieces pieces =
-          open_shard(shard_idx, static_cast<int64_t>(rg))->encoded_pieces(static_cast<int64_t>(rg), kEncodedPieceRows,
-                                                                          kEncodedPieceBytes);
       const int64_t first_row = block_starts_.back();
-      for (size_t p = 0; p + 1 < pieces.starts.size(); ++p) {
-        const int64_t piece_rows = pieces.starts[p + 1] - pieces.starts[p];
-        block_starts_.push_back(first_row + pieces.starts[p + 1]);
+      for (size_t p = 0; p + 1 < pieces->starts.size(); ++p) {
+        const int64_t piece_rows = pieces->starts[p + 1] - pieces->starts[p];
+        block_starts_.push_back(first_row + pieces->starts[p + 1]);
         block_row_group_.push_back(row_group);
-        block_bytes_.push_back(pieces.bytes_bound[p] + piece_rows * kRowBytes);
+        block_bytes_.push_back(pieces->bytes_bound[p] + piece_rows * kRowBytes);
       }
-      max_read_bytes_ = std::max(max_read_bytes_, pieces.max_read_bytes);
+      max_read_bytes_ = std::max(max_read_bytes_, pieces->max_read_bytes);
     }
   }
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -127,17 +128,30 @@ class StreamRowReader final : public EncodedRowReader {
   // Copies every image into the spill file, in the source's order, once.
   void spill() {
     std::string pattern = (spill_dir_ / ".feeder-spill-XXXXXX").string();
-    spill_fd_ = ::mkstemp(pattern.data());
-    if (spill_fd_ < 0)
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0)
       throw DataError(spill_dir_.string() + ": cannot create a spill file for a shuffle on write: " + std::strerror(errno));
     ::unlink(pattern.c_str());  // gone from the directory now; its space is freed when the fd closes
+    try {
+      copy_to_spill(fd);
+    } catch (...) {
+      ::close(fd);  // a spill cut short is not used: a later read starts it again
+      spill_offsets_.clear();
+      spill_labels_.clear();
+      throw;
+    }
+    spill_fd_ = fd;
+  }
+
+  void copy_to_spill(int fd) {
     spill_offsets_.assign(1, 0);
+    spill_labels_.clear();
     const int64_t blocks = source_->num_blocks();
     Block block;
     for (int64_t b = 0; b < blocks; ++b) {
       block.read(*source_, b);
       const int64_t used = block.rows > 0 ? block.ends.back() : 0;
-      write_spill(block.bytes.data(), used);
+      write_spill(fd, block.bytes.data(), used);
       for (int64_t r = 0; r < block.rows; ++r) {
         spill_offsets_.push_back(spill_offsets_.back() + block.ends[static_cast<size_t>(r)] - block.begin(r));
         spill_labels_.push_back(block.labels[static_cast<size_t>(r)]);
@@ -146,10 +160,10 @@ class StreamRowReader final : public EncodedRowReader {
     }
   }
 
-  void write_spill(const uint8_t* data, int64_t size) {
+  void write_spill(int fd, const uint8_t* data, int64_t size) {
     int64_t done = 0;
     while (done < size) {
-      const ssize_t n = ::write(spill_fd_, data + done, static_cast<size_t>(size - done));
+      const ssize_t n = ::write(fd, data + done, static_cast<size_t>(size - done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0)
         throw DataError(spill_dir_.string() + ": cannot write the spill file of a shuffle on write (it holds a copy "
@@ -198,6 +212,10 @@ class StreamRowReader final : public EncodedRowReader {
 }  // namespace
 
 std::shared_ptr<const EncodedImageSource> EncodedRowReader::read(std::span<const int64_t> rows) {
+  for (const int64_t row : rows)
+    if (row < 0 || row >= size())
+      throw std::out_of_range("encoded rows: no row " + std::to_string(row) + " (the set has " +
+                              std::to_string(size()) + ")");
   const Stopwatch time;
   std::shared_ptr<const EncodedImageSource> images = read_rows(rows);
   read_seconds_ += time.seconds();

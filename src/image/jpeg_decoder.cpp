@@ -20,7 +20,8 @@ void jump_on_warning(j_common_ptr cinfo, int level) {
   if (level < 0) jpeg_jump_on_error(cinfo);  // a warning; levels >= 0 are trace messages
 }
 
-// Owns a decompressor: created with its error manager, destroyed on every way out.
+// Owns a decompressor: its error manager set up here, created by create() after the caller's setjmp,
+// destroyed on every way out.
 class Decompressor {
  public:
   Decompressor() {
@@ -28,9 +29,10 @@ class Decompressor {
     errors.mgr.error_exit = jpeg_jump_on_error;
     errors.mgr.emit_message = jump_on_warning;
     errors.message[0] = '\0';
-    jpeg_create_decompress(&cinfo);
   }
-  ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
+  ~Decompressor() { jpeg_destroy_decompress(&cinfo); }  // nothing to do when never created
+  // After the caller's setjmp: creating may fail (out of memory) through the error manager.
+  void create() { jpeg_create_decompress(&cinfo); }
   Decompressor(const Decompressor&) = delete;
   Decompressor& operator=(const Decompressor&) = delete;
 
@@ -101,6 +103,7 @@ void read_rows(jpeg_decompress_struct& cinfo, int channels, int64_t last, uint8_
 ImageHeader read_jpeg_header(std::span<const uint8_t> bytes, const std::string& name) {
   Decompressor d;
   if (setjmp(d.errors.jump)) throw d.error(name);
+  d.create();
   jpeg_mem_src(&d.cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&d.cinfo, TRUE);
   return header_of(d.cinfo);
@@ -111,6 +114,7 @@ void decode_jpeg(std::span<const uint8_t> bytes, int channels, const std::string
   Decompressor d;
   std::vector<uint8_t> rows;  // rows as libjpeg gives them, when a conversion follows
   if (setjmp(d.errors.jump)) throw d.error(name);
+  d.create();
   jpeg_decompress_struct& cinfo = d.cinfo;
   jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
@@ -129,6 +133,7 @@ void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
                         ImageScratch& scratch, ResizedCropInfo& info, JpegRegion& region) {
   Decompressor d;
   if (setjmp(d.errors.jump)) throw d.error(name);
+  d.create();
   jpeg_decompress_struct& cinfo = d.cinfo;
   jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);

@@ -14,7 +14,9 @@ namespace feeder {
 namespace {
 
 void check_options(const MaxSideOptions& options) {
-  if (options.max_side <= 0) throw OptionsError("max side must be positive, got " + std::to_string(options.max_side));
+  if (options.max_side <= 0 || options.max_side > kMaxJpegSide)
+    throw OptionsError("max side must be 1.." + std::to_string(kMaxJpegSide) + " (JPEG's largest), got " +
+                       std::to_string(options.max_side));
   if (options.quality < 1 || options.quality > 100)
     throw OptionsError("JPEG quality must be 1..100, got " + std::to_string(options.quality));
 }

@@ -66,6 +66,8 @@ TEST(EncodedRows, AFoldersRowsAreItsFilesInAnyOrder) {
   expect_same_rows(*reader->read(std::span<const int64_t>(order).first(50)), *held.source,
                    std::span<const int64_t>(order).first(50));
   EXPECT_EQ(reader->labels_seen().size(), 3u);
+  const std::vector<int64_t> outside = {3, 120};
+  EXPECT_THROW(reader->read(outside), std::out_of_range);
 }
 
 TEST(EncodedRows, AStreamGivesItsRowsInOrderAndThroughASpillFileInAnyOrder) {
@@ -167,6 +169,22 @@ TEST(MaxSide, OnlyImagesOverTheLimitAreReencodedToIt) {
   EXPECT_THROW(limit_image_side(cut, "cut", options), DataError);
   options.quality = 0;
   EXPECT_THROW(limit_image_side(wide, "wide", options), OptionsError);
+  options.quality = 90;
+  options.max_side = 65501;  // more than a JPEG can hold
+  EXPECT_THROW(limit_image_side(wide, "wide", options), OptionsError);
+}
+
+TEST(MaxSide, ALargeReencodedImageGrowsItsOutputAndDecodes) {
+  // Noise at quality 100: hundreds of KB of JPEG, so the encoder's output grows several times.
+  MaxSideOptions options;
+  options.max_side = 599;
+  options.quality = 100;
+  const std::vector<uint8_t> smaller = limit_image_side(png_of(600, 400, 9), "noise", options);
+  ASSERT_GT(smaller.size(), size_t{256} << 10);
+  std::vector<uint8_t> pixels;
+  const ImageHeader header = decode_image(smaller, 3, "smaller", pixels);
+  EXPECT_EQ(header.width, 599);
+  EXPECT_EQ(header.height, 399);  // 400 * 599 / 600 = 399.33
 }
 
 }  // namespace

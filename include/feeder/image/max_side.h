@@ -23,8 +23,10 @@
 
 namespace feeder {
 
+inline constexpr int64_t kMaxJpegSide = 65500;  // libjpeg's JPEG_MAX_DIMENSION
+
 struct MaxSideOptions {
-  int64_t max_side = 0;  // > 0
+  int64_t max_side = 0;  // 1..kMaxJpegSide
   int quality = 90;      // JPEG quality of the re-encoded images, 1..100 (FFCV's default is 90)
   int num_threads = 0;   // 0: one per core
   int64_t max_pixels = kDefaultMaxImagePixels;
