@@ -296,7 +296,12 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
 // folder is listed first; each shard's files are read when it is written.
 int run_image_folder_convert(const ConvertArgs& args) {
   check_encoded_convert_args(args, "an image folder");
+  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
+  if (show_progress) std::cerr << "feeder convert: listing " << args.input.string() << std::endl;
   ImageFolderListing listing = list_image_folder(args.input);
+  if (show_progress)
+    std::cerr << "feeder convert: " << listing.files.size() << " images in " << listing.classes.size() << " classes"
+              << std::endl;
   EncodedInput input;
   input.classes = listing.classes;
   input.order = "the folder's order, sorted by class";
