@@ -213,7 +213,7 @@ constexpr int64_t kEncodedRowGroupRows = 100;
 // A set of encoded images to write, and what the report says of where it came from.
 struct EncodedInput {
   std::unique_ptr<EncodedRowReader> rows;
-  std::vector<std::string> classes;  // an image folder's class names; empty for tar shards
+  std::vector<std::string> classes;  // a folder's classes, a Parquet set's ClassLabel names; else empty
   std::string skipped;               // what was left out, for the report ("" for nothing)
   std::string order;                 // the order of the rows when not shuffled on write
 };
@@ -230,7 +230,7 @@ void check_encoded_convert_args(const ConvertArgs& args, const std::string& what
     throw OptionsError("--jpeg-quality applies to the images --max-side re-encodes: give --max-side too");
 }
 
-// Encoded images (an image folder's files, tar shards' members) as Parquet shards of their bytes,
+// Encoded images (a folder's files, tar shards' members, a Parquet set's rows) as Parquet shards of their bytes,
 // unchanged unless --max-side, with the report. One shard's images are held at a time.
 int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   ShardWriteOptions options;
