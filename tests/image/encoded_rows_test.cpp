@@ -12,6 +12,8 @@
 
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/formats/parquet/writer.h"
+#include "feeder/formats/sharded.h"
 #include "feeder/image/encoded_rows.h"
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_folder.h"
@@ -185,6 +187,54 @@ TEST(MaxSide, ALargeReencodedImageGrowsItsOutputAndDecodes) {
   const ImageHeader header = decode_image(smaller, 3, "smaller", pixels);
   EXPECT_EQ(header.width, 599);
   EXPECT_EQ(header.height, 399);  // 400 * 599 / 600 = 399.33
+}
+
+}  // namespace
+}  // namespace feeder
+
+namespace feeder {
+namespace {
+
+// Row groups of encoded images written by feeder's writer: 200 rows, over kEncodedWholeRows, in one
+// page (a page is the smallest piece: the row group streams whole) or in small pages (pieces of at
+// most kEncodedPieceRows rows); either way every image once, as written.
+TEST(EncodedPieces, ARowGroupOfOnePageStreamsWholeAndSmallPagesInPieces) {
+  TempDir dir;
+  const auto images = pictures(200);
+  std::vector<int64_t> rows(200);
+  for (int64_t i = 0; i < 200; ++i) rows[static_cast<size_t>(i)] = i;
+  for (const int64_t page_bytes : {int64_t{1} << 30, int64_t{4096}}) {
+    SCOPED_TRACE(page_bytes);
+    const auto path = dir / ("set-" + std::to_string(page_bytes) + ".parquet");
+    parquet::ParquetWriteOptions options;
+    options.row_group_size = 200;
+    options.page_size_bytes = page_bytes;
+    parquet::write_encoded_parquet(*images, rows, path, options);
+    const auto source = open_parquet_source(open_sharded_dataset(path.string()));
+    if (page_bytes > 4096) {
+      EXPECT_EQ(source->num_blocks(), 1);
+    } else {
+      EXPECT_GE(source->num_blocks(), 200 / kEncodedPieceRows);
+      for (int64_t b = 0; b < source->num_blocks(); ++b) EXPECT_LE(source->block_rows(b), kEncodedPieceRows);
+    }
+    std::vector<uint8_t> scratch;
+    for (int64_t b = 0; b < source->num_blocks(); ++b) {
+      const int64_t count = source->block_rows(b);
+      const int64_t capacity = source->block_bytes(b) - count * 16;
+      std::vector<uint8_t> block(static_cast<size_t>(capacity));
+      std::vector<int64_t> ends(static_cast<size_t>(count)), labels(static_cast<size_t>(count));
+      source->read_encoded_block(b, scratch, block.data(), capacity, ends.data(), labels.data());
+      EXPECT_LE(static_cast<int64_t>(scratch.size()), source->max_read_bytes());
+      for (int64_t r = 0; r < count; ++r) {
+        const int64_t row = source->block_starts()[static_cast<size_t>(b)] + r;
+        const SampleView want = images->sample(row);
+        const int64_t begin = r == 0 ? 0 : ends[static_cast<size_t>(r) - 1];
+        ASSERT_TRUE(std::equal(want.bytes.begin(), want.bytes.end(), block.begin() + begin,
+                               block.begin() + ends[static_cast<size_t>(r)])) << row;
+        EXPECT_EQ(labels[static_cast<size_t>(r)], want.label);
+      }
+    }
+  }
 }
 
 }  // namespace
