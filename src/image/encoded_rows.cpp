@@ -60,26 +60,6 @@ struct Block {
   int64_t begin(int64_t r) const { return r == 0 ? 0 : ends[static_cast<size_t>(r) - 1]; }
 };
 
-// Builds an EncodedImageSource a row at a time.
-struct RowsBuilder {
-  std::vector<uint8_t> bytes;
-  std::vector<int64_t> offsets = {0};
-  std::vector<int64_t> labels;
-  std::vector<std::string> names;
-
-  uint8_t* add(int64_t size, int64_t label, std::string name) {
-    bytes.resize(bytes.size() + static_cast<size_t>(size));
-    offsets.push_back(static_cast<int64_t>(bytes.size()));
-    labels.push_back(label);
-    names.push_back(std::move(name));
-    return bytes.data() + bytes.size() - size;
-  }
-  std::shared_ptr<const EncodedImageSource> finish(const std::string& name, bool labeled) {
-    return std::make_shared<EncodedImageSource>(name, std::move(bytes), std::move(offsets), std::move(labels),
-                                                std::move(names), labeled);
-  }
-};
-
 class StreamRowReader final : public EncodedRowReader {
  public:
   StreamRowReader(std::shared_ptr<const SampleSource> source, int64_t encoded_bytes, bool any_order,
@@ -109,7 +89,7 @@ class StreamRowReader final : public EncodedRowReader {
 
  private:
   std::shared_ptr<const EncodedImageSource> read_in_order(std::span<const int64_t> rows) {
-    RowsBuilder out;
+    EncodedImagesBuilder out;
     for (const int64_t row : rows) {
       if (row != next_row_)
         throw OptionsError(source_->name() + ": rows of a stream are read in order: asked for row " +
@@ -175,7 +155,7 @@ class StreamRowReader final : public EncodedRowReader {
 
   std::shared_ptr<const EncodedImageSource> read_spilled(std::span<const int64_t> rows) {
     if (spill_fd_ < 0) spill();
-    RowsBuilder out;
+    EncodedImagesBuilder out;
     for (const int64_t row : rows) {
       const auto at = static_cast<size_t>(row);
       const int64_t begin = spill_offsets_.at(at);

@@ -49,4 +49,22 @@ void EncodedImageSource::read_block(int64_t, std::vector<uint8_t>&, uint8_t*, in
   throw OptionsError(name_ + ": encoded images are read one sample at a time, not as blocks of pixels");
 }
 
+uint8_t* EncodedImagesBuilder::add(int64_t size, int64_t label, std::string name) {
+  bytes_.resize(bytes_.size() + static_cast<size_t>(size));
+  offsets_.push_back(static_cast<int64_t>(bytes_.size()));
+  labels_.push_back(label);
+  names_.push_back(std::move(name));
+  return bytes_.data() + bytes_.size() - size;
+}
+
+std::shared_ptr<const EncodedImageSource> EncodedImagesBuilder::finish(std::string name, bool labeled) {
+  auto images = std::make_shared<EncodedImageSource>(std::move(name), std::move(bytes_), std::move(offsets_),
+                                                     std::move(labels_), std::move(names_), labeled);
+  bytes_.clear();
+  offsets_.assign(1, 0);
+  labels_.clear();
+  names_.clear();
+  return images;
+}
+
 }  // namespace feeder

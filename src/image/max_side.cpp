@@ -55,28 +55,20 @@ std::shared_ptr<const EncodedImageSource> limit_image_sides(const EncodedImageSo
   parallel_for(count, resolve_num_threads(options.num_threads, "max side: num_threads"), [&](int64_t i) {
     smaller[static_cast<size_t>(i)] = limit_image_side(images.sample(i).bytes, images.sample_name(i), options);
   });
-  std::vector<uint8_t> bytes;
-  std::vector<int64_t> offsets = {0};
-  std::vector<int64_t> labels;
-  std::vector<std::string> names;
+  EncodedImagesBuilder out;
   for (int64_t i = 0; i < count; ++i) {
     const SampleView sample = images.sample(i);
     const std::vector<uint8_t>& made = smaller[static_cast<size_t>(i)];
-    if (made.empty()) {
-      bytes.insert(bytes.end(), sample.bytes.begin(), sample.bytes.end());
-    } else {
-      bytes.insert(bytes.end(), made.begin(), made.end());
+    const std::span<const uint8_t> kept = made.empty() ? sample.bytes : std::span<const uint8_t>(made);
+    std::copy(kept.begin(), kept.end(), out.add(static_cast<int64_t>(kept.size()), sample.label, images.sample_name(i)));
+    if (!made.empty()) {
       ++stats.reencoded;
       stats.bytes_before += static_cast<int64_t>(sample.bytes.size());
       stats.bytes_after += static_cast<int64_t>(made.size());
     }
-    offsets.push_back(static_cast<int64_t>(bytes.size()));
-    labels.push_back(sample.label);
-    names.push_back(images.sample_name(i));
   }
   stats.seconds += time.seconds();
-  return std::make_shared<EncodedImageSource>(images.name(), std::move(bytes), std::move(offsets), std::move(labels),
-                                              std::move(names), images.labeled());
+  return out.finish(images.name(), images.labeled());
 }
 
 MaxSideRowReader::MaxSideRowReader(std::unique_ptr<EncodedRowReader> rows, MaxSideOptions options)

@@ -58,4 +58,20 @@ class EncodedImageSource : public SampleSource {
   mutable uint64_t fingerprint_ = 0;
 };
 
+// Builds an EncodedImageSource an image at a time, in order.
+class EncodedImagesBuilder {
+ public:
+  // Appends an image of `size` bytes with its label and name; returns where its bytes go (valid
+  // until the next add).
+  uint8_t* add(int64_t size, int64_t label, std::string name);
+  // The images added, as a source called `name`; the builder is left empty.
+  std::shared_ptr<const EncodedImageSource> finish(std::string name, bool labeled);
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::vector<int64_t> offsets_ = {0};
+  std::vector<int64_t> labels_;
+  std::vector<std::string> names_;
+};
+
 }  // namespace feeder
