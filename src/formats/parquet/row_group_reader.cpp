@@ -449,20 +449,34 @@ detail::ChunkLocation ParquetRowGroupReader::read_page_run(int64_t row_group_idx
   return where;
 }
 
+void ParquetRowGroupReader::read_label_rows(int64_t row_group_idx, const std::vector<detail::ChunkPages>& pages,
+                                            int64_t begin, int64_t end, int64_t* labels, std::vector<uint8_t>& scratch) const {
+  if (label_idx_ < 0) {
+    std::fill(labels, labels + (end - begin), kNoLabel);
+    return;
+  }
+  const detail::ChunkPages& label_pages = pages[static_cast<size_t>(label_idx_)];
+  const RowRange range{begin, end, nullptr, labels};
+  detail::PageBuffer buffer;
+  ColumnChunkInfo partial;
+  std::vector<int64_t> decoded;
+  for (const auto& [first, last] : page_runs(label_pages.data, std::span(&range, 1), 1)) {
+    const detail::ChunkLocation where = read_page_run(row_group_idx, label_idx_, label_pages, first, last, scratch, partial);
+    decoded.resize(static_cast<size_t>(where.num_rows));
+    detail::decode_label_chunk(where, decoded.data(), buffer);
+    const int64_t from = std::max(begin, where.first_row);
+    const int64_t to = std::min(end, where.first_row + where.num_rows);
+    std::copy(decoded.begin() + (from - where.first_row), decoded.begin() + (to - where.first_row), labels + (from - begin));
+  }
+}
+
 std::vector<int64_t> ParquetRowGroupReader::row_group_labels(int64_t row_group_idx) const {
   if (row_group_idx < 0 || row_group_idx >= num_row_groups())
     throw std::out_of_range(name_ + ": no row group " + std::to_string(row_group_idx));
-  std::vector<int64_t> labels(static_cast<size_t>(row_group_rows(row_group_idx)), kNoLabel);
-  if (label_idx_ < 0) return labels;
-  const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(row_group_idx);
-  const detail::ChunkPages& label_pages = (*pages)[static_cast<size_t>(label_idx_)];
+  const int64_t rows = row_group_rows(row_group_idx);
+  std::vector<int64_t> labels(static_cast<size_t>(rows));
   std::vector<uint8_t> scratch;
-  detail::PageBuffer buffer;
-  ColumnChunkInfo partial;
-  for (size_t p = 0; p < label_pages.data.size(); ++p) {
-    const detail::ChunkLocation where = read_page_run(row_group_idx, label_idx_, label_pages, p, p, scratch, partial);
-    detail::decode_label_chunk(where, labels.data() + where.first_row, buffer);
-  }
+  read_label_rows(row_group_idx, *row_group_pages(row_group_idx), 0, rows, labels.data(), scratch);
   return labels;
 }
 
@@ -524,23 +538,9 @@ int64_t ParquetRowGroupReader::read_encoded_rows(int64_t row_group_idx, int64_t 
   if (begin >= end || first == image_pages.end() || last == image_pages.end() || last < first)
     throw std::invalid_argument(name_ + ": row group " + std::to_string(row_group_idx) + ": rows " +
                                 std::to_string(begin) + ".." + std::to_string(end) + " are not whole image pages");
+  read_label_rows(row_group_idx, *pages, begin, end, labels, scratch);
   detail::PageBuffer buffer;
   ColumnChunkInfo partial;
-  if (label_idx_ >= 0) {
-    const ParquetRowGroupReader::RowRange range{begin, end, nullptr, labels};
-    std::vector<int64_t> decoded;
-    for (const auto& [p, q] : page_runs((*pages)[static_cast<size_t>(label_idx_)].data, std::span(&range, 1), 1)) {
-      const detail::ChunkLocation where = read_page_run(row_group_idx, label_idx_, (*pages)[static_cast<size_t>(label_idx_)],
-                                                        p, q, scratch, partial);
-      decoded.resize(static_cast<size_t>(where.num_rows));
-      detail::decode_label_chunk(where, decoded.data(), buffer);
-      const int64_t from = std::max(begin, where.first_row);
-      const int64_t to = std::min(end, where.first_row + where.num_rows);
-      std::copy(decoded.begin() + (from - where.first_row), decoded.begin() + (to - where.first_row), labels + (from - begin));
-    }
-  } else {
-    std::fill(labels, labels + (end - begin), kNoLabel);
-  }
   const detail::ChunkLocation where =
       read_page_run(row_group_idx, encoded_idx_, (*pages)[static_cast<size_t>(encoded_idx_)],
                     static_cast<size_t>(first - image_pages.begin()), static_cast<size_t>(last - image_pages.begin()),

@@ -190,6 +190,10 @@ class ParquetRowGroupReader {
   detail::ChunkLocation span_location(int64_t row_group_idx, int64_t column_idx, const std::vector<ColumnChunkInfo>& chunks,
                                       const std::vector<uint8_t>& scratch) const;
   std::shared_ptr<const std::vector<detail::ChunkPages>> row_group_pages(int64_t row_group_idx) const;
+  // The labels of rows [begin, end) of a row group into `labels` (kNoLabel without a label column):
+  // the label pages that overlap them read a page at a time into `scratch` and decoded.
+  void read_label_rows(int64_t row_group_idx, const std::vector<detail::ChunkPages>& pages, int64_t begin, int64_t end,
+                       int64_t* labels, std::vector<uint8_t>& scratch) const;
   // Data pages [first, last] of a column chunk (after its dictionary page) read into `scratch`,
   // located as a chunk of their own whose metadata `partial` holds.
   detail::ChunkLocation read_page_run(int64_t row_group_idx, int64_t column_idx, const detail::ChunkPages& chunk_pages,
