@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -172,6 +173,25 @@ void print_sharded_report(const ConvertArgs& args, const ShardedDataset& dataset
   }
 }
 
+// Progress lines for a person watching, on a terminal only (not in logs or pipes): a line per shard
+// written, and every 64 blocks of a shuffle's copy into the spill file.
+bool show_progress() { return ::isatty(STDERR_FILENO) == 1; }
+
+std::function<void(int64_t, int64_t)> shard_progress() {
+  if (!show_progress()) return nullptr;
+  return [](int64_t done, int64_t total) {
+    std::cerr << "feeder convert: shard " << done << "/" << total << " written" << std::endl;
+  };
+}
+
+std::function<void(int64_t, int64_t)> spill_progress(std::string blocks) {
+  if (!show_progress()) return nullptr;
+  return [blocks = std::move(blocks)](int64_t done, int64_t total) {
+    if (done % 64 == 0 || done == total)
+      std::cerr << "feeder convert: copied " << done << "/" << total << " " << blocks << " for the shuffle" << std::endl;
+  };
+}
+
 int run_sharded_convert(const ConvertArgs& args) {
   if (lowercase_extension(args.output) == ".csv") {
     throw OptionsError("a sharded set is Parquet; '" + args.output.string() + "' names a CSV file (give a directory)");
@@ -191,12 +211,8 @@ int run_sharded_convert(const ConvertArgs& args) {
   const ImageStore store = load(args);
   const double read_seconds = load_time.seconds();
   if (!args.page_rows_given) options.parquet.page_rows = stream_piece_rows(store.shape(), store.size());
-  // One line per shard, for a person watching: not in logs or pipes.
-  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
   const Stopwatch write_time;
-  const ShardedDataset dataset = write_sharded(store, args.output, options, [show_progress](int64_t done, int64_t total) {
-    if (show_progress) std::cerr << "feeder convert: shard " << done << "/" << total << " written" << std::endl;
-  });
+  const ShardedDataset dataset = write_sharded(store, args.output, options, shard_progress());
   ConvertArgs shown = args;
   shown.parquet = options.parquet;
   print_sharded_report(shown, dataset, read_seconds, write_time.seconds());
@@ -251,11 +267,8 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
     smaller = reader.get();
     input.rows = std::move(reader);
   }
-  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
   const Stopwatch total_time;
-  const ShardedDataset dataset = write_encoded_sharded(*input.rows, args.output, options, [show_progress](int64_t done, int64_t total) {
-    if (show_progress) std::cerr << "feeder convert: shard " << done << "/" << total << " written" << std::endl;
-  });
+  const ShardedDataset dataset = write_encoded_sharded(*input.rows, args.output, options, shard_progress());
   const double read_seconds = source_rows->read_seconds();
   const double reencode_seconds = smaller ? smaller->stats().seconds : 0.0;
   uint64_t output_bytes = 0;
@@ -296,10 +309,9 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
 // folder is listed first; each shard's files are read when it is written.
 int run_image_folder_convert(const ConvertArgs& args) {
   check_encoded_convert_args(args, "an image folder");
-  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
-  if (show_progress) std::cerr << "feeder convert: listing " << args.input.string() << std::endl;
+  if (show_progress()) std::cerr << "feeder convert: listing " << args.input.string() << std::endl;
   ImageFolderListing listing = list_image_folder(args.input);
-  if (show_progress)
+  if (show_progress())
     std::cerr << "feeder convert: " << listing.files.size() << " images in " << listing.classes.size() << " classes"
               << std::endl;
   EncodedInput input;
@@ -317,40 +329,20 @@ int run_image_folder_convert(const ConvertArgs& args) {
 // only).
 int run_tar_convert(const ConvertArgs& args) {
   check_encoded_convert_args(args, "a set of tar shards");
-  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
   const TarShards tars = open_tar_shards(args.input.string());
   EncodedInput input;
   input.order = "the shards' order";
   if (tars.skipped_members > 0)
     input.skipped = std::to_string(tars.skipped_members) + " members that are neither an image nor a label";
   input.rows = stream_row_reader(tars.source, tars.encoded_bytes, args.shuffle_seed.has_value(), args.output,
-                                 [show_progress](int64_t done, int64_t total) {
-                                   if (show_progress && (done % 64 == 0 || done == total))
-                                     std::cerr << "feeder convert: copied " << done << "/" << total
-                                               << " blocks of tar members for the shuffle" << std::endl;
-                                 });
+                                 spill_progress("blocks of tar members"));
   return write_encoded_set(args, std::move(input));
-}
-
-// A Parquet set of encoded images (a file, a directory or a glob: Hugging Face datasets' files,
-// another writer's, feeder's own), or nothing for any other input.
-std::optional<ShardedDataset> encoded_parquet_input(const fs::path& input) {
-  const std::string spec = input.string();
-  if (!is_sharded_spec(spec) && lowercase_extension(input) != ".parquet") return std::nullopt;
-  try {
-    ShardedDataset dataset = open_sharded_dataset(spec);
-    if (dataset.encoded) return dataset;
-  } catch (const DataError&) {
-    // Not a set of encoded images: the pixel paths below say what is wrong with it.
-  }
-  return std::nullopt;
 }
 
 // A Parquet set of encoded images written again: reshuffled, resharded or with --max-side. Its
 // blocks are read in order (a shuffle on write goes through a spill file, as for tar shards).
 int run_encoded_parquet_convert(const ConvertArgs& args, const ShardedDataset& dataset) {
   check_encoded_convert_args(args, "a Parquet set of encoded images");
-  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
   EncodedInput input;
   input.order = "the set's order";
   if (!dataset.shards.empty()) input.classes = parquet::class_label_names(dataset.shards.front().path);
@@ -358,19 +350,44 @@ int run_encoded_parquet_convert(const ConvertArgs& args, const ShardedDataset& d
   for (const ShardInfo& shard : dataset.shards)
     for (const int64_t bytes : shard.row_group_encoded_bytes) encoded_bytes += bytes;
   input.rows = stream_row_reader(open_parquet_source(dataset), encoded_bytes, args.shuffle_seed.has_value(),
-                                 args.output, [show_progress](int64_t done, int64_t total) {
-                                   if (show_progress && (done % 64 == 0 || done == total))
-                                     std::cerr << "feeder convert: copied " << done << "/" << total
-                                               << " row groups for the shuffle" << std::endl;
-                                 });
+                                 args.output, spill_progress("blocks of the set"));
   return write_encoded_set(args, std::move(input));
 }
 
-int run_convert(ConvertArgs& args) {
+// An input of encoded images: an image folder, tar shards, or a Parquet set of them (opened once,
+// here, to tell it from a set of pixels).
+struct EncodedImagesInput {
+  enum class Kind { kFolder, kTars, kParquet };
+  Kind kind = Kind::kFolder;
+  std::optional<ShardedDataset> dataset;  // kParquet
+};
+
+// What `input` holds when it is encoded images; nullopt for anything else (pixel sets: the paths
+// that read them say what is wrong with a bad one).
+std::optional<EncodedImagesInput> encoded_images_input(const fs::path& input) {
+  using Kind = EncodedImagesInput::Kind;
   std::error_code error;
-  if (fs::is_directory(args.input, error) && is_image_folder(args.input)) return run_image_folder_convert(args);
-  if (is_tar_spec(args.input.string())) return run_tar_convert(args);
-  if (const auto dataset = encoded_parquet_input(args.input)) return run_encoded_parquet_convert(args, *dataset);
+  if (fs::is_directory(input, error) && is_image_folder(input)) return EncodedImagesInput{Kind::kFolder, {}};
+  if (is_tar_spec(input.string())) return EncodedImagesInput{Kind::kTars, {}};
+  const std::string spec = input.string();
+  if (!is_sharded_spec(spec) && lowercase_extension(input) != ".parquet") return std::nullopt;
+  try {
+    ShardedDataset dataset = open_sharded_dataset(spec);
+    if (dataset.encoded) return EncodedImagesInput{Kind::kParquet, std::move(dataset)};
+  } catch (const DataError&) {
+    // Not a set of encoded images.
+  }
+  return std::nullopt;
+}
+
+int run_convert(ConvertArgs& args, const std::optional<EncodedImagesInput>& images) {
+  if (images) {
+    switch (images->kind) {
+      case EncodedImagesInput::Kind::kFolder: return run_image_folder_convert(args);
+      case EncodedImagesInput::Kind::kTars: return run_tar_convert(args);
+      case EncodedImagesInput::Kind::kParquet: return run_encoded_parquet_convert(args, *images->dataset);
+    }
+  }
   if (sharded_output(args)) return run_sharded_convert(args);
   args.output_kind = output_kind(args.output);
   const Stopwatch load_time;
@@ -440,17 +457,16 @@ Command add_convert_command(CLI::App& parent) {
             args->jpeg_quality_given = app->count("--jpeg-quality") > 0;
             if (!layout->empty()) args->parquet.layout = parquet::parse_parquet_layout(*layout);
             if (!codec->empty()) args->parquet.codec = parquet::parse_parquet_codec(*codec);
-            std::error_code error;
             // Encoded images are always written as a sharded set (OUT/).
-            const bool encoded = (fs::is_directory(args->input, error) && is_image_folder(args->input)) ||
-                                 is_tar_spec(args->input.string()) || encoded_parquet_input(args->input).has_value();
-            if (args->shuffle_seed && !sharded_output(*args) && !encoded) {
+            const std::optional<EncodedImagesInput> images = encoded_images_input(args->input);
+            if (args->shuffle_seed && !sharded_output(*args) && !images) {
               throw OptionsError("--shuffle-on-write applies to a sharded set (an output directory)");
             }
-            if (!encoded && (args->max_side > 0 || args->jpeg_quality_given))
-              throw OptionsError("--max-side and --jpeg-quality apply to encoded images (an image folder, tar shards)");
+            if (!images && (args->max_side > 0 || args->jpeg_quality_given))
+              throw OptionsError("--max-side and --jpeg-quality apply to encoded images (an image folder, tar shards, "
+                                 "a Parquet set of images)");
             if (!shape->empty()) args->shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};
-            return run_convert(*args);
+            return run_convert(*args, images);
           }};
 }
 
