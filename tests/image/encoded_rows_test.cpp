@@ -80,24 +80,8 @@ TEST(EncodedRows, AStreamGivesItsRowsInOrderAndThroughASpillFileInAnyOrder) {
   ASSERT_TRUE(streamed.streaming);
   ASSERT_EQ(streamed.source->num_blocks(), 2);
   // The reference: every block read as it is.
-  std::vector<uint8_t> all;
-  std::vector<int64_t> offsets{0}, labels;
-  std::vector<std::string> names;
-  for (int64_t b = 0; b < streamed.source->num_blocks(); ++b) {
-    const int64_t rows = streamed.source->block_rows(b);
-    std::vector<uint8_t> block(static_cast<size_t>(streamed.source->block_bytes(b)));
-    std::vector<uint8_t> scratch;
-    std::vector<int64_t> ends(static_cast<size_t>(rows)), block_labels(static_cast<size_t>(rows));
-    streamed.source->read_encoded_block(b, scratch, block.data(), static_cast<int64_t>(block.size()), ends.data(),
-                                        block_labels.data());
-    all.insert(all.end(), block.begin(), block.begin() + ends.back());
-    for (int64_t r = 0; r < rows; ++r) {
-      offsets.push_back(offsets.back() + ends[static_cast<size_t>(r)] - (r ? ends[static_cast<size_t>(r) - 1] : 0));
-      labels.push_back(block_labels[static_cast<size_t>(r)]);
-      names.push_back(streamed.source->sample_name(streamed.source->block_starts()[static_cast<size_t>(b)] + r));
-    }
-  }
-  const EncodedImageSource reference("reference", all, offsets, labels, names, true);
+  const auto reference_images = read_all_blocks(*streamed.source);
+  const EncodedImageSource& reference = *reference_images;
 
   // In order, in pieces that straddle the blocks.
   auto in_order = stream_row_reader(streamed.source, streamed.encoded_bytes, false, dir.path());

@@ -18,6 +18,7 @@
 #include "feeder/image/encoded_source.h"
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_stage.h"
+#include "image/test_pictures.h"
 
 namespace feeder {
 namespace {
@@ -26,30 +27,6 @@ const std::string kImages = std::string(FEEDER_TEST_DATA_DIR) + "/images";
 
 std::shared_ptr<SampleSource> open_images(const std::string& spec) {
   return open_parquet_source(open_sharded_dataset(spec));
-}
-
-// Every sample of a streaming encoded source, read block by block, held in memory.
-std::shared_ptr<const EncodedImageSource> read_all(const SampleSource& source) {
-  std::vector<uint8_t> bytes, scratch;
-  std::vector<int64_t> offsets{0}, labels;
-  std::vector<std::string> names;
-  for (int64_t b = 0; b < source.num_blocks(); ++b) {
-    const int64_t rows = source.block_rows(b);
-    std::vector<uint8_t> block(static_cast<size_t>(source.block_bytes(b)));
-    std::vector<int64_t> ends(static_cast<size_t>(rows)), block_labels(static_cast<size_t>(rows));
-    source.read_encoded_block(b, scratch, block.data(), source.block_bytes(b) - rows * 16, ends.data(),
-                              block_labels.data());
-    int64_t begin = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      bytes.insert(bytes.end(), block.begin() + begin, block.begin() + ends[static_cast<size_t>(r)]);
-      begin = ends[static_cast<size_t>(r)];
-      offsets.push_back(static_cast<int64_t>(bytes.size()));
-      labels.push_back(block_labels[static_cast<size_t>(r)]);
-      names.push_back(source.sample_name(source.block_starts()[static_cast<size_t>(b)] + r));
-    }
-  }
-  return std::make_shared<EncodedImageSource>("held", std::move(bytes), std::move(offsets), std::move(labels),
-                                              std::move(names), true);
 }
 
 TEST(ParquetImages, EachWritersImagesReadAsStored) {
@@ -62,7 +39,7 @@ TEST(ParquetImages, EachWritersImagesReadAsStored) {
     ASSERT_TRUE(source->encoded());
     EXPECT_FALSE(source->samples_in_memory());
     ASSERT_EQ(source->size(), 30);
-    const auto held = read_all(*source);
+    const auto held = read_all_blocks(*source);
     for (int64_t i = 0; i < 30; ++i) {
       const SampleView sample = held->sample(i);
       EXPECT_EQ(sample.label, i / 10);  // by class, 10 each
@@ -111,7 +88,7 @@ std::map<int64_t, std::vector<float>> epoch_rows(Loader& loader, int64_t epoch) 
 
 TEST(ParquetImages, StreamedWithinABudgetEachSampleOnceAsInMemory) {
   const auto source = open_images(kImages + "/arrowrs_rg4.parquet");
-  Loader in_memory(read_all(*source), crops(0));
+  Loader in_memory(read_all_blocks(*source), crops(0));
   const auto expected = epoch_rows(in_memory, 1);
   ASSERT_EQ(expected.size(), 30u);
   for (const int workers : {0, 2}) {
@@ -165,7 +142,7 @@ TEST(ParquetImages, ALargeRowGroupStreamsInPiecesOfWholePages) {
 
   const auto source = open_images(spec);
   EXPECT_EQ(source->num_blocks(), static_cast<int64_t>(pieces.starts.size()) - 1);
-  const auto held = read_all(*source);
+  const auto held = read_all_blocks(*source);
   std::vector<uint8_t> scratch;
   std::vector<uint8_t> whole(static_cast<size_t>(reader.encoded_bytes_bound(0)));
   std::vector<int64_t> ends(150), labels(150);

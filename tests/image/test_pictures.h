@@ -1,16 +1,19 @@
 #pragma once
 
 // PNG pictures for the image tests, encoded with libpng's simplified API: RGB, `width` x `height`,
-// their pixels a function of `seed`; and a set of them in memory.
+// their pixels a function of `seed`; a set of them in memory; and every image of a streaming source
+// read into memory.
 
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "feeder/data/source.h"
 #include "feeder/image/encoded_source.h"
 
 namespace feeder {
@@ -47,6 +50,28 @@ inline std::shared_ptr<const EncodedImageSource> pictures(int count, int broken 
   }
   return std::make_shared<EncodedImageSource>("pictures", std::move(bytes), std::move(offsets), std::move(labels),
                                               std::move(names), true);
+}
+
+// Every image of a streaming source of encoded images, read block by block (each into a buffer of
+// exactly its block_bytes less the 16 bytes a row the stream keeps beside), held in memory.
+inline std::shared_ptr<const EncodedImageSource> read_all_blocks(const SampleSource& source) {
+  EncodedImagesBuilder out;
+  std::vector<uint8_t> scratch;
+  for (int64_t b = 0; b < source.num_blocks(); ++b) {
+    const int64_t rows = source.block_rows(b);
+    const int64_t capacity = source.block_bytes(b) - rows * 16;
+    std::vector<uint8_t> block(static_cast<size_t>(capacity));
+    std::vector<int64_t> ends(static_cast<size_t>(rows)), labels(static_cast<size_t>(rows));
+    source.read_encoded_block(b, scratch, block.data(), capacity, ends.data(), labels.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t begin = r == 0 ? 0 : ends[static_cast<size_t>(r) - 1];
+      const int64_t size = ends[static_cast<size_t>(r)] - begin;
+      std::copy_n(block.begin() + begin, size,
+                  out.add(size, labels[static_cast<size_t>(r)],
+                          source.sample_name(source.block_starts()[static_cast<size_t>(b)] + r)));
+    }
+  }
+  return out.finish("held", source.labeled());
 }
 
 }  // namespace feeder
