@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -286,19 +287,26 @@ int run_rss_probe(const std::string& dir, int64_t budget, int workers, int64_t b
 // How far a batch's labels are from the set's, for one epoch of `loader`: the mean number of
 // distinct labels in a batch and the mean total variation distance between a batch's label
 // frequencies and the set's (0: the same; 1: disjoint). A figure that needs no training, so that
-// a change in how a stream mixes shows in seconds.
+// a change in how a stream mixes shows in seconds. Also the mean number of distinct pieces a batch
+// draws from: what decoding each batch's samples from pieces held compressed would decompress.
 struct MixQuality {
   double distinct_labels = 0;
   double distance = 0;
+  double pieces = 0;
 };
 
-MixQuality mix_quality(Loader& loader, int64_t epoch, const std::map<int64_t, double>& set_frequency) {
+MixQuality mix_quality(Loader& loader, int64_t epoch, const std::map<int64_t, double>& set_frequency,
+                       std::span<const int64_t> block_starts) {
   MixQuality quality;
   int64_t batches = 0;
   loader.start_epoch(epoch);
   while (auto batch = loader.next()) {
     std::map<int64_t, int64_t> counts;
     for (int64_t i = 0; i < batch->size(); ++i) ++counts[batch->labels()[i]];
+    std::set<int64_t> pieces;
+    for (const int64_t sample : batch->sample_indices())
+      pieces.insert(std::upper_bound(block_starts.begin(), block_starts.end(), sample) - block_starts.begin());
+    quality.pieces += static_cast<double>(pieces.size());
     double distance = 0;
     for (const auto& [label, frequency] : set_frequency) {
       const auto it = counts.find(label);
@@ -311,7 +319,28 @@ MixQuality mix_quality(Loader& loader, int64_t epoch, const std::map<int64_t, do
   }
   quality.distinct_labels /= static_cast<double>(std::max<int64_t>(batches, 1));
   quality.distance /= static_cast<double>(std::max<int64_t>(batches, 1));
+  quality.pieces /= static_cast<double>(std::max<int64_t>(batches, 1));
   return quality;
+}
+
+// Microseconds to read and decode one piece (read_block: its pages from the page cache, the
+// codec, the values), the median of three passes over every piece.
+double piece_read_us(const SampleSource& source) {
+  std::vector<uint8_t> scratch, pixels;
+  std::vector<int64_t> labels;
+  std::vector<double> passes;
+  for (int pass = 0; pass < 3; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t b = 0; b < source.num_blocks(); ++b) {
+      pixels.resize(static_cast<size_t>(source.block_rows(b) * source.shape().num_pixels()));
+      labels.resize(static_cast<size_t>(source.block_rows(b)));
+      source.read_block(b, scratch, pixels.data(), labels.data());
+    }
+    passes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e6 /
+                     static_cast<double>(std::max<int64_t>(source.num_blocks(), 1)));
+  }
+  std::sort(passes.begin(), passes.end());
+  return passes[1];
 }
 
 int run_shuffle_quality(const std::string& dir, const std::vector<int64_t>& budgets, int64_t batch_size,
@@ -325,20 +354,22 @@ int run_shuffle_quality(const std::string& dir, const std::vector<int64_t>& budg
   options.batch_size = batch_size;
   options.num_workers = 2;
   options.pin_memory = false;
-  std::printf("| set | pieces (rows) | budget | shuffle window | pieces per window | distinct labels per batch | distance from the set's labels |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| set | pieces (rows) | budget | shuffle window | pieces per window | distinct labels per batch | distance from the set's labels | pieces per batch |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   const auto report = [&](Loader& loader, const std::string& budget) {
     MixQuality total;
     for (int epoch = 0; epoch < epochs; ++epoch) {
-      const MixQuality quality = mix_quality(loader, epoch, set_frequency);
+      const MixQuality quality = mix_quality(loader, epoch, set_frequency, stream->block_starts());
       total.distinct_labels += quality.distinct_labels / epochs;
       total.distance += quality.distance / epochs;
+      total.pieces += quality.pieces / epochs;
     }
     const double mean_piece = static_cast<double>(stream->size()) / static_cast<double>(stream->num_blocks());
-    std::printf("| %s | %lld (%.0f) | %s | %lld | %.1f | %.2f | %.3f |\n", dir.c_str(),
+    std::printf("| %s | %lld (%.0f) | %s | %lld | %.1f | %.2f | %.3f | %.0f |\n", dir.c_str(),
                 static_cast<long long>(stream->num_blocks()), mean_piece, budget.c_str(),
                 static_cast<long long>(loader.shuffle_window()),
-                static_cast<double>(loader.shuffle_window()) / mean_piece, total.distinct_labels, total.distance);
+                static_cast<double>(loader.shuffle_window()) / mean_piece, total.distinct_labels, total.distance,
+                total.pieces);
   };
   {
     Loader full(memory, options);
@@ -349,6 +380,8 @@ int run_shuffle_quality(const std::string& dir, const std::vector<int64_t>& budg
     Loader streamed(stream, options);
     report(streamed, format_byte_size(budget));
   }
+  std::printf("\nreading and decoding one piece: %.1f us (median of 3 passes over every piece)\n",
+              piece_read_us(*stream));
   return 0;
 }
 
