@@ -7,7 +7,10 @@
 //     as given, the folder held in memory;
 //   - evaluation: Resize + CenterCrop + normalise;
 //   - a bare full-size decode of the same files (in memory) on as many std::threads as workers: the
-//     rate no loader that decodes whole images can pass.
+//     rate no loader that decodes whole images can pass;
+//   - the training crops' decode alone, on as many threads: each image's RandomResizedCrop box
+//     decoded as training decodes it (DCT scaling, the box's columns and rows, nothing below it),
+//     not resampled: the rate no crop-aware pipeline that resamples can pass.
 // Then the peak RSS of the process. The set is the one bench/images/images_bench.py builds (2000
 // ImageNet-sized crops of Debian's wallpapers): its Python rows compare with these. --large-photos
 // measures the wallpapers at full size instead; --uint8 asks for uint8 batches; --max-side N adds
@@ -32,10 +35,14 @@
 
 #include "common/statistics.h"
 #include "feeder/data/loader.h"
+#include "feeder/data/random.h"
+#include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_folder.h"
 #include "feeder/image/image_stage.h"
 #include "feeder/image/max_side.h"
+#include "feeder/image/resized_crop.h"
+#include "image/detail/decoders.h"
 
 namespace {
 
@@ -60,6 +67,31 @@ double bare_decode(const feeder::EncodedImageSource& source, int threads) {
     pool.emplace_back([&] {
       std::vector<uint8_t> pixels;
       for (int64_t i = next++; i < source.size(); i = next++) feeder::decode_image(source.sample(i).bytes, 3, "image", pixels);
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+  return static_cast<double>(source.size()) / seconds_since(start);
+}
+
+// The decode of each image's training crop (epoch `epoch`'s boxes), without the resampling.
+double crop_decode(const feeder::EncodedImageSource& source, int threads, int64_t size, int64_t epoch) {
+  const auto start = Clock::now();
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      feeder::ImageScratch scratch;
+      feeder::ResizedCropOptions options;
+      options.out_height = options.out_width = size;
+      for (int64_t i = next++; i < source.size(); i = next++) {
+        feeder::SplitMix64 rng = feeder::sample_generator(0, epoch, i);
+        const auto box = [&](int64_t width, int64_t height) {
+          return feeder::random_resized_crop(width, height, {}, [&] { return rng.uniform_double(); });
+        };
+        feeder::ResizedCropInfo info;
+        feeder::detail::JpegRegion region;
+        feeder::detail::decode_jpeg_region(source.sample(i).bytes, "image", box, options, scratch, info, region);
+      }
     });
   }
   for (std::thread& thread : pool) thread.join();
@@ -142,6 +174,7 @@ int main(int argc, char** argv) {
         {"training: feeder::Loader (RandomResizedCrop + flip)", feeder::ImageCrop::kRandomResizedCrop},
         {"evaluation: feeder::Loader (Resize + CenterCrop)", feeder::ImageCrop::kCenterCrop}};
     const std::string bare = "bare full decode (libjpeg-turbo, " + std::to_string(workers) + " threads)";
+    const std::string crops = "the training crops' decode alone, not resampled (" + std::to_string(workers) + " threads)";
     std::shared_ptr<const feeder::EncodedImageSource> smaller;
     const std::string smaller_name = "training, the images stored at --max-side " + std::to_string(max_side);
     if (max_side > 0) {
@@ -168,6 +201,7 @@ int main(int argc, char** argv) {
       }
       bare_decode(source, workers);
       rates[bare].push_back(bare_decode(source, workers));
+      rates[crops].push_back(crop_decode(source, workers, size, 1 + repeat));
       std::printf("pass %d/%d:", repeat + 1, repeats);
       for (const auto& [name, values] : rates) std::printf(" %s %.0f;", name.c_str(), values.back());
       std::printf("\n");

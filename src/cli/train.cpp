@@ -243,7 +243,7 @@ int run(const TrainArgs& args) {
     std::cerr << "feeder train: warning: " << train_loader.loader().shuffle_advice() << "\n";
   }
 
-  Trainer trainer(make_simple_cnn(args.seed), config);
+  Trainer trainer(make_simple_cnn(args.seed, classes_needed(sets)), config);
   std::unique_ptr<GradientAverager> averager;
   if (group) {
     group->check_same(settings_to_agree_on(args, sets, config, train_loader));
@@ -254,7 +254,9 @@ int run(const TrainArgs& args) {
     trainer.set_distributed(group.get(), averager.get());
   }
   RunReport report = describe_run(args, sets, config, train_options);
-  std::cout << "Training SimpleCNN (" << count_parameters(*trainer.model()) << " parameters) on "
+  const int64_t classes = trainer.model()->fc2->weight.size(0);
+  std::cout << "Training SimpleCNN (" << (classes != 10 ? std::to_string(classes) + " classes, " : "")
+            << count_parameters(*trainer.model()) << " parameters) on "
             << sets.train.source->size() << " images, testing on " << sets.test.source->size() << "; device "
             << report.device << ", precision " << report.precision << ", channels-last "
             << (config.channels_last ? "on" : "off") << ", " << report.num_threads << " threads";

@@ -6,11 +6,11 @@
 
 namespace feeder {
 
-SimpleCNNImpl::SimpleCNNImpl()
+SimpleCNNImpl::SimpleCNNImpl(int64_t num_classes)
     : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 16, 3).padding(1)))),
       conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 32, 3).padding(1)))),
       fc1(register_module("fc1", torch::nn::Linear(32 * 7 * 7, 128))),
-      fc2(register_module("fc2", torch::nn::Linear(128, 10))) {}
+      fc2(register_module("fc2", torch::nn::Linear(128, num_classes))) {}
 
 torch::Tensor SimpleCNNImpl::forward(torch::Tensor x) {
   // ReLU after pooling, not before as the article writes it: ReLU is monotonic, so max(relu(a), relu(b))
@@ -55,11 +55,11 @@ void init_like_pytorch(torch::Tensor& weight, torch::Tensor& bias, at::Generator
 
 }  // namespace
 
-SimpleCNN make_simple_cnn(uint64_t seed) {
+SimpleCNN make_simple_cnn(uint64_t seed, int64_t num_classes) {
   SimpleCNN model{nullptr};
   {
     GlobalGeneratorRestorer restorer;  // the constructors' own draws are overwritten below
-    model = SimpleCNN();
+    model = SimpleCNN(num_classes);
   }
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   torch::NoGradGuard no_grad;

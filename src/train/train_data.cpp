@@ -192,4 +192,17 @@ std::shared_ptr<const SampleStage> image_stage_for(const SampleSource& source, c
   return std::make_shared<ImageStage>(options);
 }
 
+int64_t classes_needed(const TrainTestSets& sets) {
+  int64_t classes = 10;
+  for (const OpenedSet* set : {&sets.train, &sets.test}) {
+    classes = std::max(classes, static_cast<int64_t>(set->classes.size()));
+    if (const ImageStore* store = set->source->in_memory()) {
+      for (const int64_t label : store->labels()) classes = std::max(classes, label + 1);
+    } else {
+      for (const auto& [low, high] : set->source->block_label_ranges()) classes = std::max(classes, high + 1);
+    }
+  }
+  return classes;
+}
+
 }  // namespace feeder

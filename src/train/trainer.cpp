@@ -151,7 +151,7 @@ torch::Tensor Trainer::train_step(const torch::Tensor& images, const torch::Tens
   torch::Tensor loss;
   {
     AutocastScope autocast(config_.precision == Precision::kBf16, config_.device);
-    const torch::Tensor logits = model_->forward(inputs);  // (B,10)
+    const torch::Tensor logits = model_->forward(inputs);  // (B,classes)
     loss = torch::cross_entropy_loss(logits, targets);
   }
   if (averager_) averager_->start_step();
@@ -171,6 +171,25 @@ void Trainer::set_distributed(ProcessGroup* group, GradientAverager* averager) {
   group_ = group;
   averager_ = averager;
 }
+
+namespace {
+
+// A label outside the model's outputs would fail deep inside LibTorch's loss with a stack trace:
+// say which batch and label instead. The loader's labels are on the CPU: a scan of B integers.
+void check_labels(const torch::Tensor& labels, int64_t num_classes, const char* pass, int64_t epoch,
+                  int64_t batch_idx) {
+  if (!labels.device().is_cpu()) return;
+  const torch::Tensor contiguous = labels.contiguous();
+  const int64_t* values = contiguous.data_ptr<int64_t>();
+  for (int64_t i = 0; i < contiguous.numel(); ++i) {
+    if (values[i] < 0 || values[i] >= num_classes)
+      throw DataError(std::string(pass) + " batch " + std::to_string(batch_idx) + " of epoch " + std::to_string(epoch) +
+                      ": label " + std::to_string(values[i]) + " is outside the model's " +
+                      std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
+  }
+}
+
+}  // namespace
 
 EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t epoch,
                                const ProgressCallback& progress, const PassState* resume,
@@ -196,6 +215,7 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     std::optional<TensorBatch> batch = train.next();
     report.data_wait_seconds += wait_time.seconds();
     if (!batch) break;
+    check_labels(batch->labels, model_->fc2->weight.size(0), "training", epoch, batch_idx);
     const int64_t batch_size = batch->labels.size(0);
     const torch::Tensor loss = train_step(batch->images, batch->labels);
     loss_sum += loss * static_cast<double>(batch_size);
@@ -230,8 +250,9 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
     if (!batch) break;
     // The padding (repeats of the first samples, so that every rank has a share) is not scored.
     const int64_t real = batch->labels.size(0) - batch->num_padding;
-    const torch::Tensor logits = predict(batch->images.narrow(0, 0, real));  // (real,10)
+    const torch::Tensor logits = predict(batch->images.narrow(0, 0, real));  // (real,classes)
     if (labeled) {
+      check_labels(batch->labels.narrow(0, 0, real), model_->fc2->weight.size(0), "test", epoch, batch_idx);
       const torch::Tensor targets = batch->labels.narrow(0, 0, real).to(config_.device, /*non_blocking=*/true);
       num_correct += logits.argmax(1).eq(targets).sum();
     }

@@ -44,4 +44,21 @@ output=$(timeout 300 "$feeder" train --train "$work/train" --test "$work/test" -
   { echo "FAIL: --skip-bad-images did not train:"; echo "$output" | tail -3; exit 1; }
 grep -qF "skipped 1 bad training images, e.g. $work/train/class3/$victim: bad PNG" <<<"$output" ||
   { echo "FAIL: the skipped image was not reported:"; echo "$output" | tail -5; exit 1; }
-echo "ok: image folders train, and a bad image is named, or skipped and counted"
+
+# More classes than the article's 10: the model gets an output for each (LibTorch's loss used to
+# fail with "Target 13 is out of bounds" and a stack trace).
+/usr/bin/python3 - "$work/many" <<'PY'
+import os, sys
+import numpy as np
+from PIL import Image
+root = sys.argv[1]
+rng = np.random.default_rng(0)
+for c in range(14):
+    os.makedirs(f"{root}/c{c:02d}")
+    for i in range(8):
+        Image.fromarray(rng.integers(0, 256, (20, 24), dtype=np.uint8), "L").save(f"{root}/c{c:02d}/{i}.png")
+PY
+output=$(timeout 300 "$feeder" train --train "$work/many" --test "$work/many" --epochs 1 --batch-size 16 2>&1) ||
+  { echo "FAIL: a folder of 14 classes did not train:"; echo "$output" | tail -5; exit 1; }
+grep -q "^Training SimpleCNN (14 classes, " <<<"$output" || { echo "FAIL: the model was not given 14 outputs"; exit 1; }
+echo "ok: image folders train, a bad image is named, or skipped and counted, and 14 classes get 14 outputs"

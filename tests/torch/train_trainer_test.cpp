@@ -241,7 +241,7 @@ TEST(ParsePrecision, AcceptsTheThreeNamesAndRejectsOthers) {
 }
 
 // An ImageStore whose label is a function of the image: class k images are bright in row band k.
-std::shared_ptr<const ImageStore> banded_store(int64_t num_images, bool labeled) {
+std::shared_ptr<ImageStore> banded_store(int64_t num_images, bool labeled) {
   auto store = std::make_shared<ImageStore>(ImageShape{}, num_images, labeled);
   for (int64_t idx = 0; idx < num_images; ++idx) {
     const int64_t label = idx % 10;
@@ -302,6 +302,38 @@ TEST(Trainer, UnlabeledTrainingSetIsAnOptionsError) {
   TensorLoader test(banded_store(10, true), loader_options);
   Trainer trainer(seeded_model(42), cpu_config(Precision::kFp32, false));
   EXPECT_THROW(trainer.run_epoch(train, test, 1), OptionsError);
+}
+
+// A label the model has no output for is a DataError naming the pass, batch and label, in the
+// training pass and in the test pass (LibTorch's loss would fail with a stack trace).
+TEST(Trainer, LabelOutsideTheModelsClassesIsADataError) {
+  const std::shared_ptr<ImageStore> wide = banded_store(100, true);
+  wide->labels()[37] = 12;
+  LoaderOptions loader_options;
+  loader_options.batch_size = 50;
+  loader_options.shuffle = false;
+  {
+    TensorLoader train(wide, loader_options);
+    TensorLoader test(banded_store(50, true), loader_options);
+    Trainer trainer(seeded_model(42), cpu_config(Precision::kFp32, false));
+    try {
+      trainer.run_epoch(train, test, 1);
+      FAIL() << "no error";
+    } catch (const DataError& e) {
+      EXPECT_STREQ(e.what(), "training batch 1 of epoch 1: label 12 is outside the model's 10 classes (0..9)");
+    }
+  }
+  {
+    TensorLoader train(banded_store(50, true), loader_options);
+    TensorLoader test(wide, loader_options);
+    Trainer trainer(seeded_model(42), cpu_config(Precision::kFp32, false));
+    EXPECT_THROW(trainer.run_epoch(train, test, 1), DataError);
+  }
+  // A model with 13 outputs trains on it.
+  TensorLoader train(wide, loader_options);
+  TensorLoader test(wide, loader_options);
+  Trainer trainer(make_simple_cnn(42, 13), cpu_config(Precision::kFp32, false));
+  EXPECT_EQ(trainer.run_epoch(train, test, 1).num_train_samples, 100);
 }
 
 }  // namespace

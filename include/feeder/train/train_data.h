@@ -64,6 +64,12 @@ struct TrainTestSets {
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
                               const ImageShape& model_shape, int64_t memory_budget, bool require_labels = true);
 
+// The outputs a classifier of these sets needs: their class names' count, or their largest label
+// plus one where that is known without reading samples (a set in memory, Parquet statistics of
+// the label column); at least the article's 10. A label found later outside it is an error of the
+// training loop (Trainer::run_epoch), not a crash.
+int64_t classes_needed(const TrainTestSets& sets);
+
 // The sample stage that turns `source`'s encoded images into the model's input: each image decoded
 // into model_shape's channels and resized whole to its height and width (a copy for images of that
 // size), scaled to [0, 1] as the loader scales pixels. nullptr for a source of pixels.

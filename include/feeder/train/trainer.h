@@ -95,7 +95,7 @@ class Trainer {
   // One optimisation step on a batch: images (B,C,H,W) float, labels (B) int64, on any device.
   // Returns the batch's mean loss as a 0-dim fp32 tensor (not synchronised, so a GPU keeps running).
   torch::Tensor train_step(const torch::Tensor& images, const torch::Tensor& labels);
-  // Logits (B,10) fp32 for images (B,C,H,W), without recording gradients.
+  // Logits (B,classes) fp32 for images (B,C,H,W), without recording gradients.
   torch::Tensor predict(const torch::Tensor& images);
 
   // Data-parallel training: gradients are averaged over `group` by `averager` after each backward,
@@ -105,7 +105,8 @@ class Trainer {
   void set_distributed(ProcessGroup* group, GradientAverager* averager);
 
   // A training pass over `train` then a test pass over `test`, for epoch `epoch` (it seeds the
-  // shuffle). Throws OptionsError when the training set is unlabeled. The test pass leaves out the
+  // shuffle). Throws OptionsError when the training set is unlabeled, DataError at a batch with a
+  // label outside the model's outputs. The test pass leaves out the
   // samples that only pad the epoch for the ranks (TensorBatch::num_padding).
   //
   // `resume` continues a pass a checkpoint interrupted: the caller has restored `train` to the
