@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <atomic>
@@ -33,6 +34,7 @@
 
 #include "cli/commands.h"
 #include "feeder/error.h"
+#include "feeder/util/interrupt.h"
 #include "feeder/data/loader.h"
 #include "feeder/data/source.h"
 #include "feeder/formats/dataset_files.h"
@@ -317,12 +319,46 @@ class StdoutCapture {
   int saved_ = -1;
 };
 
-// `feeder convert` with these arguments; returns the size report the command prints.
+// `feeder convert` with these arguments; returns the size report the command prints. The
+// conversion runs on a thread of its own while this one, holding the GIL between waits, lets
+// Python see Ctrl-C: it then asks the conversion to stop (feeder/util/interrupt.h), which removes
+// what it wrote, and raises KeyboardInterrupt once it has.
 std::string convert(const std::vector<std::string>& args) {
-  py::gil_scoped_release release;
-  StdoutCapture capture;
-  cli::call_single_command(cli::add_convert_command, args);
-  return capture.finish();
+  std::optional<StdoutCapture> capture;
+  {
+    py::gil_scoped_release release;
+    capture.emplace();
+  }
+  std::future<void> done = std::async(std::launch::async, [&args] { cli::call_single_command(cli::add_convert_command, args); });
+  bool interrupted = false;
+  for (;;) {
+    std::future_status status;
+    {
+      py::gil_scoped_release release;
+      status = done.wait_for(std::chrono::milliseconds(50));
+    }
+    if (status == std::future_status::ready) break;
+    if (!interrupted && PyErr_CheckSignals() != 0) {  // the KeyboardInterrupt stays set
+      interrupted = true;
+      request_interrupt();
+    }
+  }
+  clear_interrupt();
+  if (interrupted) {
+    capture.reset();
+    try {
+      done.get();
+    } catch (...) {  // Interrupted, or whatever the conversion failed with while stopping
+    }
+    throw py::error_already_set();
+  }
+  done.get();  // its error, if any
+  std::string report;
+  {
+    py::gil_scoped_release release;
+    report = capture->finish();
+  }
+  return report;
 }
 
 std::string inspect(const std::string& path) {

@@ -8,6 +8,7 @@
 #include "cli/bench.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/interrupt_signals.h"
 #include "cli/train.h"
 #include "feeder/version.h"
 
@@ -21,7 +22,13 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   commands.push_back(add_train_command(app));
   commands.push_back(add_bench_command(app));
-  commands.push_back(add_convert_command(app));
+  // Ctrl-C stops a conversion at its next image or shard, which then removes what it wrote.
+  Command convert = add_convert_command(app);
+  convert.run = [run = convert.run] {
+    InterruptOnSignals signals;
+    return run();
+  };
+  commands.push_back(convert);
   commands.push_back(add_inspect_command(app));
   CLI::App* version = app.add_subcommand("version", "print the version");
   commands.push_back({version, [] {

@@ -19,6 +19,7 @@
 #include "feeder/image/encoded_rows.h"
 #include "feeder/io/file.h"
 #include "feeder/util/byte_size.h"
+#include "feeder/util/interrupt.h"
 #include "formats/detail/shard_index.h"
 
 namespace feeder {
@@ -207,26 +208,58 @@ void check_write_options(const ShardWriteOptions& options) {
 }
 
 // Creates out_dir when missing; refuses one that holds a set, or any Parquet file, already.
-void prepare_out_dir(const fs::path& out_dir) {
-  std::error_code error;
-  if (fs::exists(out_dir, error) && !fs::is_directory(out_dir, error)) {
-    throw OptionsError(out_dir.string() + ": exists and is not a directory");
+// A sharded set's output directory while the set is written: made when missing, refused when it
+// holds a set already, and marked unfinished (kUnfinishedMarker) until commit(). Destroyed without
+// commit() (an error, an interrupt), it removes the files it was given, the marker, and the
+// directory when it made it and nothing else is left in it. Owned by the writing thread.
+class OutputDirectory {
+ public:
+  explicit OutputDirectory(const fs::path& dir) : dir_(dir) {
+    std::error_code error;
+    if (fs::exists(dir, error) && !fs::is_directory(dir, error)) {
+      throw OptionsError(dir.string() + ": exists and is not a directory");
+    }
+    made_ = !fs::exists(dir, error);
+    fs::create_directories(dir, error);
+    if (error) throw DataError(dir.string() + ": cannot create the directory: " + error.message());
+    std::vector<std::string> found;
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name == kShardIndexName || name.ends_with(kParquetExtension)) found.push_back(name);
+    }
+    if (error) throw DataError(dir.string() + ": cannot list: " + error.message());
+    if (!found.empty()) {
+      std::sort(found.begin(), found.end());
+      throw OptionsError(dir.string() + ": already holds " + found.front() +
+                         (found.size() > 1 ? " and " + std::to_string(found.size() - 1) + " more" : std::string()) +
+                         "; write a sharded set into an empty or new directory");
+    }
+    write_file_atomically(dir / kUnfinishedMarker,
+                          "feeder convert is writing a sharded set here; if no process is, it was cut short\n");
   }
-  fs::create_directories(out_dir, error);
-  if (error) throw DataError(out_dir.string() + ": cannot create the directory: " + error.message());
-  std::vector<std::string> found;
-  for (fs::directory_iterator it(out_dir, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name == kShardIndexName || name.ends_with(kParquetExtension)) found.push_back(name);
+  ~OutputDirectory() {
+    if (committed_) return;
+    std::error_code ignored;
+    for (const fs::path& file : files_) fs::remove(file, ignored);
+    fs::remove(dir_ / kUnfinishedMarker, ignored);
+    if (made_) fs::remove(dir_, ignored);  // only when empty
   }
-  if (error) throw DataError(out_dir.string() + ": cannot list: " + error.message());
-  if (!found.empty()) {
-    std::sort(found.begin(), found.end());
-    throw OptionsError(out_dir.string() + ": already holds " + found.front() +
-                       (found.size() > 1 ? " and " + std::to_string(found.size() - 1) + " more" : std::string()) +
-                       "; write a sharded set into an empty or new directory");
+  OutputDirectory(const OutputDirectory&) = delete;
+  OutputDirectory& operator=(const OutputDirectory&) = delete;
+
+  // A file of the set (or a temporary one), removed unless the set is committed.
+  void add(const fs::path& file) { files_.push_back(file); }
+  void commit() {
+    fs::remove(dir_ / kUnfinishedMarker);
+    committed_ = true;
   }
-}
+
+ private:
+  fs::path dir_;
+  bool made_ = false;
+  bool committed_ = false;
+  std::vector<fs::path> files_;
+};
 
 // Writes the first shard for a target size to `candidate` and returns its rows, which every other
 // shard then gets (see ShardWriteOptions). The encoded size is a step function of the rows: each row
@@ -316,6 +349,9 @@ ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageO
   const fs::path path(spec);
   std::error_code error;
   if (fs::is_directory(path, error)) {
+    if (fs::exists(path / kUnfinishedMarker, error))
+      throw DataError(spec + ": feeder convert did not finish writing this set (" + std::string(kUnfinishedMarker) +
+                      " is there: the process was killed); convert it again into an empty directory");
     if (fs::exists(path / kShardIndexName, error)) return open_indexed(path, options);
     const std::vector<fs::path> paths = list_parquet_files(path);
     if (paths.empty()) throw DataError(spec + ": no .parquet files and no " + std::string(kShardIndexName));
@@ -330,7 +366,7 @@ ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageO
 ShardedDataset write_sharded(const ImageStore& given, const fs::path& out_dir, const ShardWriteOptions& options,
                              const std::function<void(int64_t, int64_t)>& progress) {
   check_write_options(options);
-  prepare_out_dir(out_dir);
+  OutputDirectory out(out_dir);
   std::optional<ImageStore> shuffled;
   if (options.shuffle_seed) {
     const std::vector<int64_t> order = epoch_order(given.size(), true, *options.shuffle_seed, 0);
@@ -359,39 +395,36 @@ ShardedDataset write_sharded(const ImageStore& given, const fs::path& out_dir, c
   // For a target size the first shard is written before the names are known (their width depends
   // on the number of shards), under a hidden name without the .parquet extension.
   const fs::path first_candidate = out_dir / ".feeder-first-shard";
-  std::vector<fs::path> written;
-  try {
-    int64_t shard_rows = options.shard_rows;
-    const bool first_written = options.shard_size_bytes > 0 && store.size() > 0;
-    if (first_written) shard_rows = write_first_shard_for_size(store, first_candidate, options);
-    shard_rows = std::max<int64_t>(shard_rows, 1);
-    const int64_t num_shards = std::max<int64_t>(1, (store.size() + shard_rows - 1) / shard_rows);
-    const size_t digits = std::max<size_t>(5, std::to_string(num_shards - 1).size());
-    for (int64_t shard_idx = 0; shard_idx < num_shards; ++shard_idx) {
-      const fs::path path = out_dir / shard_name(shard_idx, digits);
-      const int64_t first_row = shard_idx * shard_rows;
-      const int64_t rows = std::min(shard_rows, store.size() - first_row);
-      if (shard_idx == 0 && first_written) {
-        fs::rename(first_candidate, path);
-      } else {
-        parquet::write_parquet(store, first_row, rows, path, options.parquet);
-      }
-      written.push_back(path);
-      const ParquetRowGroupReader reader = ParquetRowGroupReader::open(path, read_options);
-      ShardInfo shard = shard_info(path, reader);
-      shard.content_hash = detail::hash_file(path);
-      if (shard_idx == 0) dataset.columns = reader.columns();
-      dataset.shards.push_back(std::move(shard));
-      if (progress) progress(shard_idx + 1, num_shards);
+  out.add(first_candidate);
+  int64_t shard_rows = options.shard_rows;
+  const bool first_written = options.shard_size_bytes > 0 && store.size() > 0;
+  if (first_written) shard_rows = write_first_shard_for_size(store, first_candidate, options);
+  shard_rows = std::max<int64_t>(shard_rows, 1);
+  const int64_t num_shards = std::max<int64_t>(1, (store.size() + shard_rows - 1) / shard_rows);
+  const size_t digits = std::max<size_t>(5, std::to_string(num_shards - 1).size());
+  for (int64_t shard_idx = 0; shard_idx < num_shards; ++shard_idx) {
+    throw_if_interrupted();
+    const fs::path path = out_dir / shard_name(shard_idx, digits);
+    const int64_t first_row = shard_idx * shard_rows;
+    const int64_t rows = std::min(shard_rows, store.size() - first_row);
+    out.add(path);
+    if (shard_idx == 0 && first_written) {
+      fs::rename(first_candidate, path);
+    } else {
+      parquet::write_parquet(store, first_row, rows, path, options.parquet);
     }
-    dataset.fingerprint = detail::fingerprint_of_content_hashes(dataset.shards);
-    write_file_atomically(out_dir / kShardIndexName, detail::shard_index_json(dataset));
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(first_candidate, ignored);
-    for (const fs::path& path : written) fs::remove(path, ignored);
-    throw;
+    const ParquetRowGroupReader reader = ParquetRowGroupReader::open(path, read_options);
+    ShardInfo shard = shard_info(path, reader);
+    shard.content_hash = detail::hash_file(path);
+    if (shard_idx == 0) dataset.columns = reader.columns();
+    dataset.shards.push_back(std::move(shard));
+    if (progress) progress(shard_idx + 1, num_shards);
   }
+  dataset.fingerprint = detail::fingerprint_of_content_hashes(dataset.shards);
+  const fs::path index = out_dir / kShardIndexName;
+  out.add(index);
+  write_file_atomically(index, detail::shard_index_json(dataset));
+  out.commit();
   return dataset;
 }
 
@@ -399,7 +432,7 @@ ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const fs::path& o
                                      const ShardWriteOptions& options,
                                      const std::function<void(int64_t, int64_t)>& progress) {
   check_write_options(options);
-  prepare_out_dir(out_dir);
+  OutputDirectory out(out_dir);
   const int64_t size = reader.size();
   const std::vector<int64_t> order = epoch_order(size, options.shuffle_seed.has_value(),
                                                  options.shuffle_seed.value_or(0), 0);
@@ -414,28 +447,25 @@ ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const fs::path& o
   const int64_t num_shards = std::max<int64_t>(1, (size + shard_rows - 1) / shard_rows);
   const size_t digits = std::max<size_t>(5, std::to_string(num_shards - 1).size());
   std::vector<fs::path> written;
-  try {
-    for (int64_t shard_idx = 0; shard_idx < num_shards; ++shard_idx) {
-      const fs::path path = out_dir / shard_name(shard_idx, digits);
-      const int64_t first_row = shard_idx * shard_rows;
-      const int64_t rows = std::min(shard_rows, size - first_row);
-      // One shard's images in memory at a time, in the order they are written.
-      const std::shared_ptr<const EncodedImageSource> images =
-          reader.read(std::span<const int64_t>(order).subspan(static_cast<size_t>(first_row), static_cast<size_t>(rows)));
-      std::vector<int64_t> in_order(static_cast<size_t>(rows));
-      for (int64_t r = 0; r < rows; ++r) in_order[static_cast<size_t>(r)] = r;
-      parquet::write_encoded_parquet(*images, in_order, path, options.parquet);
-      written.push_back(path);
-      if (progress) progress(shard_idx + 1, num_shards);
-    }
-    ShardedDataset dataset = describe_from_footers(out_dir, written, {});
-    dataset.shuffled_on_write = options.shuffle_seed;
-    return dataset;
-  } catch (...) {
-    std::error_code ignored;
-    for (const fs::path& path : written) fs::remove(path, ignored);
-    throw;
+  for (int64_t shard_idx = 0; shard_idx < num_shards; ++shard_idx) {
+    throw_if_interrupted();
+    const fs::path path = out_dir / shard_name(shard_idx, digits);
+    const int64_t first_row = shard_idx * shard_rows;
+    const int64_t rows = std::min(shard_rows, size - first_row);
+    // One shard's images in memory at a time, in the order they are written.
+    const std::shared_ptr<const EncodedImageSource> images =
+        reader.read(std::span<const int64_t>(order).subspan(static_cast<size_t>(first_row), static_cast<size_t>(rows)));
+    std::vector<int64_t> in_order(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) in_order[static_cast<size_t>(r)] = r;
+    out.add(path);
+    parquet::write_encoded_parquet(*images, in_order, path, options.parquet);
+    written.push_back(path);
+    if (progress) progress(shard_idx + 1, num_shards);
   }
+  ShardedDataset dataset = describe_from_footers(out_dir, written, {});
+  dataset.shuffled_on_write = options.shuffle_seed;
+  out.commit();
+  return dataset;
 }
 
 std::string describe_sharded_dataset(const ShardedDataset& dataset) {

@@ -13,6 +13,7 @@
 
 #include "feeder/error.h"
 #include "feeder/stopwatch.h"
+#include "feeder/util/interrupt.h"
 
 namespace fs = std::filesystem;
 
@@ -91,6 +92,7 @@ class StreamRowReader final : public EncodedRowReader {
   std::shared_ptr<const EncodedImageSource> read_in_order(std::span<const int64_t> rows) {
     EncodedImagesBuilder out;
     for (const int64_t row : rows) {
+      throw_if_interrupted();
       if (row != next_row_)
         throw OptionsError(source_->name() + ": rows of a stream are read in order: asked for row " +
                            std::to_string(row) + ", the next is " + std::to_string(next_row_));
@@ -129,6 +131,7 @@ class StreamRowReader final : public EncodedRowReader {
     const int64_t blocks = source_->num_blocks();
     Block block;
     for (int64_t b = 0; b < blocks; ++b) {
+      throw_if_interrupted();
       block.read(*source_, b);
       const int64_t used = block.rows > 0 ? block.ends.back() : 0;
       write_spill(fd, block.bytes.data(), used);
@@ -157,6 +160,7 @@ class StreamRowReader final : public EncodedRowReader {
     if (spill_fd_ < 0) spill();
     EncodedImagesBuilder out;
     for (const int64_t row : rows) {
+      throw_if_interrupted();
       const auto at = static_cast<size_t>(row);
       const int64_t begin = spill_offsets_.at(at);
       const int64_t size = spill_offsets_[at + 1] - begin;

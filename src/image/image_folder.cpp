@@ -14,6 +14,7 @@
 
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
 
 namespace fs = std::filesystem;
@@ -217,6 +218,7 @@ std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& l
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(offsets.back()));
   parallel_for(static_cast<int64_t>(rows.size()), threads, [&](int64_t r) {
+    throw_if_interrupted();
     const auto at = static_cast<size_t>(r);
     const auto file = static_cast<size_t>(rows[at]);
     read_whole(listing.files[file], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);

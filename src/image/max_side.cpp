@@ -7,6 +7,7 @@
 #include "feeder/error.h"
 #include "feeder/image/resized_crop.h"
 #include "feeder/stopwatch.h"
+#include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
 #include "image/detail/jpeg_encoder.h"
 
@@ -53,6 +54,7 @@ std::shared_ptr<const EncodedImageSource> limit_image_sides(const EncodedImageSo
   const int64_t count = images.size();
   std::vector<std::vector<uint8_t>> smaller(static_cast<size_t>(count));
   parallel_for(count, resolve_num_threads(options.num_threads, "max side: num_threads"), [&](int64_t i) {
+    throw_if_interrupted();
     smaller[static_cast<size_t>(i)] = limit_image_side(images.sample(i).bytes, images.sample_name(i), options);
   });
   EncodedImagesBuilder out;

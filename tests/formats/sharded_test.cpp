@@ -19,6 +19,7 @@
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/io/file.h"
 #include "feeder/util/byte_size.h"
+#include "feeder/util/interrupt.h"
 #include "formats/test_files.h"
 #include "parquet/writer_test_util.h"
 
@@ -142,6 +143,44 @@ TEST(ShardedWrite, AFailingWriteLeavesNoIndexAndNoShards) {
                              }),
                DataError);
   EXPECT_EQ(file_names(dir.path()), std::vector<std::string>{});
+}
+
+// An interrupt (Ctrl-C in feeder convert) stops the write at the next shard, which then removes the
+// shards and the marker, and the directory when the write made it; one that existed is left, empty.
+TEST(ShardedWrite, AnInterruptRemovesTheShardsTheMarkerAndTheDirectoryItMade) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(kShape, 50, true);
+  const fs::path made = dir / "new" / "set";
+  const auto interrupt_after_first = [](int64_t done, int64_t) {
+    if (done == 1) request_interrupt();
+  };
+  EXPECT_THROW(write_sharded(store, made, rows_per_shard(20, 64), interrupt_after_first), Interrupted);
+  clear_interrupt();
+  EXPECT_FALSE(fs::exists(made));
+  EXPECT_TRUE(fs::exists(dir / "new"));  // made by create_directories too, but not the set's own directory
+  EXPECT_THROW(write_sharded(store, dir.path(), rows_per_shard(20, 64), interrupt_after_first), Interrupted);
+  clear_interrupt();
+  EXPECT_EQ(file_names(dir.path()), std::vector<std::string>{"new"});
+  // Nothing pending afterwards: the next write completes, and takes its marker away.
+  write_sharded(store, made, rows_per_shard(20, 64));
+  EXPECT_EQ(file_names(made), (std::vector<std::string>{"index.json", "part-00000.parquet", "part-00001.parquet",
+                                                        "part-00002.parquet"}));
+}
+
+// While a write runs the directory holds kUnfinishedMarker; a set still marked (its process was
+// killed) is refused when opened, with what to do.
+TEST(ShardedWrite, ASetLeftMarkedUnfinishedIsRefused) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(kShape, 50, true);
+  write_sharded(store, dir.path(), rows_per_shard(20, 64), [&](int64_t, int64_t) {
+    EXPECT_TRUE(fs::exists(dir / std::string(kUnfinishedMarker)));
+  });
+  EXPECT_FALSE(fs::exists(dir / std::string(kUnfinishedMarker)));
+  EXPECT_EQ(open_sharded_dataset(dir.path().string()).num_rows, 50);
+  testing::write_text(dir / std::string(kUnfinishedMarker), "x");
+  EXPECT_EQ(data_error_of([&] { open_sharded_dataset(dir.path().string()); }),
+            dir.path().string() + ": feeder convert did not finish writing this set (.feeder-convert-unfinished is "
+                                  "there: the process was killed); convert it again into an empty directory");
 }
 
 TEST(ShardedWrite, RefusesADirectoryHoldingParquetFilesOrAnIndex) {

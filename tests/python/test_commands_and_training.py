@@ -1,6 +1,10 @@
 """feeder.convert and feeder.inspect as the command line has them, and training steps on feeder's batches."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -27,6 +31,37 @@ def test_convert_writes_what_inspect_describes(tmp_path, idx_set, capsys):
     summary = feeder.inspect(tmp_path / "shards")
     assert "shards: 4, rows: 2000" in summary and "(indexed by index.json)" in summary
     assert sorted(os.listdir(tmp_path / "shards")) == ["index.json"] + [f"part-0000{i}.parquet" for i in range(4)]
+
+
+def test_ctrl_c_stops_convert_which_removes_what_it_wrote(tmp_path):
+    # Ctrl-C (SIGINT) while feeder.convert runs: KeyboardInterrupt within seconds, and nothing left of
+    # the output. Before, the conversion ran to its end and only then raised.
+    script = tmp_path / "convert.py"
+    out = tmp_path / "shards"
+    script.write_text(
+        "import sys, time, feeder\n"
+        "print('started', flush=True)\n"
+        "start = time.monotonic()\n"
+        "try:\n"
+        f"    feeder.convert({FASHION_MNIST + '/train-images-idx3-ubyte.gz'!r}, {str(out) + '/'!r},\n"
+        "                   shard_rows=500, codec='zstd', level=19)\n"
+        "    print('finished', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print(f'interrupted after {time.monotonic() - start:.1f} s', flush=True)\n")
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "started\n"
+        deadline = time.monotonic() + 60
+        while not (out / "part-00001.parquet").exists():
+            assert process.poll() is None, "the conversion ended before it was interrupted"
+            assert time.monotonic() < deadline, "no second shard after 60 s"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert output.startswith("interrupted after"), output
+    assert not out.exists(), sorted(os.listdir(out))
 
 
 def test_convert_and_inspect_errors_are_the_commands(tmp_path, idx_set):

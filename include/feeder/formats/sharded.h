@@ -32,6 +32,9 @@ namespace feeder {
 class EncodedRowReader;  // feeder/image/encoded_rows.h
 
 inline constexpr std::string_view kShardIndexName = "index.json";
+// In OUTDIR while feeder convert writes a sharded set there, removed when the set is complete: a
+// set it marks was cut short (the process killed), and opening it is an error that says so.
+inline constexpr std::string_view kUnfinishedMarker = ".feeder-convert-unfinished";
 
 struct ShardInfo {
   std::filesystem::path path;

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# feeder convert stopped by SIGINT or SIGTERM removes what it wrote (shards, marker, the directory
+# it made) and exits 130; killed by SIGKILL it cannot, and the set it leaves is marked unfinished,
+# which opening it reports.
+set -euo pipefail
+feeder=$1
+data=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+work=$(mktemp -d "${TMPDIR:-/tmp}/feeder-convert-interrupt.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Slow enough to be stopped midway: 120 shards at zstd's level 19.
+start() {
+  "$feeder" convert "$data" "$work/$1/" --shard-rows 500 --codec zstd --level 19 >/dev/null 2>"$work/$1.err" &
+  pid=$!
+}
+# Until the second shard is there (the conversion is under way), at most 60 s.
+wait_for_shards() {
+  for _ in $(seq 1 1200); do
+    [ -e "$work/$1/part-00001.parquet" ] && return 0
+    kill -0 "$pid" 2>/dev/null || fail "the conversion ended before it was stopped: $(cat "$work/$1.err")"
+    sleep 0.05
+  done
+  fail "no second shard after 60 s"
+}
+
+for signal in INT TERM; do
+  start "$signal"
+  wait_for_shards "$signal"
+  kill "-$signal" "$pid"
+  rc=0
+  timeout 60 tail --pid="$pid" -f /dev/null || fail "SIG$signal did not stop the conversion within 60 s"
+  wait "$pid" || rc=$?
+  [ "$rc" = 130 ] || fail "SIG$signal: exit $rc, not 130: $(cat "$work/$signal.err")"
+  [ ! -e "$work/$signal" ] || fail "SIG$signal left $(ls -A "$work/$signal")"
+  grep -q "^feeder convert: interrupted; what it had written is removed$" "$work/$signal.err" ||
+    fail "SIG$signal: $(cat "$work/$signal.err")"
+done
+
+start KILL
+wait_for_shards KILL
+{ kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true
+[ -e "$work/KILL/.feeder-convert-unfinished" ] || fail "a killed conversion left no marker"
+if output=$("$feeder" inspect "$work/KILL" 2>&1); then fail "a set cut short was described: $output"; fi
+grep -qF "feeder convert did not finish writing this set" <<<"$output" || fail "not told: $output"
+echo "ok: SIGINT and SIGTERM remove what convert wrote; a set cut short by SIGKILL is refused"
