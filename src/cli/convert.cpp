@@ -103,6 +103,15 @@ ImageStore reshaped(ImageStore store, const ImageShape& shape, const fs::path& i
 
 ImageStore load(const ConvertArgs& args) {
   std::error_code error;
+  if (fs::is_directory(args.input, error)) {
+    // Neither images in class folders, tar shards nor a Parquet set (encoded_images_input): say why.
+    for (const auto& entry : fs::directory_iterator(args.input, error))
+      if (input_kind(entry.path()) == FileKind::kIdx && entry.path().filename().string().find("-idx3-ubyte") != std::string::npos)
+        throw DataError(args.input.string() + ": a directory of IDX files: convert one of them (" +
+                        entry.path().string() + ")");
+    list_image_folder(args.input);  // throws what an image folder lacks
+    throw DataError(args.input.string() + ": not a folder of images, tar shards or Parquet files");
+  }
   if (!fs::is_regular_file(args.input, error)) throw DataError(args.input.string() + ": no such file");
   const FileKind kind = input_kind(args.input);
   if (!args.shape && kind != FileKind::kParquet) return load_images(args.input);

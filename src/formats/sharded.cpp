@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <cmath>
 #include <cstdio>
@@ -354,7 +355,19 @@ ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageO
                       " is there: the process was killed); convert it again into an empty directory");
     if (fs::exists(path / kShardIndexName, error)) return open_indexed(path, options);
     const std::vector<fs::path> paths = list_parquet_files(path);
-    if (paths.empty()) throw DataError(spec + ": no .parquet files and no " + std::string(kShardIndexName));
+    if (paths.empty()) {
+      // A folder of images without class folders is a likely mistake: say what the layout is.
+      bool images = false;
+      for (const auto& entry : fs::directory_iterator(path, error)) {
+        std::string extension = entry.path().extension().string();
+        std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+        images = images || extension == ".jpg" || extension == ".jpeg" || extension == ".png" || extension == ".webp";
+      }
+      throw DataError(spec + ": no .parquet files and no " + std::string(kShardIndexName) +
+                      (images ? " (its images are not in class folders: an image folder has one folder of images per "
+                                "class, as torchvision's ImageFolder reads)"
+                              : ""));
+    }
     return describe_from_footers(path, paths, options);
   }
   const fs::path root = path.has_parent_path() ? path.parent_path() : fs::path(".");

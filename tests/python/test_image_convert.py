@@ -153,3 +153,22 @@ def test_max_side_names_an_image_that_cannot_be_decoded(tmp_path):
     with pytest.raises(feeder.DataError, match=r"cut\.jpg: bad JPEG"):
         feeder.convert(folder, tmp_path / "out/", max_side=64)
     assert not list((tmp_path / "out").glob("*"))
+
+
+def test_a_directory_that_is_not_a_set_says_what_it_lacks(tmp_path):
+    # Images straight in a folder (no class folders), an empty folder, a folder of IDX files: each
+    # says what it is not. Before, convert said "no such file" of a directory that exists.
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for i in range(3):
+        Image.fromarray(np.full((8, 8), i * 50, np.uint8)).save(flat / f"{i}.png")
+    with pytest.raises(feeder.DataError, match=r"flat: no class folders \(an image folder has one folder of images per class"):
+        feeder.convert(flat, str(tmp_path / "out1") + "/")
+    with pytest.raises(feeder.DataError, match="its images are not in class folders"):
+        feeder.DataLoader(flat, image_size=8)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(feeder.DataError, match="empty: no class folders"):
+        feeder.convert(tmp_path / "empty", str(tmp_path / "out2") + "/")
+    with pytest.raises(feeder.DataError, match="a directory of IDX files: convert one of them"):
+        feeder.convert("/usr/share/datasets/fashion-mnist", str(tmp_path / "out3") + "/")
+    assert sorted(os.listdir(tmp_path)) == ["empty", "flat"]
