@@ -260,6 +260,7 @@ void check_encoded_convert_args(const ConvertArgs& args, const std::string& what
 int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   ShardWriteOptions options;
   options.parquet = args.parquet;
+  options.parquet.class_names = input.classes;  // kept in the shards, as the datasets library keeps them
   if (!args.row_group_size_given) options.parquet.row_group_size = kEncodedRowGroupRows;
   options.shard_rows = args.shard_rows;
   options.shuffle_seed = args.shuffle_seed;

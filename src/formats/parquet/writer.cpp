@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "feeder/error.h"
 #include "feeder/io/file.h"
 #include "feeder/util/parallel_for.h"
@@ -528,7 +530,18 @@ void write_encoded_parquet(const SampleSource& source, std::span<const int64_t> 
   std::vector<fmt::SchemaElement> schema;
   if (source.labeled()) schema.push_back(leaf("label", fmt::Type::INT64));
   schema.push_back(leaf("image", fmt::Type::BYTE_ARRAY));
-  write_file(path, config, std::move(schema), {}, static_cast<int64_t>(rows.size()), [&](int64_t first, int64_t count) {
+  std::vector<fmt::KeyValue> key_values;
+  if (source.labeled() && !options.class_names.empty()) {
+    // As the datasets library writes its features, the image a plain binary column.
+    nlohmann::ordered_json features;
+    features["label"] = {{"names", options.class_names}, {"_type", "ClassLabel"}};
+    features["image"] = {{"dtype", "binary"}, {"_type", "Value"}};
+    fmt::KeyValue entry;
+    entry.__set_key("huggingface");
+    entry.__set_value(nlohmann::ordered_json{{"info", {{"features", features}}}}.dump());
+    key_values.push_back(std::move(entry));
+  }
+  write_file(path, config, std::move(schema), std::move(key_values), static_cast<int64_t>(rows.size()), [&](int64_t first, int64_t count) {
     std::vector<SampleView> samples;
     std::vector<int64_t> labels;
     for (int64_t i = first; i < first + count; ++i) {

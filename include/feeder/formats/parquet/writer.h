@@ -52,6 +52,10 @@ struct ParquetWriteOptions {
   // Encoding threads; 0 = one per core. Must not be negative. When the system refuses a thread, the
   // write fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;
+  // Encoded images (write_encoded_parquet): the names of labels 0, 1, ..., written as Hugging Face
+  // datasets' ClassLabel of `label` in the footer's `huggingface` metadata, where class_label_names
+  // (class_labels.h) and the datasets library find them. None when empty.
+  std::vector<std::string> class_names;
 };
 
 // Parses the names used on the command line; throws OptionsError listing the accepted names.
@@ -73,8 +77,9 @@ void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows,
 // that order, as they are (no re-encoding): `label` INT64 (when labeled, with statistics per chunk)
 // and `image` BYTE_ARRAY, each row an image file's bytes, in PLAIN pages of up to page_size_bytes,
 // uncompressed (the images are compressed already; `codec` applies to the labels), in row groups of
-// row_group_size rows. The file reads back as a set of encoded images (sharded.h), and DuckDB,
-// pyarrow and polars read `image` as binary. Through a temporary file renamed into place.
+// row_group_size rows, with class_names as a ClassLabel. The file reads back as a set of encoded
+// images (sharded.h), and DuckDB, pyarrow and polars read `image` as binary. Through a temporary
+// file renamed into place.
 void write_encoded_parquet(const SampleSource& source, std::span<const int64_t> rows, const std::filesystem::path& path,
                            const ParquetWriteOptions& options = {});
 
