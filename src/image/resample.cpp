@@ -79,6 +79,13 @@ FEEDER_AVX2_CLONE void vertical(const uint8_t* first_row, int64_t row_bytes, int
 
 using Float4 = float __attribute__((vector_size(16)));
 
+// Each lane within [0, 255] (the same operations as std::clamp's, lane by lane).
+inline Float4 clamp_levels(Float4 v) {
+  const Float4 low = {0, 0, 0, 0}, high = {255, 255, 255, 255};
+  v = v < low ? low : v;
+  return v > high ? high : v;
+}
+
 // Each value rounded to the nearest level: clamped to [0, 255], plus a half, truncated. Sixteen at a
 // time with SSE2 (the compiler does not vectorise the float to uint8 conversion); the same results
 // as the scalar loop, which does the rest.
@@ -119,7 +126,9 @@ void horizontal_rgb(const float* column, int64_t column_first, const int64_t* sp
       std::memcpy(&value, pixel, sizeof value);
       sum += w[k] * value;
     }
-    const Float4 v = sum * scale + bias;
+    // Weights summing to 1 in float can carry a value just past 255 (a white picture would give
+    // 1.0000002 for 1.0): a weighted mean of levels stays within them.
+    const Float4 v = clamp_levels(sum) * scale + bias;
     const int64_t target = output.mirror ? out_width - 1 - x : x;
     if (planar) {
       red[target] = v[0];
@@ -142,7 +151,7 @@ void horizontal_gray(const float* column, int64_t column_first, const int64_t* s
     const float* pixel = column + (spans[2 * x] - column_first);
     float sum = 0;
     for (int64_t k = 0; k < count; ++k) sum += w[k] * pixel[k];
-    out_row[output.mirror ? out_width - 1 - x : x] = sum * output.scale[0] + output.bias[0];
+    out_row[output.mirror ? out_width - 1 - x : x] = std::clamp(sum, 0.0f, 255.0f) * output.scale[0] + output.bias[0];
   }
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -144,6 +145,31 @@ TEST(Resample, Uint8OutputIsTheFloatOutputRounded) {
       detail::resample(p.pixels.data(), t.width, t.height, t.channels, box, t.out_w, t.out_h, scratch, as_uint8);
       for (size_t i = 0; i < values.size(); ++i)
         ASSERT_EQ(levels[i], static_cast<uint8_t>(std::lround(std::clamp(values[i], 0.0f, 255.0f)))) << i;
+    }
+  }
+}
+
+// A flat picture stays within the levels: white scaled by 1/255 is at most 1.0, as torchvision's
+// ToTensor gives (the float weights of a pixel can sum to just over 1: 1.0000002 before), and
+// within a float's rounding of it.
+TEST(Resample, AWhitePictureIsAtMostOneAtAnyScale) {
+  for (const auto& [width, height, out_w, out_h] : std::vector<std::array<int64_t, 4>>{
+           {100, 80, 64, 64}, {80, 100, 64, 64}, {37, 23, 224, 224}, {640, 480, 224, 224}, {300, 301, 97, 113}}) {
+    for (const int channels : {1, 3}) {
+      const std::vector<uint8_t> white(static_cast<size_t>(width * height * channels), 255);
+      const detail::ResampleBox box =
+          detail::resample_box(CropBox{0, 0, static_cast<double>(height), static_cast<double>(width), false}, 1.0, 1.0,
+                               0, 0, width, height);
+      ImageScratch scratch;
+      std::vector<float> out(static_cast<size_t>(out_w * out_h * channels));
+      CropOutput output;
+      output.data = out.data();
+      output.scale = {1.0f / 255.0f, 1.0f / 255.0f, 1.0f / 255.0f};
+      detail::resample(white.data(), width, height, channels, box, out_w, out_h, scratch, output);
+      for (const float v : out) {
+        ASSERT_LE(v, 1.0f) << width << "x" << height << " -> " << out_w << "x" << out_h;
+        ASSERT_GE(v, 1.0f - 1e-6f) << width << "x" << height << " -> " << out_w << "x" << out_h;
+      }
     }
   }
 }
