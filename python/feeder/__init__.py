@@ -638,7 +638,8 @@ def decode_image(data, channels=3):
     """Decodes a JPEG, PNG or WebP image (bytes, or a path) as feeder's loaders do: a uint8 NumPy
     array (H,W,channels), channels 1 (gray) or 3 (RGB). The pixels equal PIL's
     ``Image.open(f).convert("RGB")`` (or ``"L"``; for a color JPEG, its luma plane, PIL's
-    ``draft("L")``); alpha is dropped, palettes expanded, 16-bit samples keep their high byte.
+    ``draft("L")``); alpha is dropped, palettes expanded. One exception: 16-bit samples keep their
+    high byte (scaled to 8 bits), where PIL's ``convert`` clips 16-bit gray at 255.
     A damaged image raises DataError naming it and what is wrong."""
     name = "<bytes>"
     if isinstance(data, (str, os.PathLike)):
