@@ -243,6 +243,9 @@ def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dc
                          f"(the whole image resized), got {augment!r}")
     if channels not in (1, 3):
         raise ValueError(f"channels must be 1 (gray) or 3 (RGB), got {channels!r}")
+    if resize is not None and _AUGMENTS[augment] != "center_crop":
+        raise ValueError(f"resize= applies to augment='center_crop' (Resize(resize) + CenterCrop(image_size)); "
+                         f"with augment={augment!r} it would be ignored")
     if resize is None:
         resize = round(height * 256 / 224)  # torchvision's Resize(256) before CenterCrop(224)
     mean, std = ((0.0,), (1.0,)) if normalize is None else normalize

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -27,6 +28,18 @@ std::filesystem::path bench_executable(const std::string& name) {
 // feeder-image-bench (no LibTorch either), `bench distributed` feeder-dist-bench, the rest
 // feeder-bench.
 int exec_bench(std::vector<std::string> args) {
+  // The benchmarks live in four executables: list them all here, where each only knows its own.
+  if (args.empty() || args.front() == "-h" || args.front() == "--help") {
+    std::cout << "feeder's benchmarks, each printing ratios against a reference measured in the same run\n"
+                 "Usage: feeder bench BENCHMARK [OPTIONS]   (feeder bench BENCHMARK --help for its options)\n\n"
+                 "Benchmarks:\n"
+                 "  loader       feeder's loader against LibTorch's torch::data loader and a memcpy of the same bytes\n"
+                 "  ablation     the article's data-pipeline ablation, each row in its own process\n"
+                 "  stream       a sharded set larger than the memory budget, streamed against in memory\n"
+                 "  images       the image loader (crops, resizing) against a bare full decode of the same JPEGs\n"
+                 "  distributed  data-parallel training over c10d and checkpoints, against one process\n";
+    return args.empty() ? 2 : 0;
+  }
   std::string name = "feeder-bench";
   if (!args.empty() && args.front() == "stream") {
     name = "feeder-stream-bench";

@@ -54,6 +54,11 @@ ImageStore load_images(const fs::path& file) {
     return parquet::read_parquet_images(file);
   }
   if (is_idx_images_name(name)) return read_idx(file, find_idx_labels(file));
+  for (const std::string_view compressed : {".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar.zst"})
+    if (ends_with(name, compressed))
+      throw DataError(file.string() + ": a compressed tar: tar shards are read as uncompressed .tar files (a " +
+                      "compressed one cannot be read from the middle, and images are compressed already); " +
+                      "decompress it first");
   throw DataError(file.string() +
                   ": unknown kind of dataset file; expected .csv, .parquet or IDX images "
                   "(*-images-idx3-ubyte or *-images-idx3-ubyte.gz, labels read from *-labels-idx1-ubyte[.gz] beside it)");

@@ -24,4 +24,10 @@ expect_refused "feeder train: --threads: 100000 is absurd; use at most 256" trai
 expect_refused "feeder train: --threads: needs an integer >= 1, got '0'" train --threads 0
 expect_refused "feeder train: num_workers 5000 is absurd; use at most 256" train --workers 5000 --epochs 1
 expect_refused "feeder train: batch_size 2000000000 is absurd; use at most 1073741824" train --batch-size 2000000000 --epochs 1
+
+# `feeder bench --help` lists every benchmark, not only the two of the executable it used to hand --help to.
+output=$("$feeder" bench --help) || { echo "FAIL: feeder bench --help exited $?"; failures=$((failures + 1)); }
+for benchmark in loader ablation stream images distributed; do
+  grep -qE "^  $benchmark +" <<<"$output" || { echo "FAIL: feeder bench --help does not list $benchmark"; failures=$((failures + 1)); }
+done
 exit $((failures > 0))

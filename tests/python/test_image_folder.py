@@ -157,6 +157,10 @@ def test_bad_images_and_folders_say_what_is_wrong(tmp_path, folder):
         feeder.DataLoader(str(folder))
     with pytest.raises(ValueError, match="augment must be"):
         feeder.DataLoader(str(folder), image_size=8, augment="rotate")
+    # resize= only means something before a center crop: elsewhere it would be silently ignored.
+    for augment in (None, "random_resized_crop"):
+        with pytest.raises(ValueError, match="resize= applies to augment='center_crop'"):
+            feeder.DataLoader(str(folder), image_size=8, augment=augment, resize=16)
     with pytest.raises(ValueError, match=r"mean must be one number or 3"):
         feeder.DataLoader(str(folder), image_size=8, normalize=((0.1, 0.2), (1, 1)))
     with pytest.raises(ValueError, match="image_size= and augment= are for encoded images"):

@@ -172,3 +172,12 @@ def test_convert_of_a_truncated_tar_names_it_and_writes_nothing(tmp_path):
     with pytest.raises(feeder.DataError, match="train-0001.tar: truncated"):
         feeder.convert(str(tars), tmp_path / "out/")
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_compressed_tar_says_to_decompress_it(tmp_path):
+    # A .tar.gz is not a tar shard feeder reads (nor a CSV, Parquet or IDX file): say so, not
+    # "unknown kind of dataset file".
+    zipped = tmp_path / "train-0000.tar.gz"
+    zipped.write_bytes(gzip.compress((write_tars(tmp_path / "plain") / "train-0000.tar").read_bytes()))
+    with pytest.raises(feeder.DataError, match=r"train-0000\.tar\.gz: a compressed tar: .* decompress it first"):
+        feeder.DataLoader(str(zipped), image_size=8)
