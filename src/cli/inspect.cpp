@@ -120,7 +120,13 @@ std::string inspect_report(const std::string& path) {
   }
   if (is_sharded_spec(path) || is_encoded_images_file(path)) {
     const ShardedDataset dataset = open_sharded_dataset(path);
-    std::string text = describe_sharded_dataset(dataset);
+    // One file of encoded images: the file's own listing (schema, row groups, codecs), as for any
+    // Parquet file, then its images; not the summary of a "set" named after its directory.
+    std::string text = is_sharded_spec(path) ? describe_sharded_dataset(dataset) : [&] {
+      std::ostringstream out;
+      print_file(parquet::ParquetFile::open(path), out);
+      return out.str();
+    }();
     if (dataset.encoded && !dataset.shards.empty())  // with a Hugging Face ClassLabel's names, when written
       text += describe_encoded_images(*open_parquet_source(dataset),
                                       parquet::class_label_names(dataset.shards.front().path));

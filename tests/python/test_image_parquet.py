@@ -140,6 +140,10 @@ def test_convert_writes_an_image_folder_as_parquet_shards(tmp_path, folder, caps
     plain, plain_labels = batches(feeder.DataLoader(str(tmp_path / "plain"), **options))
     expected, expected_labels = batches(feeder.DataLoader(str(folder), **options))
     assert torch.equal(plain, expected) and torch.equal(plain_labels, expected_labels)
+    # One shard inspected alone: the file's listing and its images, not a "set" named after its directory.
+    one = feeder.inspect(tmp_path / "plain" / "part-00001.parquet")
+    assert one.startswith(f"file: {tmp_path / 'plain' / 'part-00001.parquet'} (") and "row group 1: 5 rows" in one
+    assert "encoded images: 12" in one and "sharded Parquet set" not in one
     # Shuffled on write: the same images, each once, in another order.
     report = feeder.convert(folder, tmp_path / "shuffled/", shuffle_on_write=5)
     assert "rows shuffled with seed 5" in report
