@@ -208,7 +208,6 @@ void check_write_options(const ShardWriteOptions& options) {
   }
 }
 
-// Creates out_dir when missing; refuses one that holds a set, or any Parquet file, already.
 // A sharded set's output directory while the set is written: made when missing, refused when it
 // holds a set already, and marked unfinished (kUnfinishedMarker) until commit(). Destroyed without
 // commit() (an error, an interrupt), it removes the files it was given, the marker, and the
