@@ -322,7 +322,7 @@ class StdoutCapture {
 // `feeder convert` with these arguments; returns the size report the command prints. The
 // conversion runs on a thread of its own while this one, holding the GIL between waits, lets
 // Python see Ctrl-C: it then asks the conversion to stop (feeder/util/interrupt.h), which removes
-// what it wrote, and raises KeyboardInterrupt once it has.
+// what it wrote (unless it had already finished), and raises KeyboardInterrupt once it has.
 std::string convert(const std::vector<std::string>& args) {
   std::optional<StdoutCapture> capture;
   {

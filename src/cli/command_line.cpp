@@ -5,7 +5,6 @@
 #include <iostream>
 
 #include "feeder/error.h"
-#include "feeder/util/interrupt.h"
 
 namespace feeder::cli {
 namespace {
@@ -53,9 +52,6 @@ int run_command_line(CLI::App& app, std::vector<std::string> args, const std::ve
     } catch (const OptionsError& error) {
       std::cerr << name << ": " << error.what() << "\n";
       return 2;
-    } catch (const Interrupted&) {
-      std::cerr << name << ": interrupted; what it had written is removed\n";
-      return 130;  // as a shell reports a process ended by SIGINT
     } catch (const std::exception& error) {
       // Library messages already name the file and the place in it.
       std::cerr << name << ": " << error.what() << "\n";

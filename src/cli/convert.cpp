@@ -33,6 +33,7 @@
 #include "feeder/image/tar_shards.h"
 #include "feeder/stopwatch.h"
 #include "feeder/util/byte_size.h"
+#include "feeder/util/interrupt.h"
 
 namespace feeder::cli {
 namespace {
@@ -104,7 +105,17 @@ ImageStore reshaped(ImageStore store, const ImageShape& shape, const fs::path& i
 ImageStore load(const ConvertArgs& args) {
   std::error_code error;
   if (fs::is_directory(args.input, error)) {
-    // Neither images in class folders, tar shards nor a Parquet set (encoded_images_input): say why.
+    // Neither images in class folders, tar shards nor a Parquet set of images (encoded_images_input):
+    // say why. A sharded set first says what is wrong with it (unfinished, damaged), if anything.
+    bool set = fs::exists(args.input / kShardIndexName, error) || fs::exists(args.input / kUnfinishedMarker, error);
+    for (const auto& entry : fs::directory_iterator(args.input, error)) set = set || entry.path().extension() == ".parquet";
+    if (set) {
+      const ShardedDataset dataset = open_sharded_dataset(args.input.string());
+      throw DataError(args.input.string() + ": a sharded set of " + to_string(dataset.shape) +
+                      " images: convert reads one of its files, or a set of encoded images (" +
+                      (dataset.shards.empty() ? std::string("it has no shards") : dataset.shards.front().path.string()) +
+                      ")");
+    }
     for (const auto& entry : fs::directory_iterator(args.input, error))
       if (input_kind(entry.path()) == FileKind::kIdx && entry.path().filename().string().find("-idx3-ubyte") != std::string::npos)
         throw DataError(args.input.string() + ": a directory of IDX files: convert one of them (" +
@@ -218,6 +229,7 @@ int run_sharded_convert(const ConvertArgs& args) {
   }
   const Stopwatch load_time;
   const ImageStore store = load(args);
+  throw_if_interrupted();
   const double read_seconds = load_time.seconds();
   if (!args.page_rows_given) options.parquet.page_rows = stream_piece_rows(store.shape(), store.size());
   const Stopwatch write_time;
@@ -402,6 +414,7 @@ int run_convert(ConvertArgs& args, const std::optional<EncodedImagesInput>& imag
   args.output_kind = output_kind(args.output);
   const Stopwatch load_time;
   const ImageStore store = load(args);
+  throw_if_interrupted();
   const double read_seconds = load_time.seconds();
   const Stopwatch write_time;
   if (args.output_kind == FileKind::kCsv) write_csv(store, args.output);

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/interrupt_signals.h"
 #include "cli/train.h"
+#include "feeder/util/interrupt.h"
 #include "feeder/version.h"
 
 int main(int argc, char** argv) {
@@ -22,11 +23,18 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   commands.push_back(add_train_command(app));
   commands.push_back(add_bench_command(app));
-  // Ctrl-C stops a conversion at its next image or shard, which then removes what it wrote.
+  // Ctrl-C stops a conversion at its next image, row group or shard, which then removes what it
+  // wrote; the process then ends by the signal, as a shell expects.
   Command convert = add_convert_command(app);
   convert.run = [run = convert.run] {
     InterruptOnSignals signals;
-    return run();
+    try {
+      return run();
+    } catch (const feeder::Interrupted&) {
+      std::cerr << "feeder convert: interrupted; what it had written is removed" << std::endl;
+      signals.end_by_signal();
+      return 130;  // as a shell reports SIGINT, should the signal not end the process
+    }
   };
   commands.push_back(convert);
   commands.push_back(add_inspect_command(app));

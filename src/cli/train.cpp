@@ -49,6 +49,7 @@ struct TrainArgs {
   int num_workers = 1;
   int num_threads = 0;  // 0: OMP_NUM_THREADS if set, else the CPUs available
   uint64_t seed = 42;
+  int64_t num_classes = 0;  // 0: classes_needed(), from the sets
   TrainerOptions trainer;
   std::optional<std::filesystem::path> save_path;
   std::optional<std::filesystem::path> report_path;
@@ -75,6 +76,7 @@ std::vector<std::pair<std::string, std::string>> settings_to_agree_on(const Trai
       {"batch size", std::to_string(args.batch_size)},
       {"epochs", std::to_string(args.epochs)},
       {"seed", std::to_string(args.seed)},
+      {"classes", std::to_string(args.num_classes > 0 ? args.num_classes : classes_needed(sets))},
       {"training set", std::to_string(sets.train.source->size()) + " samples, fingerprint " + hex64(sets.train.source->fingerprint())},
       {"test set", std::to_string(sets.test.source->size()) + " samples, fingerprint " + hex64(sets.test.source->fingerprint())},
       {"shuffle window", std::to_string(train_loader.loader().shuffle_window())},
@@ -243,7 +245,7 @@ int run(const TrainArgs& args) {
     std::cerr << "feeder train: warning: " << train_loader.loader().shuffle_advice() << "\n";
   }
 
-  Trainer trainer(make_simple_cnn(args.seed, classes_needed(sets)), config);
+  Trainer trainer(make_simple_cnn(args.seed, args.num_classes > 0 ? args.num_classes : classes_needed(sets)), config);
   std::unique_ptr<GradientAverager> averager;
   if (group) {
     group->check_same(settings_to_agree_on(args, sets, config, train_loader));
@@ -401,6 +403,9 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--epochs", args->epochs, "epochs to train")->check(at_least(1))->capture_default_str();
   app->add_option("--batch-size", args->batch_size, "samples per batch")->check(at_least(1))->capture_default_str();
   app->add_option("--workers", args->num_workers, "loader worker threads")->check(at_least(0))->capture_default_str();
+  app->add_option("--num-classes", args->num_classes,
+                  "the model's outputs (default: the sets' classes, from their names or labels; at least 10)")
+      ->check(sane_range(1, 1 << 20));
   app->add_option("--precision", *precision, "auto, fp32 or bf16")
       ->check(parsed_by(parse_precision, "auto|fp32|bf16"))
       ->capture_default_str();

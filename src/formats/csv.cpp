@@ -12,6 +12,7 @@
 #include "feeder/error.h"
 #include "feeder/io/file.h"
 #include "feeder/util/parallel_for.h"
+#include "feeder/util/interrupt.h"
 
 namespace feeder {
 namespace {
@@ -384,11 +385,13 @@ void write_csv(const ImageStore& store, const std::filesystem::path& path) {
     }
     out[-1] = '\n';
     if (static_cast<size_t>(out - buffer.data()) >= kFlushBytes) {
+      throw_if_interrupted();  // the temp file is removed as the exception passes
       writer.write(buffer.data(), static_cast<size_t>(out - buffer.data()));
       out = buffer.data();
     }
   }
   writer.write(buffer.data(), static_cast<size_t>(out - buffer.data()));
+  throw_if_interrupted();
   writer.commit();
 }
 

@@ -250,8 +250,12 @@ class OutputDirectory {
   // A file of the set (or a temporary one), removed unless the set is committed.
   void add(const fs::path& file) { files_.push_back(file); }
   void commit() {
-    fs::remove(dir_ / kUnfinishedMarker);
-    committed_ = true;
+    committed_ = true;  // first: whatever happens next, the set is complete and stays
+    std::error_code error;
+    fs::remove(dir_ / kUnfinishedMarker, error);
+    if (error)
+      throw DataError((dir_ / kUnfinishedMarker).string() + ": the set is written, but its marker cannot be removed: " +
+                      error.message());
   }
 
  private:
@@ -350,8 +354,9 @@ ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageO
   std::error_code error;
   if (fs::is_directory(path, error)) {
     if (fs::exists(path / kUnfinishedMarker, error))
-      throw DataError(spec + ": feeder convert did not finish writing this set (" + std::string(kUnfinishedMarker) +
-                      " is there: the process was killed); convert it again into an empty directory");
+      throw DataError(spec + ": feeder convert has not finished writing this set (" + std::string(kUnfinishedMarker) +
+                      " is there): it is being written, or it was cut short (the process killed); then convert it "
+                      "again into an empty directory");
     if (fs::exists(path / kShardIndexName, error)) return open_indexed(path, options);
     const std::vector<fs::path> paths = list_parquet_files(path);
     if (paths.empty()) {
@@ -433,6 +438,7 @@ ShardedDataset write_sharded(const ImageStore& given, const fs::path& out_dir, c
     if (progress) progress(shard_idx + 1, num_shards);
   }
   dataset.fingerprint = detail::fingerprint_of_content_hashes(dataset.shards);
+  throw_if_interrupted();
   const fs::path index = out_dir / kShardIndexName;
   out.add(index);
   write_file_atomically(index, detail::shard_index_json(dataset));
@@ -476,6 +482,7 @@ ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const fs::path& o
   }
   ShardedDataset dataset = describe_from_footers(out_dir, written, {});
   dataset.shuffled_on_write = options.shuffle_seed;
+  throw_if_interrupted();
   out.commit();
   return dataset;
 }

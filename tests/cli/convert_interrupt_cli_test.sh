@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # feeder convert stopped by SIGINT or SIGTERM removes what it wrote (shards, marker, the directory
-# it made) and exits 130; killed by SIGKILL it cannot, and the set it leaves is marked unfinished,
-# which opening it reports.
+# it made) and then ends by that signal, as a shell expects; started with SIGINT ignored (a script's
+# background job) it ignores it; killed by SIGKILL it cannot clean up, and the set it leaves is
+# marked unfinished, which opening it reports.
 set -euo pipefail
+set -m  # job control: background jobs keep SIGINT, as a command started from a terminal does
 feeder=$1
 data=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 work=$(mktemp -d "${TMPDIR:-/tmp}/feeder-convert-interrupt.XXXXXX")
@@ -31,16 +33,25 @@ for signal in INT TERM; do
   rc=0
   timeout 60 tail --pid="$pid" -f /dev/null || fail "SIG$signal did not stop the conversion within 60 s"
   wait "$pid" || rc=$?
-  [ "$rc" = 130 ] || fail "SIG$signal: exit $rc, not 130: $(cat "$work/$signal.err")"
+  expected=$((128 + $(kill -l "$signal")))  # ended by the signal: 130 for INT, 143 for TERM
+  [ "$rc" = "$expected" ] || fail "SIG$signal: exit $rc, not $expected: $(cat "$work/$signal.err")"
   [ ! -e "$work/$signal" ] || fail "SIG$signal left $(ls -A "$work/$signal")"
   grep -q "^feeder convert: interrupted; what it had written is removed$" "$work/$signal.err" ||
     fail "SIG$signal: $(cat "$work/$signal.err")"
 done
+
+# Started with SIGINT ignored, it stays ignored: the conversion runs to its end.
+(trap '' INT; exec "$feeder" convert "$data" "$work/ignored/" --shard-rows 500 --codec zstd --level 19 >/dev/null 2>"$work/ignored.err") &
+pid=$!
+wait_for_shards ignored
+kill -INT "$pid"
+wait "$pid" || fail "with SIGINT ignored, the conversion failed: $(cat "$work/ignored.err")"
+[ -e "$work/ignored/index.json" ] || fail "with SIGINT ignored, the set is not complete"
 
 start KILL
 wait_for_shards KILL
 { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true
 [ -e "$work/KILL/.feeder-convert-unfinished" ] || fail "a killed conversion left no marker"
 if output=$("$feeder" inspect "$work/KILL" 2>&1); then fail "a set cut short was described: $output"; fi
-grep -qF "feeder convert did not finish writing this set" <<<"$output" || fail "not told: $output"
-echo "ok: SIGINT and SIGTERM remove what convert wrote; a set cut short by SIGKILL is refused"
+grep -qF "feeder convert has not finished writing this set" <<<"$output" || fail "not told: $output"
+echo "ok: SIGINT and SIGTERM remove what convert wrote and end it by the signal, an ignored SIGINT stays ignored, and a set cut short by SIGKILL is refused"

@@ -61,4 +61,13 @@ PY
 output=$(timeout 300 "$feeder" train --train "$work/many" --test "$work/many" --epochs 1 --batch-size 16 2>&1) ||
   { echo "FAIL: a folder of 14 classes did not train:"; echo "$output" | tail -5; exit 1; }
 grep -q "^Training SimpleCNN (14 classes, " <<<"$output" || { echo "FAIL: the model was not given 14 outputs"; exit 1; }
+# --num-classes sets them; too few is an error naming the batch and the label, not a stack trace.
+output=$(timeout 300 "$feeder" train --train "$work/many" --test "$work/many" --epochs 1 --batch-size 16 --num-classes 20 2>&1) ||
+  { echo "FAIL: --num-classes 20 did not train:"; echo "$output" | tail -5; exit 1; }
+grep -q "^Training SimpleCNN (20 classes, " <<<"$output" || { echo "FAIL: --num-classes 20 was not used"; exit 1; }
+if output=$(timeout 300 "$feeder" train --train "$work/many" --test "$work/many" --epochs 1 --batch-size 16 --num-classes 12 --workers 0 2>&1); then
+  echo "FAIL: labels 12 and 13 trained a model of 12 outputs"; exit 1
+fi
+grep -qE "^feeder train: training batch [0-9]+ of epoch 1: label 1[23] is outside the model's 12 classes \(0\.\.11\)$" <<<"$output" ||
+  { echo "FAIL: the label outside the model was not named:"; echo "$output" | tail -3; exit 1; }
 echo "ok: image folders train, a bad image is named, or skipped and counted, and 14 classes get 14 outputs"

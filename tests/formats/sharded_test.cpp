@@ -179,8 +179,9 @@ TEST(ShardedWrite, ASetLeftMarkedUnfinishedIsRefused) {
   EXPECT_EQ(open_sharded_dataset(dir.path().string()).num_rows, 50);
   testing::write_text(dir / std::string(kUnfinishedMarker), "x");
   EXPECT_EQ(data_error_of([&] { open_sharded_dataset(dir.path().string()); }),
-            dir.path().string() + ": feeder convert did not finish writing this set (.feeder-convert-unfinished is "
-                                  "there: the process was killed); convert it again into an empty directory");
+            dir.path().string() + ": feeder convert has not finished writing this set (.feeder-convert-unfinished is "
+                                  "there): it is being written, or it was cut short (the process killed); then "
+                                  "convert it again into an empty directory");
 }
 
 TEST(ShardedWrite, RefusesADirectoryHoldingParquetFilesOrAnIndex) {

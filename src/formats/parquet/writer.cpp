@@ -11,6 +11,7 @@
 
 #include "feeder/error.h"
 #include "feeder/io/file.h"
+#include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
 #include "feeder/version.h"
 #include "formats/parquet/codec.h"
@@ -454,6 +455,7 @@ void write_file(const std::filesystem::path& path, const WriteConfig& config, st
   file.write(kMagic);
   std::vector<fmt::RowGroup> row_groups;
   for (int64_t group_first_row = 0; group_first_row < num_rows; group_first_row += config.rows_per_group) {
+    throw_if_interrupted();  // the temp file is removed as the exception passes
     const int64_t group_rows = std::min(config.rows_per_group, num_rows - group_first_row);
     const std::vector<EncodedChunk> chunks = encode_group(group_first_row, group_rows);
     fmt::RowGroup row_group;
@@ -498,6 +500,7 @@ void write_file(const std::filesystem::path& path, const WriteConfig& config, st
   for (int byte_idx = 0; byte_idx < 4; ++byte_idx) length[byte_idx] = static_cast<uint8_t>(footer_bytes >> (8 * byte_idx));
   file.write(length, sizeof(length));
   file.write(kMagic);
+  throw_if_interrupted();
   file.commit();
 }
 

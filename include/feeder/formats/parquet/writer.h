@@ -52,9 +52,9 @@ struct ParquetWriteOptions {
   // Encoding threads; 0 = one per core. Must not be negative. When the system refuses a thread, the
   // write fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;
-  // Encoded images (write_encoded_parquet): the names of labels 0, 1, ..., written as Hugging Face
-  // datasets' ClassLabel of `label` in the footer's `huggingface` metadata, where class_label_names
-  // (class_labels.h) and the datasets library find them. None when empty.
+  // Encoded images (write_encoded_parquet): the names of labels 0, 1, ..., written in the footer's
+  // `huggingface` metadata as the datasets library writes a ClassLabel of `label`, where
+  // class_label_names (class_labels.h) reads them. None when empty.
   std::vector<std::string> class_names;
 };
 
