@@ -339,8 +339,7 @@ double piece_read_us(const SampleSource& source) {
     passes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e6 /
                      static_cast<double>(std::max<int64_t>(source.num_blocks(), 1)));
   }
-  std::sort(passes.begin(), passes.end());
-  return passes[1];
+  return *median(passes);
 }
 
 int run_shuffle_quality(const std::string& dir, const std::vector<int64_t>& budgets, int64_t batch_size,

@@ -108,7 +108,12 @@ ImageStore load(const ConvertArgs& args) {
     // Neither images in class folders, tar shards nor a Parquet set of images (encoded_images_input):
     // say why. A sharded set first says what is wrong with it (unfinished, damaged), if anything.
     bool set = fs::exists(args.input / kShardIndexName, error) || fs::exists(args.input / kUnfinishedMarker, error);
-    for (const auto& entry : fs::directory_iterator(args.input, error)) set = set || entry.path().extension() == ".parquet";
+    fs::path idx_images;
+    for (const auto& entry : fs::directory_iterator(args.input, error)) {
+      set = set || entry.path().extension() == ".parquet";
+      if (input_kind(entry.path()) == FileKind::kIdx && entry.path().filename().string().find("-idx3-ubyte") != std::string::npos)
+        idx_images = entry.path();
+    }
     if (set) {
       const ShardedDataset dataset = open_sharded_dataset(args.input.string());
       throw DataError(args.input.string() + ": a sharded set of " + to_string(dataset.shape) +
@@ -116,10 +121,9 @@ ImageStore load(const ConvertArgs& args) {
                       (dataset.shards.empty() ? std::string("it has no shards") : dataset.shards.front().path.string()) +
                       ")");
     }
-    for (const auto& entry : fs::directory_iterator(args.input, error))
-      if (input_kind(entry.path()) == FileKind::kIdx && entry.path().filename().string().find("-idx3-ubyte") != std::string::npos)
-        throw DataError(args.input.string() + ": a directory of IDX files: convert one of them (" +
-                        entry.path().string() + ")");
+    if (!idx_images.empty())
+      throw DataError(args.input.string() + ": a directory of IDX files: convert one of them (" + idx_images.string() +
+                      ")");
     list_image_folder(args.input);  // throws what an image folder lacks
     throw DataError(args.input.string() + ": not a folder of images, tar shards or Parquet files");
   }

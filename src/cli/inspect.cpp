@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/command_line.h"
@@ -88,15 +89,31 @@ void print_file(const parquet::ParquetFile& file, std::ostream& out) {
 
 namespace {
 
-// A single Parquet file whose rows are encoded images: shown as a set of them. Any other file (of
-// pixels, or of columns that are no image set at all) gets the file listing.
-bool is_encoded_images_file(const std::string& path) {
-  if (!path.ends_with(".parquet")) return false;
+// A single Parquet file whose rows are encoded images, opened as a set of one file; nothing for any
+// other file (of pixels, or of columns that are no image set at all).
+std::optional<ShardedDataset> encoded_images_file(const std::string& path) {
+  if (!path.ends_with(".parquet")) return std::nullopt;
   try {
-    return open_sharded_dataset(path).encoded;
+    ShardedDataset dataset = open_sharded_dataset(path);
+    if (dataset.encoded) return dataset;
   } catch (const DataError&) {
-    return false;
   }
+  return std::nullopt;
+}
+
+// A Parquet file's listing (schema, row groups, codecs, pages). The whole report is built before
+// anything is shown, so a bad page header leaves no half listing.
+std::string file_listing(const std::string& path) {
+  std::ostringstream out;
+  print_file(parquet::ParquetFile::open(path), out);
+  return out.str();
+}
+
+// A set of encoded images' formats, sizes and classes (a Hugging Face ClassLabel's names, when
+// written).
+std::string describe_images(const ShardedDataset& dataset) {
+  if (dataset.shards.empty()) return {};
+  return describe_encoded_images(*open_parquet_source(dataset), parquet::class_label_names(dataset.shards.front().path));
 }
 
 }  // namespace
@@ -118,25 +135,14 @@ std::string inspect_report(const std::string& path) {
               std::to_string(folder.skipped_unsupported) + " images of formats feeder does not decode";
     return text + ")\n" + describe_encoded_images(*folder.source, folder.classes);
   }
-  if (is_sharded_spec(path) || is_encoded_images_file(path)) {
+  if (is_sharded_spec(path)) {
     const ShardedDataset dataset = open_sharded_dataset(path);
-    // One file of encoded images: the file's own listing (schema, row groups, codecs), as for any
-    // Parquet file, then its images; not the summary of a "set" named after its directory.
-    std::string text = is_sharded_spec(path) ? describe_sharded_dataset(dataset) : [&] {
-      std::ostringstream out;
-      print_file(parquet::ParquetFile::open(path), out);
-      return out.str();
-    }();
-    if (dataset.encoded && !dataset.shards.empty())  // with a Hugging Face ClassLabel's names, when written
-      text += describe_encoded_images(*open_parquet_source(dataset),
-                                      parquet::class_label_names(dataset.shards.front().path));
-    return text;
+    return describe_sharded_dataset(dataset) + (dataset.encoded ? describe_images(dataset) : std::string());
   }
-  const parquet::ParquetFile file = parquet::ParquetFile::open(path);
-  // The whole report is built before anything is shown, so a bad page header leaves no half listing.
-  std::ostringstream out;
-  print_file(file, out);
-  return out.str();
+  // One file of encoded images: its own listing, as for any Parquet file, then its images; not the
+  // summary of a "set" named after its directory.
+  if (const std::optional<ShardedDataset> images = encoded_images_file(path)) return file_listing(path) + describe_images(*images);
+  return file_listing(path);
 }
 
 Command add_inspect_command(CLI::App& parent) {

@@ -34,8 +34,6 @@ InterruptOnSignals::~InterruptOnSignals() {
 void InterruptOnSignals::end_by_signal() {
   const int signal = interrupt_signal();
   if (signal == 0) return;
-  sigaction(SIGINT, &previous_int_, nullptr);
-  sigaction(SIGTERM, &previous_term_, nullptr);
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
   sigemptyset(&fallback.sa_mask);

@@ -19,8 +19,8 @@ class InterruptOnSignals {
   InterruptOnSignals(const InterruptOnSignals&) = delete;
   InterruptOnSignals& operator=(const InterruptOnSignals&) = delete;
 
-  // When a signal asked for the interrupt: the previous handlers back, and that signal raised
-  // with its default action, which ends the process. Returns when none did.
+  // When a signal asked for the interrupt: that signal raised with its default action, which ends
+  // the process. Returns when none did.
   void end_by_signal();
 
  private:

@@ -70,13 +70,14 @@ struct TrainArgs {
 // silently train something else.
 std::vector<std::pair<std::string, std::string>> settings_to_agree_on(const TrainArgs& args, const TrainTestSets& sets,
                                                                       const TrainerConfig& config,
-                                                                      const TensorLoader& train_loader) {
+                                                                      const TensorLoader& train_loader,
+                                                                      int64_t classes) {
   using detail::hex64;
   return {
       {"batch size", std::to_string(args.batch_size)},
       {"epochs", std::to_string(args.epochs)},
       {"seed", std::to_string(args.seed)},
-      {"classes", std::to_string(args.num_classes > 0 ? args.num_classes : classes_needed(sets))},
+      {"classes", std::to_string(classes)},
       {"training set", std::to_string(sets.train.source->size()) + " samples, fingerprint " + hex64(sets.train.source->fingerprint())},
       {"test set", std::to_string(sets.test.source->size()) + " samples, fingerprint " + hex64(sets.test.source->fingerprint())},
       {"shuffle window", std::to_string(train_loader.loader().shuffle_window())},
@@ -245,10 +246,11 @@ int run(const TrainArgs& args) {
     std::cerr << "feeder train: warning: " << train_loader.loader().shuffle_advice() << "\n";
   }
 
-  Trainer trainer(make_simple_cnn(args.seed, args.num_classes > 0 ? args.num_classes : classes_needed(sets)), config);
+  const int64_t classes = args.num_classes > 0 ? args.num_classes : classes_needed(sets);
+  Trainer trainer(make_simple_cnn(args.seed, classes), config);
   std::unique_ptr<GradientAverager> averager;
   if (group) {
-    group->check_same(settings_to_agree_on(args, sets, config, train_loader));
+    group->check_same(settings_to_agree_on(args, sets, config, train_loader, classes));
     // Every rank starts from rank 0's parameters, as DistributedDataParallel does.
     std::vector<torch::Tensor> parameters = trainer.model()->parameters();
     group->broadcast(parameters, 0);
@@ -256,7 +258,6 @@ int run(const TrainArgs& args) {
     trainer.set_distributed(group.get(), averager.get());
   }
   RunReport report = describe_run(args, sets, config, train_options);
-  const int64_t classes = trainer.model()->fc2->weight.size(0);
   std::cout << "Training SimpleCNN (" << (classes != 10 ? std::to_string(classes) + " classes, " : "")
             << count_parameters(*trainer.model()) << " parameters) on "
             << sets.train.source->size() << " images, testing on " << sets.test.source->size() << "; device "

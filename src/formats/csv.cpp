@@ -11,8 +11,8 @@
 
 #include "feeder/error.h"
 #include "feeder/io/file.h"
-#include "feeder/util/parallel_for.h"
 #include "feeder/util/interrupt.h"
+#include "feeder/util/parallel_for.h"
 
 namespace feeder {
 namespace {

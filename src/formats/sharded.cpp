@@ -7,7 +7,6 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +17,7 @@
 #include "feeder/error.h"
 #include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/image/encoded_rows.h"
+#include "feeder/image/image_folder.h"
 #include "feeder/io/file.h"
 #include "feeder/util/byte_size.h"
 #include "feeder/util/interrupt.h"
@@ -362,11 +362,8 @@ ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageO
     if (paths.empty()) {
       // A folder of images without class folders is a likely mistake: say what the layout is.
       bool images = false;
-      for (const auto& entry : fs::directory_iterator(path, error)) {
-        std::string extension = entry.path().extension().string();
-        std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
-        images = images || extension == ".jpg" || extension == ".jpeg" || extension == ".png" || extension == ".webp";
-      }
+      for (const auto& entry : fs::directory_iterator(path, error))
+        images = images || is_image_file_name(entry.path().filename().string());
       throw DataError(spec + ": no .parquet files and no " + std::string(kShardIndexName) +
                       (images ? " (its images are not in class folders: an image folder has one folder of images per "
                                 "class, as torchvision's ImageFolder reads)"

@@ -148,6 +148,8 @@ bool is_image_folder(const fs::path& directory) {
   return has_subdirectory;
 }
 
+bool is_image_file_name(const std::string& name) { return ends_with_any(lower(name), {".jpg", ".jpeg", ".png", ".webp"}); }
+
 ImageFolderListing list_image_folder(const fs::path& root) {
   std::error_code error;
   if (!fs::is_directory(root, error))
@@ -170,10 +172,9 @@ ImageFolderListing list_image_folder(const fs::path& root) {
          !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
       if (it->is_directory(error)) continue;
       const std::string name = it->path().filename().string();
-      const std::string lowered = lower(name);
-      if (ends_with_any(lowered, {".jpg", ".jpeg", ".png", ".webp"}))
+      if (is_image_file_name(name))
         found.emplace_back(it->path().parent_path().string(), name);
-      else if (ends_with_any(lowered, {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
+      else if (ends_with_any(lower(name), {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
         ++listing.skipped_unsupported;
       else
         ++listing.skipped_other;

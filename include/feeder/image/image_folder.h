@@ -71,4 +71,7 @@ inline constexpr uint64_t kFolderStreamSeed = 0x1a9e5f01d3c7b2e5;
 // of its own.
 bool is_image_folder(const std::filesystem::path& directory);
 
+// Whether an image folder reads a file of this name: .jpg, .jpeg, .png or .webp, in any case.
+bool is_image_file_name(const std::string& name);
+
 }  // namespace feeder

@@ -1,10 +1,10 @@
 #pragma once
 
 // Stopping long work early (feeder convert on Ctrl-C): one request for the whole process (so a
-// Ctrl-C stops every conversion the process runs at once), made from
-// a signal handler (the command line's SIGINT and SIGTERM) or from another thread (the Python
-// module, which watches for Ctrl-C while the work runs), and checked by the work at safe points,
-// where it throws Interrupted. Unwinding then removes what the work wrote, as after any error.
+// Ctrl-C stops every conversion the process runs at once), made from a signal handler (the command
+// line's SIGINT and SIGTERM) or from another thread (the Python module, which watches for Ctrl-C
+// while the work runs), and checked by the work at safe points, where it throws Interrupted.
+// Unwinding then removes what the work wrote, as after any error.
 //
 // Thread safety: every function may be called from any thread; request_interrupt() also from a
 // signal handler.
