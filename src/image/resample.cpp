@@ -77,15 +77,6 @@ FEEDER_AVX2_CLONE void vertical(const uint8_t* first_row, int64_t row_bytes, int
   }
 }
 
-using Float4 = float __attribute__((vector_size(16)));
-
-// Each lane within [0, 255] (the same operations as std::clamp's, lane by lane).
-inline Float4 clamp_levels(Float4 v) {
-  const Float4 low = {0, 0, 0, 0}, high = {255, 255, 255, 255};
-  v = v < low ? low : v;
-  return v > high ? high : v;
-}
-
 // Each value rounded to the nearest level: clamped to [0, 255], plus a half, truncated. Sixteen at a
 // time with SSE2 (the compiler does not vectorise the float to uint8 conversion); the same results
 // as the scalar loop, which does the rest.
@@ -106,52 +97,98 @@ void round_to_levels(const float* values, int64_t n, uint8_t* levels) {
     levels[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(values[i], 0.0f), 255.0f) + 0.5f));
 }
 
-// One output row of an RGB image from the vertical pass's floats: each output pixel's three channels
-// as one vector of four (the fourth lane reads the next pixel and is dropped), then normalised and
-// written in the output's layout, mirrored if asked. `column` starts at source column `column_first`.
-void horizontal_rgb(const float* column, int64_t column_first, const int64_t* spans, const float* weights,
-                    int64_t stride, int64_t out_width, const CropOutput& output, bool planar, float* out_row) {
-  const Float4 scale = {output.scale[0], output.scale[1], output.scale[2], 1.0f};
-  const Float4 bias = {output.bias[0], output.bias[1], output.bias[2], 0.0f};
-  float* red = out_row;
-  float* green = out_row + out_width;
-  float* blue = out_row + 2 * out_width;
-  for (int64_t x = 0; x < out_width; ++x) {
-    const int64_t count = spans[2 * x + 1];
-    const float* w = weights + x * stride;
-    const float* pixel = column + (spans[2 * x] - column_first) * 3;
-    Float4 sum = {0, 0, 0, 0};
-    for (int64_t k = 0; k < count; ++k, pixel += 3) {
-      Float4 value;
-      std::memcpy(&value, pixel, sizeof value);
-      sum += w[k] * value;
-    }
-    // Weights summing to 1 in float can carry a value just past 255 (a white picture would give
-    // 1.0000002 for 1.0): a weighted mean of levels stays within them.
-    const Float4 v = clamp_levels(sum) * scale + bias;
-    const int64_t target = output.mirror ? out_width - 1 - x : x;
-    if (planar) {
-      red[target] = v[0];
-      green[target] = v[1];
-      blue[target] = v[2];
-    } else {
-      float* out = out_row + target * 3;
-      out[0] = v[0];
-      out[1] = v[1];
-      out[2] = v[2];
-    }
+// Eight output rows are resampled at once: their vertical passes, transposed so that each source
+// value of the eight rows is one vector, then the horizontal pass over those vectors (a lane per
+// row: the same sums in the same order as one row at a time, with no gather per output pixel), and
+// a transpose back into rows. Eight lanes: one AVX register, two SSE2 ones.
+using Float8 = float __attribute__((vector_size(32)));
+constexpr int64_t kLanes = 8;
+#if defined(__GNUC__)
+// GCC and clang note that passing Float8 by value changes with AVX: these helpers are always
+// inlined, never called across that boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+[[gnu::always_inline]] inline Float8 load8(const float* p) {
+  Float8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+[[gnu::always_inline]] inline void store8(float* p, Float8 v) { std::memcpy(p, &v, sizeof v); }
+
+// in[r * in_stride + j] to out[j * out_stride + r] for r, j in [0, 8): an 8x8 transpose (AVX's
+// unpack, shuffle and lane permute). Inlined into the AVX2 clones that call it.
+[[gnu::always_inline]] inline void transpose8(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
+#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)
+  Float8 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = load8(in + i * in_stride);
+  Float8 t[8], s[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[2 * i + 1] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
+  for (int i = 0; i < 2; ++i) {
+    const Float8 a = t[4 * i], b = t[4 * i + 1], c = t[4 * i + 2], d = t[4 * i + 3];
+    s[4 * i] = __builtin_shufflevector(a, c, 0, 1, 8, 9, 4, 5, 12, 13);
+    s[4 * i + 1] = __builtin_shufflevector(a, c, 2, 3, 10, 11, 6, 7, 14, 15);
+    s[4 * i + 2] = __builtin_shufflevector(b, d, 0, 1, 8, 9, 4, 5, 12, 13);
+    s[4 * i + 3] = __builtin_shufflevector(b, d, 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int i = 0; i < 4; ++i) {
+    store8(out + i * out_stride, __builtin_shufflevector(s[i], s[i + 4], 0, 1, 2, 3, 8, 9, 10, 11));
+    store8(out + (i + 4) * out_stride, __builtin_shufflevector(s[i], s[i + 4], 4, 5, 6, 7, 12, 13, 14, 15));
+  }
+#else  // compilers before GCC 12: element by element
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) out[j * out_stride + i] = in[i * in_stride + j];
+#endif
 }
 
-void horizontal_gray(const float* column, int64_t column_first, const int64_t* spans, const float* weights,
-                     int64_t stride, int64_t out_width, const CropOutput& output, float* out_row) {
+// Eight rows of `n` floats, `stride` apart, into lanes[i * 8 + r].
+FEEDER_AVX2_CLONE void to_lanes(const float* rows, int64_t stride, int64_t n, float* lanes) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) transpose8(rows + i, stride, lanes + i * kLanes, kLanes);
+  for (; i < n; ++i)
+    for (int64_t r = 0; r < kLanes; ++r) lanes[i * kLanes + r] = rows[r * stride + i];
+}
+
+// The inverse of to_lanes: lanes[j * 8 + r] to rows[r * stride + j].
+FEEDER_AVX2_CLONE void from_lanes(const float* lanes, int64_t n, float* rows, int64_t stride) {
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) transpose8(lanes + j * kLanes, kLanes, rows + j, stride);
+  for (; j < n; ++j)
+    for (int64_t r = 0; r < kLanes; ++r) rows[r * stride + j] = lanes[j * kLanes + r];
+}
+
+// Each lane within [0, 255] (the same operations as std::clamp's, lane by lane).
+[[gnu::always_inline]] inline Float8 clamp_levels(Float8 v) {
+  const Float8 low = {0, 0, 0, 0, 0, 0, 0, 0}, high = {255, 255, 255, 255, 255, 255, 255, 255};
+  v = v < low ? low : v;
+  return v > high ? high : v;
+}
+
+// The horizontal pass of eight rows: `lanes` (the vertical pass's values, column-major, eight rows
+// per value, from source column `column_first`) to out[j * 8 + r], value j of each output row in
+// the output's layout, normalised and mirrored if asked.
+template <int Channels>
+FEEDER_AVX2_CLONE void horizontal(const float* lanes, int64_t column_first, const int64_t* spans, const float* weights,
+                                  int64_t stride, int64_t out_width, const CropOutput& output, bool planar,
+                                  float* out) {
   for (int64_t x = 0; x < out_width; ++x) {
     const int64_t count = spans[2 * x + 1];
     const float* w = weights + x * stride;
-    const float* pixel = column + (spans[2 * x] - column_first);
-    float sum = 0;
-    for (int64_t k = 0; k < count; ++k) sum += w[k] * pixel[k];
-    out_row[output.mirror ? out_width - 1 - x : x] = std::clamp(sum, 0.0f, 255.0f) * output.scale[0] + output.bias[0];
+    const float* value = lanes + (spans[2 * x] - column_first) * Channels * kLanes;
+    Float8 sum[Channels] = {};
+    for (int64_t k = 0; k < count; ++k, value += Channels * kLanes)
+      for (int c = 0; c < Channels; ++c) sum[c] += w[k] * load8(value + c * kLanes);
+    const int64_t target = output.mirror ? out_width - 1 - x : x;
+    for (int c = 0; c < Channels; ++c) {
+      // Weights summing to 1 in float can carry a value just past 255 (a white picture would give
+      // 1.0000002 for 1.0): a weighted mean of levels stays within them.
+      const Float8 v = clamp_levels(sum[c]) * output.scale[static_cast<size_t>(c)] + output.bias[static_cast<size_t>(c)];
+      const int64_t j = planar ? c * out_width + target : target * Channels + c;
+      store8(out + j * kLanes, v);
+    }
   }
 }
 
@@ -196,39 +233,58 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
       std::min(hspans[2 * (out_width - 1)] + hspans[2 * (out_width - 1) + 1], box.read_x1);
   const int64_t column_first = std::min(hspans[0], column_last);
   const int64_t column_values = (column_last - column_first) * channels;
-  // One float more than the columns: a pixel's three channels are read as four floats.
-  scratch.column.resize(static_cast<size_t>(column_values + 4));
-  float* column = scratch.column.data();
+  const int64_t row_values = out_width * channels;
+  // Eight rows of the vertical pass, the same as lanes, eight output rows as lanes, then as rows in
+  // the output's layout (a row per channel for (C,H,W)), each copied out whole: the batch is
+  // written in long runs.
+  scratch.column.resize(static_cast<size_t>(kLanes * column_values * 2));
+  float* columns = scratch.column.data();
+  float* column_lanes = columns + kLanes * column_values;
+  scratch.output_row.resize(static_cast<size_t>(kLanes * row_values * 2));
+  float* out_lanes = scratch.output_row.data();
+  float* out_rows = out_lanes + kLanes * row_values;
 
   const int64_t plane = out_height * out_width;
-  // One output row in the output's layout (a row per channel for (C,H,W)), copied out whole: the
-  // batch is written in long runs, not a float at a time into three planes.
-  scratch.output_row.resize(static_cast<size_t>(out_width * channels));
-  float* out_row = scratch.output_row.data();
   const bool planar = output.layout == ImageLayout::kNchw;
-  // `n` values of out_row to the output from element `at` on: copied, or rounded for uint8.
+  // `n` values to the output from element `at` on: copied, or rounded for uint8.
   const auto store = [&](const float* values, int64_t n, int64_t at) {
     if (output.pixels)
       round_to_levels(values, n, output.pixels + at);
     else
       std::memcpy(output.data + at, values, static_cast<size_t>(n) * sizeof(float));
   };
-  for (int64_t y = 0; y < out_height; ++y) {
-    // Vertical first, over the columns this row's pixels read; then each output pixel from those.
-    const int64_t first_row = scratch.vertical_spans[static_cast<size_t>(2 * y)];
-    const int64_t rows = scratch.vertical_spans[static_cast<size_t>(2 * y + 1)];
-    const float* vw = scratch.vertical_weights.data() + y * vstride;
-    vertical(src + (first_row * width + column_first) * channels, width * channels, rows, vw, column_values, column);
-
+  for (int64_t y0 = 0; y0 < out_height; y0 += kLanes) {
+    const int64_t rows_here = std::min(kLanes, out_height - y0);
+    // Vertical first, over the columns any output pixel reads; the lanes of rows past the image's
+    // last are zeros and never stored.
+    for (int64_t r = 0; r < kLanes; ++r) {
+      float* column = columns + r * column_values;
+      if (r >= rows_here) {
+        std::fill(column, column + column_values, 0.0f);
+        continue;
+      }
+      const int64_t y = y0 + r;
+      const int64_t first_row = scratch.vertical_spans[static_cast<size_t>(2 * y)];
+      const int64_t rows = scratch.vertical_spans[static_cast<size_t>(2 * y + 1)];
+      const float* vw = scratch.vertical_weights.data() + y * vstride;
+      vertical(src + (first_row * width + column_first) * channels, width * channels, rows, vw, column_values, column);
+    }
+    to_lanes(columns, column_values, column_values, column_lanes);
     if (channels == 3)
-      horizontal_rgb(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
-                     out_row);
+      horizontal<3>(column_lanes, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
+                    out_lanes);
     else
-      horizontal_gray(column, column_first, hspans, scratch.weights.data(), hstride, out_width, output, out_row);
-    if (planar) {
-      for (int c = 0; c < channels; ++c) store(out_row + c * out_width, out_width, c * plane + y * out_width);
-    } else {
-      store(out_row, out_width * channels, y * out_width * channels);
+      horizontal<1>(column_lanes, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
+                    out_lanes);
+    from_lanes(out_lanes, row_values, out_rows, row_values);
+    for (int64_t r = 0; r < rows_here; ++r) {
+      const float* row = out_rows + r * row_values;
+      const int64_t y = y0 + r;
+      if (planar) {
+        for (int c = 0; c < channels; ++c) store(row + c * out_width, out_width, c * plane + y * out_width);
+      } else {
+        store(row, row_values, y * row_values);
+      }
     }
   }
 }

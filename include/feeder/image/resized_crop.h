@@ -27,8 +27,8 @@ namespace feeder {
 struct ImageScratch {
   std::vector<uint8_t> pixels;  // the decoded region
   std::vector<uint8_t> rows;    // rows before a color conversion
-  std::vector<float> column;    // one output row's vertical pass, over the columns the row reads
-  std::vector<float> output_row;  // one output row, normalised, before it is copied out
+  std::vector<float> column;    // eight output rows' vertical pass, over the columns they read, as rows and transposed
+  std::vector<float> output_row;  // eight output rows, normalised, transposed and as rows, before they are copied out
   std::vector<float> weights;   // horizontal resampling coefficients
   std::vector<int64_t> spans;   // their first source pixel and count, per output pixel
   std::vector<float> vertical_weights;
