@@ -48,6 +48,19 @@ class Decompressor {
   JpegErrorManager errors{};
 };
 
+// libjpeg reads a file only as far as the rows asked for, so a file cut short below a crop would
+// decode in one epoch and fail in another. So every decode first checks that the data after the
+// headers ends with the end-of-image marker (FF D9; in entropy-coded data a 0xFF is always followed
+// by 0x00 or a restart marker), as PIL, which reads every file to its end, refuses one without it.
+// Bytes after the marker are allowed, as PIL allows them. Corrupt data below a crop is not found:
+// only the rows a crop needs are decoded.
+void check_complete(std::span<const uint8_t> bytes, const jpeg_decompress_struct& cinfo, const std::string& name) {
+  const size_t data_start = bytes.size() - cinfo.src->bytes_in_buffer;  // jpeg_mem_src: the rest of `bytes`
+  for (size_t end = bytes.size(); end >= data_start + 2; --end)
+    if (bytes[end - 2] == 0xFF && bytes[end - 1] == 0xD9) return;
+  throw DataError(name + ": bad JPEG: Premature end of JPEG file (it ends before its end-of-image marker)");
+}
+
 ImageHeader header_of(const jpeg_decompress_struct& cinfo) {
   return {ImageFormat::kJpeg, static_cast<int64_t>(cinfo.image_width), static_cast<int64_t>(cinfo.image_height),
           cinfo.num_components};
@@ -120,12 +133,13 @@ void decode_jpeg(std::span<const uint8_t> bytes, int channels, const std::string
   jpeg_read_header(&cinfo, TRUE);
   header = header_of(cinfo);
   check_image_size(header, max_pixels, name);
+  check_complete(bytes, cinfo, name);
   choose_color_space(cinfo, channels);
   jpeg_start_decompress(&cinfo);
   pixels.resize(static_cast<size_t>(int64_t{cinfo.output_width} * cinfo.output_height * channels));
   read_rows(cinfo, channels, cinfo.output_height, pixels.data(), rows);
   // Not jpeg_finish_decompress: every pixel is decoded, and what follows the last scan does not
-  // change any. A truncated file is caught above, where libjpeg runs out of data.
+  // change any. A truncated file is caught by check_complete.
 }
 
 void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
@@ -139,6 +153,7 @@ void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
   jpeg_read_header(&cinfo, TRUE);
   info.header = header_of(cinfo);
   check_image_size(info.header, options.max_pixels, name);
+  check_complete(bytes, cinfo, name);
   const CropBox box = choose_box(info.header.width, info.header.height);
   info.box = box;
   // The smallest scale of 1/8, 2/8, 4/8 and 8/8 at which the box still has the output's resolution.

@@ -150,6 +150,17 @@ def test_a_bad_image_or_box_is_refused():
         _feeder.decode_resized_crop(data, 2, (0, 0, 48, 64), 32, 32, True, False, "x")
 
 
+def test_a_jpeg_cut_short_below_the_crop_is_refused_whatever_the_crop():
+    data = encoded(photo(640, 480), "JPEG")
+    cut = data[: len(data) // 2]  # the top rows are all there
+    top_left = (0, 0, 40, 40)
+    ours, _ = _feeder.decode_resized_crop(data, 3, top_left, 16, 16, True, False, "x")
+    assert ours.shape == (16, 16, 3)
+    for box in (top_left, (0, 0, 480, 640), (440, 600, 40, 40)):
+        with pytest.raises(feeder.DataError, match=r"x: bad JPEG: Premature end of JPEG file"):
+            _feeder.decode_resized_crop(cut, 3, box, 16, 16, True, False, "x")
+
+
 def test_dct_scaled_decodes_stay_aligned_with_full_decodes():
     # A smooth picture: what DCT scaling drops is only fine detail, so any offset between the scaled
     # and the full decode's coordinates would show as a large difference (it did, before the scaled

@@ -125,8 +125,25 @@ def test_a_path_is_read_and_named_in_errors(tmp_path):
     path.write_bytes(data)
     assert np.array_equal(feeder.decode_image(str(path)), pil_rgb(data))
     path.write_bytes(data[: len(data) * 2 // 3])  # cut inside the picture's data, not its header
-    with pytest.raises(feeder.DataError, match=r"cat\.jpg: bad JPEG: Premature end of JPEG file \(at row \d+ of 150\)"):
+    with pytest.raises(feeder.DataError,
+                       match=r"cat\.jpg: bad JPEG: Premature end of JPEG file \(it ends before its end-of-image marker\)"):
         feeder.decode_image(path)
+    # Corrupt data, not truncated: the row where libjpeg found it.
+    corrupt = data[: len(data) // 2] + b"\xff\xd5" + data[len(data) // 2 + 2:]  # a marker inside the scan
+    path.write_bytes(corrupt)
+    with pytest.raises(feeder.DataError, match=r"cat\.jpg: bad JPEG: .* \(at row \d+ of 150\)"):
+        feeder.decode_image(path)
+
+
+def test_a_jpeg_without_its_end_marker_is_refused_as_pil_refuses_it():
+    data = encode(Image.fromarray(picture(64, 48)), "JPEG", quality=90)
+    for cut in (data[:-2], data[:-1]):  # every pixel is there, the end-of-image marker is not
+        with pytest.raises(OSError, match="truncated"):
+            Image.open(io.BytesIO(cut)).load()
+        with pytest.raises(feeder.DataError, match=r"x: bad JPEG: Premature end of JPEG file"):
+            feeder._feeder.decode_image(cut, 3, "x")
+    # Bytes after the marker are ignored, by PIL and here.
+    assert np.array_equal(feeder.decode_image(data + b"trailing bytes \xff\xd8", 3), pil_rgb(data))
 
 
 def sof_with_size(data, width, height):

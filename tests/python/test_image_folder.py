@@ -137,6 +137,25 @@ def test_gray_output_and_channels_last(folder):
     assert torch.equal(rgb_nchw, rgb_nhwc)
 
 
+def test_a_jpeg_cut_short_is_left_out_of_every_epoch_whatever_its_crops(tmp_path):
+    # Small crops of a large picture decode only the rows they need: before the end-of-image check,
+    # epochs whose crop stayed in the intact top half served this file, the others failed on it.
+    root = tmp_path / "set"
+    (root / "a").mkdir(parents=True)
+    for i in range(3):
+        picture(40, 30, i).save(root / "a" / f"good{i}.png")
+    whole = io.BytesIO()
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (600, 800, 3), dtype=np.uint8)).save(whole, "JPEG")
+    (root / "a" / "half.jpg").write_bytes(whole.getvalue()[: len(whole.getvalue()) // 2])
+    loader = feeder.DataLoader(str(root), batch_size=4, image_size=8, augment="random_resized_crop",
+                               scale=(0.02, 0.05), on_error="skip")
+    for epoch in range(8):
+        loader.set_epoch(epoch)
+        with pytest.warns(RuntimeWarning, match="1 bad images were left out"):
+            (images, _), = list(loader)
+        assert images.shape[0] == 3 and loader.skipped[0] == 1, epoch
+
+
 def test_bad_images_and_folders_say_what_is_wrong(tmp_path, folder):
     root = tmp_path / "set"
     (root / "a").mkdir(parents=True)
