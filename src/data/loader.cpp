@@ -213,6 +213,13 @@ int64_t required_rows(const SampleSource& source, const LoaderOptions& options, 
   return span + 2 * (window + largest - 1) + padding_rows;
 }
 
+// The smallest memory budget whose default window (resolve_options) is `window`: the inverse of
+// its rule.
+int64_t budget_for_window(const SampleSource& source, const LoaderOptions& options, int64_t window) {
+  return stream_overhead_bytes(source, options, kBaseReaders) +
+         required_rows(source, options, window, options.prefetch) * source.held_row_bytes();
+}
+
 // The stream's readers for resolved options: kBaseReaders, plus one per worker beyond them while
 // the budget left after the window and the batches in flight holds their read buffers.
 int stream_readers(const SampleSource& source, const LoaderOptions& options) {
@@ -326,7 +333,9 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
                        std::to_string(options.batch_size) + " samples, and two shuffle windows of " +
                        std::to_string(window) + " samples plus a row group of " +
                        std::to_string(max_block_rows(source)) +
-                       " rows each); raise the budget, or lower the shuffle window, prefetch or batch size");
+                       " rows each); raise the budget" +
+                       (window > 1 ? ", or lower the shuffle window, prefetch or batch size"
+                                   : ", or lower prefetch or the batch size"));
   }
   return options;
 }
@@ -361,7 +370,9 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
   const auto blocks = source_->block_starts();
   block_layout_ = XXH3_64bits(blocks.data(), blocks.size_bytes());
-  shuffle_advice_ = detail::shuffle_advice(*source_, options_);
+  shuffle_advice_ = detail::shuffle_advice(*source_, options_, options.shuffle_window > 0, [&](int64_t window) {
+    return budget_for_window(*source_, options_, window);
+  });
   if (!store_ && !source_->samples_in_memory()) {
     const int readers = stream_readers(*source_, options_);
     const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);

@@ -482,6 +482,15 @@ TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
               "batch_size 32 samples, and two shuffle windows of 2000 samples plus a row group of 50 rows each); "
               "raise the budget, or lower the shuffle window, prefetch or batch size");
   }
+  options.shuffle_window = 1;  // nothing left to lower there
+  options.memory_budget = 40 * 1024;
+  try {
+    Loader loader(source, options);
+    FAIL() << "a budget below what the batches in flight need was accepted";
+  } catch (const OptionsError& e) {
+    EXPECT_NE(std::string(e.what()).find("raise the budget, or lower prefetch or the batch size"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(LoaderStream, AFailingBlockSurfacesFromNextNamingFileAndRowGroupAndTheLoaderCloses) {

@@ -11,6 +11,7 @@
 
 #include "core/streamed_store.h"
 #include "feeder/data/loader.h"
+#include "feeder/util/byte_size.h"
 
 namespace feeder {
 namespace {
@@ -64,8 +65,45 @@ TEST(ShuffleAdvice, AWindowOfFewPiecesOfASortedSetIsReportedWithWhatToChange) {
                         "labels, by the label statistics), and a shuffle window of 500 samples mixes about 50 pieces"),
             std::string::npos)
       << advice;
-  EXPECT_NE(advice.find("Raise the memory budget to about"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("Raise the shuffle window to "), std::string::npos) << advice;
   EXPECT_NE(advice.find("--shuffle-on-write SEED"), std::string::npos) << advice;
+}
+
+// The size a message shows after `prefix`, as a user would type it back.
+int64_t size_after(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return -1;
+  const size_t from = at + prefix.size();
+  const size_t end = text.find_first_of("( ,", text.find(' ', from) + 1);
+  return parse_byte_size(text.substr(from, end - from));
+}
+
+// The budget advised is the one that gives the window it names: the whole budget was scaled by the
+// window's ratio before, which overstated it many times over at small budgets (the read buffers and
+// the batches in flight do not grow with the window).
+TEST(ShuffleAdvice, TheBudgetAdvisedGivesTheWindowItNamesAndLittleMore) {
+  const auto source = labeled_source(true);
+  for (const int64_t budget : {int64_t{20} << 10, int64_t{28} << 10, int64_t{40} << 10}) {
+    LoaderOptions options = options_with_window(0);  // the window the budget allows
+    options.memory_budget = budget;
+    const Loader small(source, options);
+    const std::string advice = small.shuffle_advice();
+    SCOPED_TRACE(advice);
+    const int64_t advised = size_after(advice, "Raise the memory budget to ");
+    ASSERT_GT(advised, budget);
+    options.memory_budget = advised;
+    const Loader enough(source, options);
+    EXPECT_EQ(enough.shuffle_advice(), "");
+    options.memory_budget = advised * 9 / 10;
+    EXPECT_NE(Loader(source, options).shuffle_advice(), "") << "a tenth less would do: the advice is not the least";
+  }
+  // A window the caller chose stays as it is: raising the budget alone would not help.
+  const std::string advice = Loader(source, options_with_window(500)).shuffle_advice();
+  EXPECT_NE(advice.find("Raise the shuffle window to 1440 samples, or"), std::string::npos) << advice;
+  LoaderOptions tight = options_with_window(500);
+  tight.memory_budget = 28 << 10;
+  const std::string both = Loader(source, tight).shuffle_advice();
+  EXPECT_NE(both.find("Raise the shuffle window to 1440 samples and the memory budget to "), std::string::npos) << both;
 }
 
 TEST(ShuffleAdvice, AWideEnoughWindowAnUnclusteredSetOrOneInMemoryGetNone) {

@@ -17,9 +17,20 @@ namespace {
 // full shuffle at 0.23 and 1.7 points below at 0.33.
 constexpr double kMaxShareSpread = 0.25;
 
+// `bytes` rounded up to what format_byte_size shows of it (a tenth of a unit below 10 of it, a unit
+// above), so that the size a message shows is at least `bytes`.
+int64_t round_up_as_shown(int64_t bytes) {
+  double unit = 1;
+  while (static_cast<double>(bytes) >= 1024.0 * unit && unit < 1024.0 * 1024 * 1024 * 1024) unit *= 1024;
+  if (unit == 1) return bytes;
+  const double step = static_cast<double>(bytes) < 9.95 * unit ? unit / 10 : unit;
+  return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / step) * step);
+}
+
 }  // namespace
 
-std::string shuffle_advice(const SampleSource& source, const LoaderOptions& options) {
+std::string shuffle_advice(const SampleSource& source, const LoaderOptions& options, bool window_given,
+                           const std::function<int64_t(int64_t)>& budget_for_window) {
   if (source.in_memory() || source.samples_in_memory() || !options.shuffle || options.shuffle_window >= source.size()) return {};
   std::vector<std::pair<int64_t, int64_t>> ranges;
   try {
@@ -49,18 +60,27 @@ std::string shuffle_advice(const SampleSource& source, const LoaderOptions& opti
   if (spread <= kMaxShareSpread) return {};
   const double pieces_needed = (labels / labels_per_piece - 1) / (kMaxShareSpread * kMaxShareSpread);
   const double window_needed = std::min(pieces_needed * piece_rows, static_cast<double>(source.size()));
-  const auto budget_needed = static_cast<int64_t>(static_cast<double>(options.memory_budget) * window_needed /
-                                                  static_cast<double>(options.shuffle_window));
+  const int64_t window = static_cast<int64_t>(std::ceil(window_needed));
+  // The remedy that works for how the window was set: a window the caller chose stays as it is
+  // whatever the budget.
+  const int64_t budget_needed = round_up_as_shown(budget_for_window(window));
+  char remedy[256];
+  if (window_given && budget_needed <= options.memory_budget)
+    std::snprintf(remedy, sizeof(remedy), "Raise the shuffle window to %lld samples", static_cast<long long>(window));
+  else if (window_given)
+    std::snprintf(remedy, sizeof(remedy), "Raise the shuffle window to %lld samples and the memory budget to %s",
+                  static_cast<long long>(window), format_byte_size(budget_needed).c_str());
+  else
+    std::snprintf(remedy, sizeof(remedy), "Raise the memory budget to %s (a window of %lld samples)",
+                  format_byte_size(budget_needed).c_str(), static_cast<long long>(window));
   char text[1024];
   std::snprintf(text, sizeof(text),
                 "%s: the labels are clustered (a piece of about %.0f samples holds about %.1f of the %.0f labels, "
                 "by the label statistics), and a shuffle window of %lld samples mixes about %.0f pieces: a "
                 "label's share of a window varies by about %.0f%%, and training may reach a lower accuracy "
-                "than with a full shuffle. Raise the memory budget to about %s (a window of %.0f samples), "
-                "or %s.",
+                "than with a full shuffle. %s, or %s.",
                 source.name().c_str(), piece_rows, labels_per_piece, labels,
-                static_cast<long long>(options.shuffle_window), pieces, 100 * spread,
-                format_byte_size(budget_needed).c_str(), window_needed,
+                static_cast<long long>(options.shuffle_window), pieces, 100 * spread, remedy,
                 source.encoded() ? "write the set with its rows in a shuffled order (an image folder: `feeder convert FOLDER OUTDIR/ --shuffle-on-write SEED`)"
                                  : "rewrite the set with `feeder convert IN OUTDIR/ --shuffle-on-write SEED`");
   return text;
