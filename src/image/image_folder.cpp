@@ -150,7 +150,7 @@ bool is_image_folder(const fs::path& directory) {
 
 bool is_image_file_name(const std::string& name) { return ends_with_any(lower(name), {".jpg", ".jpeg", ".png", ".webp"}); }
 
-ImageFolderListing list_image_folder(const fs::path& root) {
+ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std::string>& classes) {
   std::error_code error;
   if (!fs::is_directory(root, error))
     throw DataError(root.string() + ": not a directory (an image folder has one folder of images per class)");
@@ -164,10 +164,27 @@ ImageFolderListing list_image_folder(const fs::path& root) {
                     "root/<class>/<image>)");
 
   // torchvision's make_dataset: per class, os.walk sorted by directory, then each directory's files by name.
+  // Each class folder's label: its place among root's folders, or among `classes`.
+  std::vector<int64_t> folder_labels;
+  for (size_t i = 0; i < listing.classes.size(); ++i) {
+    if (classes.empty()) {
+      folder_labels.push_back(static_cast<int64_t>(i));
+      continue;
+    }
+    const auto it = std::find(classes.begin(), classes.end(), listing.classes[i]);
+    if (it == classes.end()) {
+      std::string names;
+      for (const auto& name : classes) names += (names.empty() ? "" : ", ") + name;
+      throw DataError(root.string() + ": the class folder " + listing.classes[i] + " is not one of the " +
+                      std::to_string(classes.size()) + " classes it is labeled with (" + names + ")");
+    }
+    folder_labels.push_back(it - classes.begin());
+  }
   std::vector<std::string> empty_classes;
-  for (size_t label = 0; label < listing.classes.size(); ++label) {
+  for (size_t folder = 0; folder < listing.classes.size(); ++folder) {
+    const int64_t label = folder_labels[folder];
     std::vector<std::pair<std::string, std::string>> found;  // (directory, file name)
-    const fs::path class_dir = root / listing.classes[label];
+    const fs::path class_dir = root / listing.classes[folder];
     for (auto it = fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink, error);
          !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
       if (it->is_directory(error)) continue;
@@ -180,13 +197,14 @@ ImageFolderListing list_image_folder(const fs::path& root) {
         ++listing.skipped_other;
     }
     if (error) throw DataError(class_dir.string() + ": cannot list: " + error.message());
-    if (found.empty()) empty_classes.push_back(listing.classes[label]);
+    if (found.empty()) empty_classes.push_back(listing.classes[folder]);
     std::sort(found.begin(), found.end());
     for (const auto& [directory, name] : found) {
       listing.files.push_back(fs::path(directory) / name);
-      listing.labels.push_back(static_cast<int64_t>(label));
+      listing.labels.push_back(label);
     }
   }
+  if (!classes.empty()) listing.classes = classes;
   if (!empty_classes.empty()) {
     std::string list;
     for (const auto& name : empty_classes) list += (list.empty() ? "" : ", ") + name;
@@ -228,9 +246,10 @@ std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& l
                                               std::move(names), true);
 }
 
-ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget) {
+ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget,
+                              const std::vector<std::string>& classes) {
   resolve_num_threads(num_threads, "image folder: num_threads");
-  ImageFolderListing listing = list_image_folder(root);
+  ImageFolderListing listing = list_image_folder(root, classes);
   ImageFolder folder;
   folder.classes = listing.classes;
   folder.encoded_bytes = listing.encoded_bytes;

@@ -62,7 +62,8 @@ struct Candidate {
   std::optional<ShardedDataset> dataset;
 };
 
-Candidate describe(const std::string& spec, int64_t memory_budget) {
+// `classes`: an image folder's class names and order when given (list_image_folder).
+Candidate describe(const std::string& spec, int64_t memory_budget, const std::vector<std::string>& classes = {}) {
   Candidate candidate;
   candidate.set.spec = spec;
   std::error_code error;
@@ -82,7 +83,7 @@ Candidate describe(const std::string& spec, int64_t memory_budget) {
   }
   if (is_image_folder(spec)) {
     // Encoded images, held as they are (or streamed, beyond the budget) and decoded as batches need them.
-    ImageFolder folder = open_image_folder(spec, 0, memory_budget);
+    ImageFolder folder = open_image_folder(spec, 0, memory_budget, classes);
     candidate.set.source = folder.source;
     candidate.set.decoded_bytes = folder.encoded_bytes;
     candidate.set.num_files = folder.source->size();
@@ -142,6 +143,24 @@ void open_parquet(Candidate& candidate, int64_t share) {
   }
 }
 
+// Two sets that name their classes must give each label the same name (a test folder is labeled by
+// the training set's names already; Parquet sets store theirs).
+void check_classes(const std::string& train_spec, const std::vector<std::string>& train,
+                   const std::string& test_spec, const std::vector<std::string>& test) {
+  if (train.empty() || test.empty() || train == test) return;
+  for (size_t label = 0; label < std::max(train.size(), test.size()); ++label) {
+    const auto name = [&](const std::vector<std::string>& names) {
+      return label < names.size() ? "'" + names[label] + "'" : std::string("no class");
+    };
+    if (label < train.size() && label < test.size() && train[label] == test[label]) continue;
+    throw DataError(test_spec + ": its classes are not the training set's: label " + std::to_string(label) + " is " +
+                    name(test) + " here and " + name(train) + " in " + train_spec + " (" +
+                    std::to_string(test.size()) + " classes against " + std::to_string(train.size()) +
+                    "); the model would be tested against the wrong classes. Write both sets with the same class names "
+                    "in the same order");
+  }
+}
+
 }  // namespace
 
 OpenedSet open_set(const std::string& spec, int64_t memory_budget) {
@@ -154,7 +173,10 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
                               const ImageShape& model_shape, int64_t memory_budget, bool require_labels) {
   // An image folder is held when it fits its default share, and streamed within that share otherwise.
   Candidate train = describe(train_spec, memory_budget - memory_budget / 4);
-  Candidate test = describe(test_spec, memory_budget / 4);
+  // A test folder is labeled by the training set's class names (it may lack some), so that a label
+  // means the same class in both, whatever folders each has.
+  Candidate test = describe(test_spec, memory_budget / 4, train.set.classes);
+  check_classes(train_spec, train.set.classes, test_spec, test.set.classes);
   const bool train_held = !train.dataset && !train.set.streaming;
   const bool test_held = !test.dataset && !test.set.streaming;
   // Sets already in memory (IDX, CSV, image folders) take their size off the budget first.

@@ -3,13 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "feeder/error.h"
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/formats/sharded.h"
 #include "feeder/train/train_data.h"
 #include "formats/test_files.h"
+#include "image/test_pictures.h"
 #include "parquet/writer_test_util.h"
 
 namespace feeder {
@@ -71,6 +75,43 @@ TEST_F(TrainSets, OneSetGetsTheWholeBudget) {
   EXPECT_EQ(streamed.source->fingerprint(), in_memory.source->fingerprint());
   EXPECT_EQ(testing::data_error_of([&] { open_set((dir_ / "absent.csv").string(), 1 << 20); }),
             (dir_ / "absent.csv").string() + ": no such file or directory");
+}
+
+// An image folder of one PNG per class.
+std::string class_folder(const std::filesystem::path& root, const std::vector<std::string>& classes) {
+  for (size_t i = 0; i < classes.size(); ++i) {
+    std::filesystem::create_directories(root / classes[i]);
+    const std::vector<uint8_t> png = png_of(6, 4, static_cast<int>(i));
+    std::ofstream(root / classes[i] / "a.png", std::ios::binary)
+        .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+  }
+  return root.string();
+}
+
+// A test folder with fewer classes than training was labeled by its own folders (fox was 1, dog's
+// label in training) and tested against the wrong classes, silently.
+TEST_F(TrainSets, ATestFolderIsLabeledByTheTrainingSetsClassNames) {
+  const std::string train_folder = class_folder(dir_ / "train-images", {"cat", "dog", "fox"});
+  const TrainTestSets sets = open_train_test(train_folder, class_folder(dir_ / "test-images", {"cat", "fox"}),
+                                             ImageShape{3, 4, 4}, 1 << 20);
+  EXPECT_EQ(sets.test.classes, sets.train.classes);
+  const SampleSource& test = *sets.test.source;
+  ASSERT_EQ(test.size(), 2);
+  EXPECT_EQ(test.sample(0).label, 0);  // cat
+  EXPECT_EQ(test.sample(1).label, 2);  // fox, as in training
+  const std::string hf = std::string(FEEDER_TEST_DATA_DIR) + "/images/hf";  // a ClassLabel of cat, dog, fox
+  EXPECT_EQ(open_train_test(hf, (dir_ / "test-images").string(), ImageShape{3, 4, 4}, 1 << 20).test.classes,
+            (std::vector<std::string>{"cat", "dog", "fox"}));
+
+  const std::string wolf = class_folder(dir_ / "wolf-images", {"cat", "wolf"});
+  EXPECT_EQ(testing::data_error_of([&] { open_train_test(train_folder, wolf, ImageShape{3, 4, 4}, 1 << 20); }),
+            wolf + ": the class folder wolf is not one of the 3 classes it is labeled with (cat, dog, fox)");
+  // Sets that store their own names must agree with the training set's.
+  const std::string two = class_folder(dir_ / "two-images", {"cat", "dog"});
+  EXPECT_EQ(testing::data_error_of([&] { open_train_test(two, hf, ImageShape{3, 4, 4}, 1 << 20); }),
+            hf + ": its classes are not the training set's: label 2 is 'fox' here and no class in " + two +
+                " (3 classes against 2); the model would be tested against the wrong classes. Write both sets with "
+                "the same class names in the same order");
 }
 
 }  // namespace

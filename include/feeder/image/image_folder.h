@@ -43,7 +43,10 @@ struct ImageFolderListing {
 };
 
 // Lists `root` as open_image_folder does, reading no file; throws what it throws for the layout.
-ImageFolderListing list_image_folder(const std::filesystem::path& root);
+// `classes`, when given, are the class names and their order (label i is classes[i]) instead of
+// root's own: another set's, so that the same label means the same class in both. Each class folder
+// must then be one of them; a class without a folder has no images here.
+ImageFolderListing list_image_folder(const std::filesystem::path& root, const std::vector<std::string>& classes = {});
 
 // Files `rows` (indices into the listing) read into memory, in that order, on `num_threads` threads
 // (0: one per core): an EncodedImageSource called `name`. Throws DataError naming a file that
@@ -64,7 +67,9 @@ inline constexpr int64_t kFolderBlockFiles = 64;
 // block holds images of many classes and a window of the stream mixes them as a full shuffle would:
 // a folder is sorted by class, and blocks of neighbouring files would each hold one. A file that
 // changed size since the folder was listed fails the batch that needs it, named.
-ImageFolder open_image_folder(const std::filesystem::path& root, int num_threads = 0, int64_t memory_budget = 0);
+// `classes`: as list_image_folder's.
+ImageFolder open_image_folder(const std::filesystem::path& root, int num_threads = 0, int64_t memory_budget = 0,
+                              const std::vector<std::string>& classes = {});
 inline constexpr uint64_t kFolderStreamSeed = 0x1a9e5f01d3c7b2e5;
 
 // Whether `directory` looks like an image folder: it has subdirectories and no Parquet or IDX files
