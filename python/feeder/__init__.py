@@ -18,6 +18,7 @@ messages the `feeder` command prints; an error in a worker is raised by the next
 """
 
 import json
+import numbers
 import os
 import warnings
 
@@ -210,6 +211,12 @@ class _DatasetView:
         return getattr(self._source, "classes", None)
 
     @property
+    def class_to_idx(self):
+        """{class name: label}, as torchvision's ImageFolder has it; None when the set names no classes."""
+        classes = self.classes
+        return None if classes is None else {name: i for i, name in enumerate(classes)}
+
+    @property
     def name(self):
         return self._source.name
 
@@ -221,11 +228,18 @@ _AUGMENTS = {None: "resize", "resize": "resize", "random_resized_crop": "random_
              "center_crop": "center_crop"}
 
 
+def _is_real(value):
+    """A number: Python's, NumPy's or a one-element tensor's, not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def _per_channel(name, value, channels):
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        value = value.tolist()  # a mean computed with NumPy or torch
     values = list(value) if isinstance(value, (tuple, list)) else [value]
     if len(values) == 1:
         values = values * channels
-    if len(values) != channels or not all(isinstance(v, (int, float)) for v in values):
+    if len(values) != channels or not all(_is_real(v) for v in values):
         raise ValueError(f"{name} must be one number or {channels} (one per channel), got {value!r}")
     return [float(v) for v in values] + [0.0 if name == "mean" else 1.0] * (3 - channels)
 
@@ -235,9 +249,15 @@ def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dc
     if image_size is None:
         raise ValueError("encoded images (a folder, or a Parquet set of image files) need image_size= (an int, "
                          "or (height, width)): the size of every image in a batch")
-    height, width = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-    _check_int("image_size", height, 1)
-    _check_int("image_size", width, 1)
+    if isinstance(image_size, numbers.Integral) and not isinstance(image_size, bool):
+        height = width = image_size
+    else:
+        try:
+            height, width = image_size
+        except (TypeError, ValueError):
+            raise ValueError(f"image_size must be an integer or (height, width), got {image_size!r}") from None
+    height = _check_int("image_size", height, 1)
+    width = _check_int("image_size", width, 1)
     if augment not in _AUGMENTS:
         raise ValueError(f"augment must be 'random_resized_crop' (training), 'center_crop' (evaluation) or None "
                          f"(the whole image resized), got {augment!r}")
@@ -247,7 +267,7 @@ def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dc
         raise ValueError(f"resize= applies to augment='center_crop' (Resize(resize) + CenterCrop(image_size)); "
                          f"with augment={augment!r} it would be ignored")
     if resize is None:
-        resize = round(height * 256 / 224)  # torchvision's Resize(256) before CenterCrop(224)
+        resize = round(max(height, width) * 256 / 224)  # torchvision's Resize(256) before CenterCrop(224)
     mean, std = ((0.0,), (1.0,)) if normalize is None else normalize
     return {"channels": channels, "height": height, "width": width, "crop": _AUGMENTS[augment],
             "scale": tuple(float(v) for v in scale), "ratio": tuple(float(v) for v in ratio), "flip": bool(flip),
@@ -256,9 +276,9 @@ def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dc
 
 
 def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return int(value)
 
 
 class DataLoader:

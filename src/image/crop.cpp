@@ -50,10 +50,10 @@ CropBox random_resized_crop(int64_t width, int64_t height, const RandomResizedCr
           static_cast<double>(w)};
 }
 
-CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop) {
-  if (!(resize >= crop && crop > 0))
-    throw OptionsError("center crop: the resize (" + std::to_string(resize) + ") must be at least the crop (" +
-                       std::to_string(crop) + "), and the crop positive");
+CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_height, int64_t crop_width) {
+  if (!(resize >= std::max(crop_height, crop_width) && crop_height > 0 && crop_width > 0))
+    throw OptionsError("center crop: the resize (" + std::to_string(resize) + ") must be at least each side of the crop (" +
+                       std::to_string(crop_height) + "x" + std::to_string(crop_width) + "), and the crop positive");
   const int64_t shorter = std::min(width, height);
   const int64_t longer = std::max(width, height);
   const auto resized_long = static_cast<int64_t>(static_cast<double>(resize) * static_cast<double>(longer) /
@@ -61,11 +61,12 @@ CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop)
   const int64_t resized_width = width <= height ? resize : resized_long;
   const int64_t resized_height = width <= height ? resized_long : resize;
   // torchvision's CenterCrop: int(round((size - crop) / 2)) from the top and left.
-  const double top = std::nearbyint(static_cast<double>(resized_height - crop) / 2.0);
-  const double left = std::nearbyint(static_cast<double>(resized_width - crop) / 2.0);
+  const double top = std::nearbyint(static_cast<double>(resized_height - crop_height) / 2.0);
+  const double left = std::nearbyint(static_cast<double>(resized_width - crop_width) / 2.0);
   const double sx = static_cast<double>(width) / static_cast<double>(resized_width);
   const double sy = static_cast<double>(height) / static_cast<double>(resized_height);
-  return {top * sy, left * sx, static_cast<double>(crop) * sy, static_cast<double>(crop) * sx, /*resize_first=*/true};
+  return {top * sy, left * sx, static_cast<double>(crop_height) * sy, static_cast<double>(crop_width) * sx,
+          /*resize_first=*/true};
 }
 
 }  // namespace feeder

@@ -1,5 +1,6 @@
 #include "feeder/image/image_stage.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,10 @@ ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
     throw OptionsError("image size must be positive, got " + std::to_string(options_.height) + "x" +
                        std::to_string(options_.width));
   if (options_.crop == ImageCrop::kRandomResizedCrop) validate(options_.random_crop);
-  if (options_.crop == ImageCrop::kCenterCrop && (options_.height != options_.width || options_.resize < options_.height))
-    throw OptionsError("center crop: the output must be square and the resize (" + std::to_string(options_.resize) +
-                       ") at least its side (" + std::to_string(options_.height) + ")");
+  if (options_.crop == ImageCrop::kCenterCrop && options_.resize < std::max(options_.height, options_.width))
+    throw OptionsError("center crop: the resize (" + std::to_string(options_.resize) +
+                       ", the shorter side before the crop) must be at least each side of the output (" +
+                       std::to_string(options_.height) + "x" + std::to_string(options_.width) + ")");
   for (int c = 0; c < options_.channels; ++c)
     if (!(options_.std[static_cast<size_t>(c)] > 0.0f))
       throw OptionsError("image std must be positive, got " + std::to_string(options_.std[static_cast<size_t>(c)]) +
@@ -57,7 +59,7 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
         output.mirror = o.flip && rng.uniform_double() < 0.5;
         break;
       case ImageCrop::kCenterCrop:
-        box = center_crop(image_width, image_height, o.resize, o.height);
+        box = center_crop(image_width, image_height, o.resize, o.height, o.width);
         break;
       case ImageCrop::kResize:
         break;

@@ -182,8 +182,13 @@ void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
                 column_last);
   resample_span(box.top * s, (box.top + box.height) * s, region.scaled_height, options.out_height, row_first,
                 row_last);
-  JDIMENSION x_offset = static_cast<JDIMENSION>(column_first);
-  JDIMENSION x_width = static_cast<JDIMENSION>(column_last - column_first);
+  // One column more on each side than the resampling reads: at a cropped region's edges libjpeg's
+  // fancy upsampling repeats the edge chroma where a full decode uses the neighbouring one, so the
+  // edge columns would differ from a full decode's (by several levels of blue or red).
+  const int64_t crop_first = std::max<int64_t>(column_first - 1, 0);
+  const int64_t crop_last = std::min<int64_t>(column_last + 1, region.scaled_width);
+  JDIMENSION x_offset = static_cast<JDIMENSION>(crop_first);
+  JDIMENSION x_width = static_cast<JDIMENSION>(crop_last - crop_first);
   if (x_width < cinfo.output_width) jpeg_crop_scanline(&cinfo, &x_offset, &x_width);  // widened to whole iMCUs
   region.left = x_offset;
   region.width = cinfo.output_width;

@@ -135,7 +135,10 @@ TEST(ImageLoader, OptionsSayWhatIsMissing) {
   bad.crop = ImageCrop::kCenterCrop;
   bad.height = 10;
   bad.width = 12;
+  bad.resize = 11;  // a rectangular crop is torchvision's CenterCrop((h, w)); its resize must cover both sides
   EXPECT_THROW(ImageStage{bad}, OptionsError);
+  bad.resize = 12;
+  EXPECT_NO_THROW(ImageStage{bad});
 }
 
 }  // namespace

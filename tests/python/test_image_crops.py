@@ -115,6 +115,20 @@ def test_a_resized_crop_equals_torchvisions_on_a_full_decode(format):
             assert details["scale_eighths"] == 8
 
 
+def test_a_regions_edge_columns_equal_a_full_decodes_wherever_it_starts():
+    # A cropped JPEG region's first column was upsampled from repeated edge chroma, where a full
+    # decode uses the neighbouring chroma: several levels off when the resampling of a resize-then-
+    # crop box (evaluation) read a region starting at a block's first column.
+    colors = np.random.default_rng(5).integers(0, 256, (60, 80, 3), dtype=np.uint8)  # patches of 4x4 pixels
+    data = encoded(Image.fromarray(colors.repeat(4, 0).repeat(4, 1)), "JPEG", quality=95)  # 4:2:0: 16-column blocks
+    image = Image.open(io.BytesIO(data)).convert("RGB")
+    for left in np.arange(12, 36, 0.25):
+        box = (40.0, float(left), 90.0, 60.0)  # resized to 40x60: the resampling reads 0.75 px beyond the box
+        ours, _ = _feeder.decode_resized_crop(data, 3, box, 60, 40, False, True, "x")
+        expected = np.asarray(image.resize((40, 60), Image.BILINEAR, box=(left, 40.0, left + 60.0, 130.0)), np.float32)
+        assert np.abs(ours - expected).max() <= 1.0, (left, np.abs(ours - expected).max())
+
+
 def test_a_small_crop_of_a_large_jpeg_decodes_a_fraction_of_it_and_stays_close():
     data = encoded(photo(2400, 1600, seed=3), "JPEG", quality=90)
     box, size = (400, 900, 1200, 1200), (224, 224)

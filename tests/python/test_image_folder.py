@@ -48,6 +48,7 @@ def test_classes_labels_and_order_are_torchvisions(folder):
     reference = torchvision.datasets.ImageFolder(str(folder))
     loader = feeder.DataLoader(str(folder), batch_size=10, image_size=32, augment="center_crop")
     assert loader.dataset.classes == reference.classes == ["cat", "dog", "zebra"]
+    assert loader.dataset.class_to_idx == reference.class_to_idx
     assert len(loader.dataset) == len(reference) == 42
     _, labels = batches(loader)
     assert labels.tolist() == reference.targets
@@ -73,6 +74,34 @@ def test_the_evaluation_transform_equals_torchvisions(folder):
     full_decode, _ = batches(same)
     difference = (full_decode - expected).abs() * torch.tensor(STD).view(1, 3, 1, 1) * 255
     assert difference.max() <= 1.01, difference.max()
+
+
+def test_a_rectangular_evaluation_crop_equals_torchvisions(folder):
+    # CenterCrop((height, width)) was refused ("the output must be square").
+    reference = torchvision.datasets.ImageFolder(str(folder), transform=T.Compose(
+        [T.Resize(64), T.CenterCrop((30, 50)), T.ToTensor()]))
+    loader = feeder.DataLoader(str(folder), batch_size=8, image_size=(30, 50), augment="center_crop", resize=64,
+                               dct_scaling=False)
+    images, _ = batches(loader)
+    assert images.shape[1:] == (3, 30, 50)
+    expected = torch.stack([reference[i][0] for i in range(len(reference))])
+    assert ((images - expected).abs() * 255).max() <= 1.01
+    with pytest.raises(ValueError, match=r"the resize \(40, the shorter side before the crop\) must be at least each "
+                                         r"side of the output \(30x50\)"):
+        feeder.DataLoader(str(folder), image_size=(30, 50), augment="center_crop", resize=40)
+
+
+def test_numbers_from_numpy_and_torch_are_taken(folder):
+    mean = np.array([0.5, 0.4, 0.3], dtype=np.float32)
+    plain = feeder.DataLoader(str(folder), batch_size=8, image_size=16, normalize=((0.5, 0.4, 0.3), (0.2, 0.2, 0.2)))
+    numpy = feeder.DataLoader(str(folder), batch_size=np.int64(8), image_size=np.int64(16),
+                              normalize=(mean, torch.tensor([0.2, 0.2, 0.2])))
+    assert torch.equal(batches(plain)[0], batches(numpy)[0])
+    feeder.DataLoader(str(folder), image_size=16, normalize=(tuple(mean), tuple(np.float64(0.2) for _ in range(3))))
+    with pytest.raises(ValueError, match=r"image_size must be an integer or \(height, width\), got 16.0"):
+        feeder.DataLoader(str(folder), image_size=16.0)
+    with pytest.raises(ValueError, match=r"mean must be one number or 3 \(one per channel\)"):
+        feeder.DataLoader(str(folder), image_size=16, normalize=((0.5, 0.4), (0.2,)))
 
 
 def test_random_crops_are_the_same_for_any_number_of_workers_and_ranks(folder):

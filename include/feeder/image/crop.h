@@ -46,9 +46,14 @@ void validate(const RandomResizedCropOptions& options);
 CropBox random_resized_crop(int64_t width, int64_t height, const RandomResizedCropOptions& options,
                             const std::function<double()>& uniform01);
 
-// torchvision's Resize(resize) + CenterCrop(crop) as one box of the original image: the shorter
-// side scaled to `resize` (the longer to int(resize * long / short)), then the central crop x crop
-// of that, mapped back to the original's coordinates. resize >= crop > 0.
-CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop);
+// torchvision's Resize(resize) + CenterCrop((crop_height, crop_width)) as one box of the original
+// image: the shorter side scaled to `resize` (the longer to int(resize * long / short)), then the
+// central crop_height x crop_width of that, mapped back to the original's coordinates.
+// resize >= both crop sides > 0.
+CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_height, int64_t crop_width);
+// CenterCrop(crop): a square crop.
+inline CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop) {
+  return center_crop(width, height, resize, crop, crop);
+}
 
 }  // namespace feeder

@@ -28,7 +28,7 @@ struct ImageStageOptions {
   ImageCrop crop = ImageCrop::kRandomResizedCrop;
   RandomResizedCropOptions random_crop;  // kRandomResizedCrop
   bool flip = true;                      // kRandomResizedCrop: flip half the samples left to right
-  int64_t resize = 256;                  // kCenterCrop: the shorter side before the crop (>= height == width)
+  int64_t resize = 256;                  // kCenterCrop: the shorter side before the crop (>= height and width)
   // Per channel, on pixels scaled to [0, 1]: (x / 255 - mean) / std. Channels past `channels` unused.
   std::array<float, 3> mean{0.0f, 0.0f, 0.0f};
   std::array<float, 3> std{1.0f, 1.0f, 1.0f};
