@@ -316,6 +316,16 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
     std::printf("\nunlabeled: no .cls members\n");
   }
   if (!input.skipped.empty()) std::printf("skipped: %s\n", input.skipped.c_str());
+  if (source_rows->unreadable() > 0) {
+    std::string first;
+    for (const std::string& reason : source_rows->first_unreadable()) first += "\n  " + reason;
+    std::fprintf(stderr,
+                 "feeder convert: warning: %lld of the images do not read as images; they are written as they are, "
+                 "and a loader fails on them (or leaves them out with on_error=\"skip\", --skip-bad-images). The "
+                 "first:%s\n",
+                 static_cast<long long>(source_rows->unreadable()), first.c_str());
+    std::printf("not images: %lld (see the warning)\n", static_cast<long long>(source_rows->unreadable()));
+  }
   if (smaller) {
     const MaxSideStats& stats = smaller->stats();
     std::printf("re-encoded: %lld images larger than %lld px on a side, as JPEG of quality %d: %.1f MB -> %.1f MB, "

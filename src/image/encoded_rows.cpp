@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "feeder/error.h"
+#include "feeder/image/image_decoder.h"
 #include "feeder/stopwatch.h"
 #include "feeder/util/interrupt.h"
 
@@ -205,6 +206,15 @@ std::shared_ptr<const EncodedImageSource> EncodedRowReader::read(std::span<const
   read_seconds_ += time.seconds();
   if (labeled())
     for (int64_t i = 0; i < images->size(); ++i) labels_seen_.insert(images->sample(i).label);
+  constexpr size_t kReasonsKept = 3;
+  for (int64_t i = 0; i < images->size(); ++i) {
+    try {
+      read_image_header(images->sample(i).bytes, images->sample_name(i));
+    } catch (const DataError& e) {
+      ++unreadable_;
+      if (first_unreadable_.size() < kReasonsKept) first_unreadable_.push_back(e.what());
+    }
+  }
   return images;
 }
 

@@ -72,6 +72,24 @@ TEST(EncodedRows, AFoldersRowsAreItsFilesInAnyOrder) {
   EXPECT_THROW(reader->read(outside), std::out_of_range);
 }
 
+// feeder convert copied such files into the shards without a word; they failed only in training.
+TEST(EncodedRows, FilesThatAreNotImagesAreCountedWithTheirErrors) {
+  TempDir dir;
+  write_folder(dir.path());
+  write_bytes(dir.path() / "class1" / "text.jpg", std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o'});
+  write_bytes(dir.path() / "class2" / "empty.png", std::vector<uint8_t>{});
+  auto reader = folder_row_reader(list_image_folder(dir.path()), dir.path().string(), 2);
+  std::vector<int64_t> all(static_cast<size_t>(reader->size()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  EXPECT_EQ(reader->read(all)->size(), 122);  // written as they are
+  EXPECT_EQ(reader->unreadable(), 2);
+  ASSERT_EQ(reader->first_unreadable().size(), 2u);
+  EXPECT_EQ(reader->first_unreadable()[0], (dir.path() / "class1" / "text.jpg").string() +
+                                               ": not a JPEG, PNG or WebP image (its first bytes are no image "
+                                               "signature; 5 bytes)");
+  EXPECT_EQ(reader->first_unreadable()[1], (dir.path() / "class2" / "empty.png").string() + ": empty (0 bytes), not an image");
+}
+
 TEST(EncodedRows, AStreamGivesItsRowsInOrderAndThroughASpillFileInAnyOrder) {
   TempDir dir;
   write_folder(dir.path() / "folder");

@@ -18,6 +18,8 @@
 #include <memory>
 #include <set>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "feeder/data/source.h"
 #include "feeder/image/encoded_source.h"
@@ -40,6 +42,11 @@ class EncodedRowReader {
   // What has been read: the distinct labels and the seconds spent reading.
   const std::set<int64_t>& labels_seen() const { return labels_seen_; }
   double read_seconds() const { return read_seconds_; }
+  // Images whose header does not read (not an image, empty, cut short, too large): written as they
+  // are, they fail a loader's batch (or are skipped with its skip option). Their count and the
+  // first few errors.
+  int64_t unreadable() const { return unreadable_; }
+  const std::vector<std::string>& first_unreadable() const { return first_unreadable_; }
 
  protected:
   virtual std::shared_ptr<const EncodedImageSource> read_rows(std::span<const int64_t> rows) = 0;
@@ -47,6 +54,8 @@ class EncodedRowReader {
  private:
   std::set<int64_t> labels_seen_;
   double read_seconds_ = 0;
+  int64_t unreadable_ = 0;
+  std::vector<std::string> first_unreadable_;
 };
 
 // The files of a listed image folder, read on `num_threads` threads (0: one per core).
