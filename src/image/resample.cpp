@@ -27,6 +27,12 @@
 #define FEEDER_AVX2_CLONE
 #endif
 
+// GCC and clang note that passing an AVX vector by value changes with AVX: the helpers that take
+// one (Float8 below) are always inlined, never called across that boundary.
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 namespace feeder::detail {
 namespace {
 
@@ -125,18 +131,13 @@ void finish_streaming() {
 // a transpose back into rows. Eight lanes: one AVX register, two SSE2 ones.
 using Float8 = float __attribute__((vector_size(32)));
 constexpr int64_t kLanes = 8;
-#if defined(__GNUC__)
-// GCC and clang note that passing Float8 by value changes with AVX: these helpers are always
-// inlined, never called across that boundary.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 [[gnu::always_inline]] inline Float8 load8(const float* p) {
   Float8 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-[[gnu::always_inline]] inline void store8(float* p, Float8 v) { std::memcpy(p, &v, sizeof v); }
+[[gnu::always_inline]] inline void store8(float* p, const Float8& v) { std::memcpy(p, &v, sizeof v); }
 
 // in[r * in_stride + j] to out[j * out_stride + r] for r, j in [0, 8): an 8x8 transpose (AVX's
 // unpack, shuffle and lane permute). Inlined into the AVX2 clones that call it.
@@ -183,9 +184,9 @@ FEEDER_AVX2_CLONE void from_lanes(const float* lanes, int64_t n, float* rows, in
 }
 
 // Each lane within [0, 255] (the same operations as std::clamp's, lane by lane).
-[[gnu::always_inline]] inline Float8 clamp_levels(Float8 v) {
+[[gnu::always_inline]] inline Float8 clamp_levels(const Float8& value) {
   const Float8 low = {0, 0, 0, 0, 0, 0, 0, 0}, high = {255, 255, 255, 255, 255, 255, 255, 255};
-  v = v < low ? low : v;
+  const Float8 v = value < low ? low : value;
   return v > high ? high : v;
 }
 
@@ -193,9 +194,9 @@ FEEDER_AVX2_CLONE void from_lanes(const float* lanes, int64_t n, float* rows, in
 // per value, from source column `column_first`) to out[j * 8 + r], value j of each output row in
 // the output's layout, normalised and mirrored if asked.
 template <int Channels>
-FEEDER_AVX2_CLONE void horizontal(const float* lanes, int64_t column_first, const int64_t* spans, const float* weights,
-                                  int64_t stride, int64_t out_width, const CropOutput& output, bool planar,
-                                  float* out) {
+[[gnu::always_inline]] inline void horizontal(const float* lanes, int64_t column_first, const int64_t* spans,
+                                              const float* weights, int64_t stride, int64_t out_width,
+                                              const CropOutput& output, bool planar, float* out) {
   for (int64_t x = 0; x < out_width; ++x) {
     const int64_t count = spans[2 * x + 1];
     const float* w = weights + x * stride;
@@ -212,6 +213,18 @@ FEEDER_AVX2_CLONE void horizontal(const float* lanes, int64_t column_first, cons
       store8(out + j * kLanes, v);
     }
   }
+}
+
+// The horizontal pass compiled for each channel count (clang clones no templates).
+FEEDER_AVX2_CLONE void horizontal_rgb(const float* lanes, int64_t column_first, const int64_t* spans,
+                                      const float* weights, int64_t stride, int64_t out_width, const CropOutput& output,
+                                      bool planar, float* out) {
+  horizontal<3>(lanes, column_first, spans, weights, stride, out_width, output, planar, out);
+}
+FEEDER_AVX2_CLONE void horizontal_gray(const float* lanes, int64_t column_first, const int64_t* spans,
+                                       const float* weights, int64_t stride, int64_t out_width, const CropOutput& output,
+                                       bool planar, float* out) {
+  horizontal<1>(lanes, column_first, spans, weights, stride, out_width, output, planar, out);
 }
 
 }  // namespace
@@ -293,11 +306,11 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
     }
     to_lanes(columns, column_values, column_values, column_lanes);
     if (channels == 3)
-      horizontal<3>(column_lanes, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
-                    out_lanes);
+      horizontal_rgb(column_lanes, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
+                     out_lanes);
     else
-      horizontal<1>(column_lanes, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
-                    out_lanes);
+      horizontal_gray(column_lanes, column_first, hspans, scratch.weights.data(), hstride, out_width, output, planar,
+                      out_lanes);
     from_lanes(out_lanes, row_values, out_rows, row_values);
     for (int64_t r = 0; r < rows_here; ++r) {
       const float* row = out_rows + r * row_values;
