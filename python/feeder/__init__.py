@@ -61,10 +61,11 @@ def _memory_budget_bytes(memory_budget):
         return _feeder.default_memory_budget()
     if isinstance(memory_budget, str):
         return _feeder.parse_byte_size(memory_budget)
-    if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget <= 0:
+    number = _scalar(memory_budget)
+    if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Integral) or number <= 0:
         raise ValueError(f"memory_budget must be a positive number of bytes or a size such as '256MiB', "
                          f"got {memory_budget!r}")
-    return memory_budget
+    return int(number)
 
 
 def _normalization(normalize):
@@ -228,15 +229,24 @@ _AUGMENTS = {None: "resize", "resize": "resize", "random_resized_crop": "random_
              "center_crop": "center_crop"}
 
 
+def _scalar(value):
+    """A one-element tensor or array as its Python number; anything else as it is."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    if isinstance(value, np.ndarray) and value.size == 1:
+        return value.item()
+    return value
+
+
 def _is_real(value):
-    """A number: Python's, NumPy's or a one-element tensor's, not a bool."""
+    """A number: Python's or NumPy's, not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _per_channel(name, value, channels):
     if isinstance(value, (np.ndarray, torch.Tensor)):
         value = value.tolist()  # a mean computed with NumPy or torch
-    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    values = [_scalar(v) for v in value] if isinstance(value, (tuple, list)) else [value]
     if len(values) == 1:
         values = values * channels
     if len(values) != channels or not all(_is_real(v) for v in values):
@@ -249,8 +259,9 @@ def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dc
     if image_size is None:
         raise ValueError("encoded images (a folder, or a Parquet set of image files) need image_size= (an int, "
                          "or (height, width)): the size of every image in a batch")
-    if isinstance(image_size, numbers.Integral) and not isinstance(image_size, bool):
-        height = width = image_size
+    size = _scalar(image_size)
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        height = width = size
     else:
         try:
             height, width = image_size
@@ -276,9 +287,10 @@ def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dc
 
 
 def _check_int(name, value, minimum):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum:
+    number = _scalar(value)
+    if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Integral) or number < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return int(number)
 
 
 class DataLoader:
@@ -392,18 +404,17 @@ class DataLoader:
             seed = 42
         if prefetch is not None and prefetch_factor is not None:
             raise ValueError("pass prefetch= (batches in flight) or prefetch_factor= (per worker), not both")
+        num_workers = _check_int("num_workers", num_workers, 0)
         if prefetch_factor is not None:
-            _check_int("prefetch_factor", prefetch_factor, 1)
-            prefetch = prefetch_factor * max(1, num_workers)
+            prefetch = _check_int("prefetch_factor", prefetch_factor, 1) * max(1, num_workers)
         elif prefetch is None:
             prefetch = 4
-        _check_int("batch_size", batch_size, 1)
-        _check_int("seed", seed, 0)
-        _check_int("num_workers", num_workers, 0)
-        _check_int("prefetch", prefetch, 1)
-        _check_int("world_size", world_size, 1)
-        _check_int("rank", rank, 0)
-        _check_int("shuffle_window", shuffle_window, 0)
+        batch_size = _check_int("batch_size", batch_size, 1)
+        seed = _check_int("seed", seed, 0)
+        prefetch = _check_int("prefetch", prefetch, 1)
+        world_size = _check_int("world_size", world_size, 1)
+        rank = _check_int("rank", rank, 0)
+        shuffle_window = _check_int("shuffle_window", shuffle_window, 0)
         if rank >= world_size:
             raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
         dtypes = {torch.float32: "float32", "float32": "float32", torch.uint8: "uint8", "uint8": "uint8"}

@@ -174,7 +174,9 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
     const auto it = std::find(classes.begin(), classes.end(), listing.classes[i]);
     if (it == classes.end()) {
       std::string names;
-      for (const auto& name : classes) names += (names.empty() ? "" : ", ") + name;
+      constexpr size_t kNamesShown = 10;
+      for (size_t n = 0; n < std::min(classes.size(), kNamesShown); ++n) names += (n ? ", " : "") + classes[n];
+      if (classes.size() > kNamesShown) names += ", ...";
       throw DataError(root.string() + ": the class folder " + listing.classes[i] + " is not one of the " +
                       std::to_string(classes.size()) + " classes it is labeled with (" + names + ")");
     }

@@ -119,6 +119,7 @@ ImageHeader read_jpeg_header(std::span<const uint8_t> bytes, const std::string& 
   d.create();
   jpeg_mem_src(&d.cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&d.cinfo, TRUE);
+  check_complete(bytes, d.cinfo, name);  // what every decode refuses, a header read refuses too
   return header_of(d.cinfo);
 }
 

@@ -106,8 +106,12 @@ TEST_F(TrainSets, ATestFolderIsLabeledByTheTrainingSetsClassNames) {
   const std::string wolf = class_folder(dir_ / "wolf-images", {"cat", "wolf"});
   EXPECT_EQ(testing::data_error_of([&] { open_train_test(train_folder, wolf, ImageShape{3, 4, 4}, 1 << 20); }),
             wolf + ": the class folder wolf is not one of the 3 classes it is labeled with (cat, dog, fox)");
-  // Sets that store their own names must agree with the training set's.
+  // Sets that store their own names must agree with the training set's; a test set may lack
+  // training's last classes (here the hf set's cat, dog, fox against a folder's cat, dog, fox, wolf).
   const std::string two = class_folder(dir_ / "two-images", {"cat", "dog"});
+  const std::string four = class_folder(dir_ / "four-images", {"cat", "dog", "fox", "wolf"});
+  EXPECT_EQ(open_train_test(four, hf, ImageShape{3, 4, 4}, 1 << 20).test.classes,
+            (std::vector<std::string>{"cat", "dog", "fox"}));
   EXPECT_EQ(testing::data_error_of([&] { open_train_test(two, hf, ImageShape{3, 4, 4}, 1 << 20); }),
             hf + ": its classes are not the training set's: label 2 is 'fox' here and no class in " + two +
                 " (3 classes against 2); the model would be tested against the wrong classes. Write both sets with "

@@ -19,6 +19,7 @@
 #include "feeder/image/image_folder.h"
 #include "feeder/image/max_side.h"
 #include "formats/test_files.h"
+#include "image/detail/jpeg_encoder.h"
 #include "image/test_pictures.h"
 
 namespace feeder {
@@ -78,16 +79,27 @@ TEST(EncodedRows, FilesThatAreNotImagesAreCountedWithTheirErrors) {
   write_folder(dir.path());
   write_bytes(dir.path() / "class1" / "text.jpg", std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o'});
   write_bytes(dir.path() / "class2" / "empty.png", std::vector<uint8_t>{});
+  // A JPEG cut short after its headers, which every decode refuses (and one missing only its end
+  // marker, which PIL refuses too).
+  std::vector<uint8_t> pixels(64 * 48 * 3);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 37 % 251);
+  std::vector<uint8_t> jpeg = detail::encode_jpeg(pixels.data(), 64, 48, 3, 90);
+  write_bytes(dir.path() / "class2" / "whole.jpg", jpeg);
+  jpeg.resize(jpeg.size() - 2);
+  write_bytes(dir.path() / "class2" / "no-end.jpg", jpeg);
   auto reader = folder_row_reader(list_image_folder(dir.path()), dir.path().string(), 2);
   std::vector<int64_t> all(static_cast<size_t>(reader->size()));
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  EXPECT_EQ(reader->read(all)->size(), 122);  // written as they are
-  EXPECT_EQ(reader->unreadable(), 2);
-  ASSERT_EQ(reader->first_unreadable().size(), 2u);
+  EXPECT_EQ(reader->read(all)->size(), 124);  // written as they are
+  EXPECT_EQ(reader->unreadable(), 3);
+  ASSERT_EQ(reader->first_unreadable().size(), 3u);
   EXPECT_EQ(reader->first_unreadable()[0], (dir.path() / "class1" / "text.jpg").string() +
                                                ": not a JPEG, PNG or WebP image (its first bytes are no image "
                                                "signature; 5 bytes)");
   EXPECT_EQ(reader->first_unreadable()[1], (dir.path() / "class2" / "empty.png").string() + ": empty (0 bytes), not an image");
+  EXPECT_EQ(reader->first_unreadable()[2], (dir.path() / "class2" / "no-end.jpg").string() +
+                                               ": bad JPEG: Premature end of JPEG file (it ends before its "
+                                               "end-of-image marker)");
 }
 
 TEST(EncodedRows, AStreamGivesItsRowsInOrderAndThroughASpillFileInAnyOrder) {

@@ -98,6 +98,10 @@ def test_numbers_from_numpy_and_torch_are_taken(folder):
                               normalize=(mean, torch.tensor([0.2, 0.2, 0.2])))
     assert torch.equal(batches(plain)[0], batches(numpy)[0])
     feeder.DataLoader(str(folder), image_size=16, normalize=(tuple(mean), tuple(np.float64(0.2) for _ in range(3))))
+    scalars = feeder.DataLoader(str(folder), batch_size=torch.tensor(8), image_size=(torch.tensor(16), np.int32(16)),
+                                normalize=([torch.tensor(0.5), np.float32(0.4), 0.3], (0.2, 0.2, 0.2)),
+                                num_workers=np.int64(1), memory_budget=np.int64(1 << 30))
+    assert torch.allclose(batches(plain)[0], batches(scalars)[0])
     with pytest.raises(ValueError, match=r"image_size must be an integer or \(height, width\), got 16.0"):
         feeder.DataLoader(str(folder), image_size=16.0)
     with pytest.raises(ValueError, match=r"mean must be one number or 3 \(one per channel\)"):
