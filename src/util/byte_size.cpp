@@ -57,29 +57,51 @@ int64_t parse_byte_size(std::string_view text, std::string_view what) {
   return static_cast<int64_t>(bytes);
 }
 
-std::string format_byte_size(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
+namespace {
+
+// How format_byte_size shows `bytes`: a value in a unit (0: bytes, 1: KiB, ...) with 0 or 1 decimals.
+struct ShownSize {
+  double value = 0;
   int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
+  int decimals = 0;
+};
+
+ShownSize shown_size(int64_t bytes) {
+  ShownSize shown{static_cast<double>(bytes), 0, 0};
+  while (shown.value >= 1024.0 && shown.unit < 4) {
+    shown.value /= 1024.0;
+    ++shown.unit;
   }
-  char text[32];
-  if (unit == 0) {
-    std::snprintf(text, sizeof(text), "%lld B", static_cast<long long>(bytes));
-    return text;
-  }
+  if (shown.unit == 0) return shown;
   // One decimal below 10 of a unit; a value that rounds up to 10 or to 1024 is shown as such
   // ("10 KiB", "1.0 MiB"), never as "10.0 KiB" or "1024 KiB".
-  int decimals = value < 9.95 ? 1 : 0;
-  if (decimals == 0 && std::round(value) >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-    decimals = 1;
+  shown.decimals = shown.value < 9.95 ? 1 : 0;
+  if (shown.decimals == 0 && std::round(shown.value) >= 1024.0 && shown.unit < 4) {
+    shown.value /= 1024.0;
+    ++shown.unit;
+    shown.decimals = 1;
   }
-  std::snprintf(text, sizeof(text), "%.*f %s", decimals, value, kUnits[unit]);
+  return shown;
+}
+
+}  // namespace
+
+std::string format_byte_size(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  const ShownSize shown = shown_size(bytes);
+  char text[32];
+  if (shown.unit == 0)
+    std::snprintf(text, sizeof(text), "%lld B", static_cast<long long>(bytes));
+  else
+    std::snprintf(text, sizeof(text), "%.*f %s", shown.decimals, shown.value, kUnits[shown.unit]);
   return text;
+}
+
+int64_t round_up_to_shown_size(int64_t bytes) {
+  const ShownSize shown = shown_size(bytes);
+  if (shown.unit == 0) return bytes;
+  const double step = std::pow(1024.0, shown.unit) / (shown.decimals ? 10.0 : 1.0);
+  return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / step) * step);
 }
 
 }  // namespace feeder

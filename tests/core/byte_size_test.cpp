@@ -131,5 +131,19 @@ TEST(FormatByteSize, ParsesBackToTheSameUnit) {
   }
 }
 
+// An advised size, rounded up to what is shown: the text typed back is that size, at least the bytes.
+TEST(FormatByteSize, RoundedUpToWhatIsShownParsesBackToAtLeastTheBytes) {
+  for (const int64_t bytes : {int64_t{812}, int64_t{10188}, int64_t{10239}, int64_t{1048575}, int64_t{11} << 20,
+                              (int64_t{23} << 20) + 1, int64_t{3000000000}}) {
+    const int64_t shown = round_up_to_shown_size(bytes);
+    std::string text = format_byte_size(shown);
+    text.erase(text.find(' '), 1);
+    EXPECT_EQ(parse_byte_size(text), shown) << bytes << " shown as " << text;
+    EXPECT_GE(shown, bytes);
+  }
+  EXPECT_EQ(round_up_to_shown_size((int64_t{23} << 20) + 1), int64_t{24} << 20);
+  EXPECT_EQ(round_up_to_shown_size(10188), 10240);  // 9.949 KiB is shown as 9.9: rounded up to 10
+}
+
 }  // namespace
 }  // namespace feeder

@@ -185,22 +185,27 @@ uint64_t fnv1a(const std::vector<float>& values) {
   return hash;
 }
 
+// Case `t`'s pattern resampled into `output`, sized by the caller.
+void resample_case(const Case& t, const CropOutput& output) {
+  const Picture p = pattern(t.width, t.height, t.channels);
+  const detail::ResampleBox box = detail::resample_box(t.box, 1.0, 1.0, 0, 0, t.width, t.height);
+  ImageScratch scratch;
+  detail::resample(p.pixels.data(), t.width, t.height, t.channels, box, t.out_w, t.out_h, scratch, output);
+}
+
 // The bits of every case, as the loops compute them: the same for the baseline and the AVX2 loops.
 TEST(Resample, GoldenBitsOnEveryMachine) {
   const uint64_t kGolden[] = {2682601762317783078ull, 12501843352021778375ull, 11957232838670046714ull,
                               14517095418582077253ull, 192895776106649446ull, 6211671432996372862ull};
   size_t i = 0;
   for (const Case& t : kCases) {
-    const Picture p = pattern(t.width, t.height, t.channels);
-    const detail::ResampleBox box = detail::resample_box(t.box, 1.0, 1.0, 0, 0, t.width, t.height);
-    ImageScratch scratch;
     std::vector<float> out(static_cast<size_t>(t.out_w * t.out_h * t.channels));
     CropOutput output;
     output.data = out.data();
     output.layout = ImageLayout::kNchw;
     output.scale = {1.0f / (255.0f * 0.229f), 1.0f / (255.0f * 0.224f), 1.0f / (255.0f * 0.225f)};
     output.bias = {-0.485f / 0.229f, -0.456f / 0.224f, -0.406f / 0.225f};
-    detail::resample(p.pixels.data(), t.width, t.height, t.channels, box, t.out_w, t.out_h, scratch, output);
+    resample_case(t, output);
     EXPECT_EQ(fnv1a(out), kGolden[i]) << "case " << i;
     ++i;
   }
@@ -213,9 +218,6 @@ TEST(Resample, GoldenBitsOfEveryLayoutMirroredAndUint8) {
                               12823645832265322213ull, 10988182459338700323ull, 4577353281076691770ull};
   size_t i = 0;
   for (const Case& t : kCases) {
-    const Picture p = pattern(t.width, t.height, t.channels);
-    const detail::ResampleBox box = detail::resample_box(t.box, 1.0, 1.0, 0, 0, t.width, t.height);
-    ImageScratch scratch;
     std::vector<float> out(static_cast<size_t>(t.out_w * t.out_h * t.channels));
     std::vector<uint8_t> levels(out.size());
     CropOutput output;
@@ -224,12 +226,12 @@ TEST(Resample, GoldenBitsOfEveryLayoutMirroredAndUint8) {
     output.mirror = true;
     output.scale = {0.5f, 2.0f, -1.0f};
     output.bias = {1.0f, -3.0f, 0.25f};
-    detail::resample(p.pixels.data(), t.width, t.height, t.channels, box, t.out_w, t.out_h, scratch, output);
+    resample_case(t, output);
     CropOutput as_levels;
     as_levels.pixels = levels.data();
     as_levels.layout = ImageLayout::kNchw;
     as_levels.mirror = true;
-    detail::resample(p.pixels.data(), t.width, t.height, t.channels, box, t.out_w, t.out_h, scratch, as_levels);
+    resample_case(t, as_levels);
     uint64_t hash = fnv1a(out);
     for (const uint8_t level : levels) hash = (hash ^ level) * 1099511628211ull;
     EXPECT_EQ(hash, kGolden[i]) << "case " << i;

@@ -17,4 +17,8 @@ int64_t parse_byte_size(std::string_view text, std::string_view what = "size");
 // "256 MiB", "1.5 GiB", "812 B": binary units, one decimal below 10 of a unit, none above.
 std::string format_byte_size(int64_t bytes);
 
+// `bytes` rounded up to a size format_byte_size shows exactly, so that a size a message advises is
+// at least `bytes` as the reader types it back.
+int64_t round_up_to_shown_size(int64_t bytes);
+
 }  // namespace feeder

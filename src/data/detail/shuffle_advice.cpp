@@ -17,15 +17,6 @@ namespace {
 // full shuffle at 0.23 and 1.7 points below at 0.33.
 constexpr double kMaxShareSpread = 0.25;
 
-// `bytes` rounded up to what format_byte_size shows of it (a tenth of a unit below 10 of it, a unit
-// above), so that the size a message shows is at least `bytes`.
-int64_t round_up_as_shown(int64_t bytes) {
-  double unit = 1;
-  while (static_cast<double>(bytes) >= 1024.0 * unit && unit < 1024.0 * 1024 * 1024 * 1024) unit *= 1024;
-  if (unit == 1) return bytes;
-  const double step = static_cast<double>(bytes) < 9.95 * unit ? unit / 10 : unit;
-  return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / step) * step);
-}
 
 }  // namespace
 
@@ -63,7 +54,7 @@ std::string shuffle_advice(const SampleSource& source, const LoaderOptions& opti
   const int64_t window = static_cast<int64_t>(std::ceil(window_needed));
   // The remedy that works for how the window was set: a window the caller chose stays as it is
   // whatever the budget.
-  const int64_t budget_needed = round_up_as_shown(budget_for_window(window));
+  const int64_t budget_needed = round_up_to_shown_size(budget_for_window(window));
   char remedy[256];
   if (window_given && budget_needed <= options.memory_budget)
     std::snprintf(remedy, sizeof(remedy), "Raise the shuffle window to %lld samples", static_cast<long long>(window));
