@@ -7,7 +7,7 @@
 //   feeder-stream-bench make-sorted --train F --out DIR     FashionMNIST sharded and sorted by label
 //                                                           (--out F.csv: one CSV file)
 //   feeder-stream-bench rss-probe --data DIR --budget B     one streamed epoch, prints its peak RSS
-//   feeder-stream-bench shuffle-quality --data DIR --budget B   how well a streamed epoch mixes labels
+//   feeder-stream-bench shuffle-quality --data DIR --budget B   how well a streamed epoch mixes labels (pixel sets, or encoded images: --layout png)
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -41,6 +41,8 @@
 #include "feeder/formats/csv.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/formats/sharded.h"
+#include "feeder/image/image_decoder.h"
+#include "feeder/image/image_stage.h"
 #include "feeder/stopwatch.h"
 #include "feeder/util/byte_size.h"
 #include "feeder/util/parallel_for.h"
@@ -323,17 +325,41 @@ MixQuality mix_quality(Loader& loader, int64_t epoch, const std::map<int64_t, do
   return quality;
 }
 
+// The stage that decodes a set of encoded images at the size and channels of its first image,
+// resized only if others differ (as feeder convert --layout png stores a pixel set: all one size).
+std::shared_ptr<const SampleStage> first_image_stage(const SampleSource& source) {
+  std::vector<uint8_t> scratch, bytes(static_cast<size_t>(source.block_bytes(0)));
+  std::vector<int64_t> ends(static_cast<size_t>(source.block_rows(0))), labels(ends.size());
+  source.read_encoded_block(0, scratch, bytes.data(), static_cast<int64_t>(bytes.size()), ends.data(), labels.data());
+  const ImageHeader header = read_image_header(std::span<const uint8_t>(bytes.data(), static_cast<size_t>(ends[0])),
+                                               source.sample_name(0));
+  ImageStageOptions stage;
+  stage.channels = header.channels <= 2 ? 1 : 3;
+  stage.height = header.height;
+  stage.width = header.width;
+  stage.crop = ImageCrop::kResize;
+  return std::make_shared<ImageStage>(stage);
+}
+
 // Microseconds to read and decode one piece (read_block: its pages from the page cache, the
 // codec, the values), the median of three passes over every piece.
 double piece_read_us(const SampleSource& source) {
   std::vector<uint8_t> scratch, pixels;
   std::vector<int64_t> labels;
   std::vector<double> passes;
+  std::vector<int64_t> ends;
   for (int pass = 0; pass < 3; ++pass) {
     const auto start = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < source.num_blocks(); ++b) {
-      pixels.resize(static_cast<size_t>(source.block_rows(b) * source.shape().num_pixels()));
       labels.resize(static_cast<size_t>(source.block_rows(b)));
+      if (source.encoded()) {  // the images' bytes only: each is decoded when a batch needs it
+        pixels.resize(static_cast<size_t>(source.block_bytes(b)));
+        ends.resize(static_cast<size_t>(source.block_rows(b)));
+        source.read_encoded_block(b, scratch, pixels.data(), static_cast<int64_t>(pixels.size()), ends.data(),
+                                  labels.data());
+        continue;
+      }
+      pixels.resize(static_cast<size_t>(source.block_rows(b) * source.shape().num_pixels()));
       source.read_block(b, scratch, pixels.data(), labels.data());
     }
     passes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e6 /
@@ -346,13 +372,28 @@ int run_shuffle_quality(const std::string& dir, const std::vector<int64_t>& budg
                         int64_t piece_rows, int epochs) {
   const ShardedDataset dataset = open_sharded_dataset(dir);
   const std::shared_ptr<SampleSource> stream = open_parquet_source(dataset, {}, piece_rows);
-  const std::shared_ptr<InMemorySource> memory = read_into_memory(*stream);
-  std::map<int64_t, double> set_frequency;
-  for (const int64_t label : memory->store()->labels()) set_frequency[label] += 1.0 / static_cast<double>(memory->size());
   LoaderOptions options;
   options.batch_size = batch_size;
   options.num_workers = 2;
   options.pin_memory = false;
+  // In memory: a pixel set read into memory; a set of encoded images (feeder convert --layout png)
+  // streamed within a budget that holds it all, which shuffles it whole as well.
+  std::shared_ptr<const SampleSource> whole;
+  LoaderOptions whole_options = options;
+  if (stream->encoded()) {
+    options.sample_stage = whole_options.sample_stage = first_image_stage(*stream);
+    whole = stream;
+    whole_options.memory_budget = int64_t{1} << 40;
+  } else {
+    whole = read_into_memory(*stream);
+  }
+  std::map<int64_t, double> set_frequency;
+  {
+    Loader labels(whole, whole_options);
+    labels.start_epoch(0);
+    while (auto batch = labels.next())
+      for (int64_t i = 0; i < batch->size(); ++i) set_frequency[batch->labels()[i]] += 1.0 / static_cast<double>(stream->size());
+  }
   std::printf("| set | pieces (rows) | budget | shuffle window | pieces per window | distinct labels per batch | distance from the set's labels | pieces per batch |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   const auto report = [&](Loader& loader, const std::string& budget) {
@@ -371,7 +412,7 @@ int run_shuffle_quality(const std::string& dir, const std::vector<int64_t>& budg
                 total.pieces);
   };
   {
-    Loader full(memory, options);
+    Loader full(whole, whole_options);
     report(full, "in memory");
   }
   for (const int64_t budget : budgets) {

@@ -3,6 +3,7 @@
 // --shard-rows N` (or --shard-size 256MB) writes a sharded Parquet set (feeder/formats/sharded.h).
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -61,6 +62,7 @@ struct ConvertArgs {
   int64_t max_side = 0;  // 0: images are kept as they are
   int jpeg_quality = 90;
   bool jpeg_quality_given = false;
+  bool png = false;  // --layout png: each image of a pixel set as a PNG of its own
 };
 
 // A directory output: OUT ends in '/' or is a directory already, or a shard bound was given.
@@ -257,6 +259,7 @@ struct EncodedInput {
   std::vector<std::string> classes;  // a folder's classes, a Parquet set's ClassLabel names; else empty
   std::string skipped;               // what was left out, for the report ("" for nothing)
   std::string order;                 // the order of the rows when not shuffled on write
+  int64_t row_group_rows = kEncodedRowGroupRows;  // unless --row-group-size
 };
 
 // Options that apply to pixel sets only are refused for encoded images, whatever `what` they are.
@@ -277,7 +280,7 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   ShardWriteOptions options;
   options.parquet = args.parquet;
   options.parquet.class_names = input.classes;  // kept in the shards, as the datasets library keeps them
-  if (!args.row_group_size_given) options.parquet.row_group_size = kEncodedRowGroupRows;
+  if (!args.row_group_size_given) options.parquet.row_group_size = input.row_group_rows;
   options.shard_rows = args.shard_rows;
   options.shuffle_seed = args.shuffle_seed;
   if (args.shard_rows == 0) {
@@ -390,6 +393,28 @@ int run_encoded_parquet_convert(const ConvertArgs& args, const ShardedDataset& d
   return write_encoded_set(args, std::move(input));
 }
 
+// A pixel set as Parquet shards of PNG files, one per image (--layout png): a stream holds them
+// compressed, counted at their encoded size, and decodes each as its batch is assembled.
+int run_png_convert(const ConvertArgs& args) {
+  if (!sharded_output(args) || lowercase_extension(args.output) == ".parquet")
+    throw OptionsError("--layout png writes a sharded set: give a directory (OUT/), not '" + args.output.string() + "'");
+  if (args.page_rows_given) throw OptionsError("--page-rows applies to the columns and image layouts; --layout png "
+                                               "writes each image's PNG bytes (row groups of 100 images)");
+  EncodedInput input;
+  auto store = std::make_shared<const ImageStore>(load(args));
+  throw_if_interrupted();
+  input.rows = png_row_reader(std::move(store), input_name(args.input));
+  input.order = "the input's order";
+  // A row group is a stream's piece: about 8 KiB of PNGs (16 of FashionMNIST's), so that a window
+  // mixes many pieces; small images compress to a few hundred bytes, and 100 of them (a folder's
+  // row group) would make pieces, and so the windows' mix, coarser than the pixel layout's.
+  constexpr double kPieceBytes = 8 << 10;
+  const double mean_bytes = static_cast<double>(std::max<int64_t>(input.rows->encoded_bytes(), 1)) /
+                            static_cast<double>(std::max<int64_t>(input.rows->size(), 1));
+  input.row_group_rows = std::clamp<int64_t>(std::llround(kPieceBytes / mean_bytes), 1, kEncodedRowGroupRows);
+  return write_encoded_set(args, std::move(input));
+}
+
 // An input of encoded images: an image folder, tar shards, or a Parquet set of them (opened once,
 // here, to tell it from a set of pixels).
 struct EncodedImagesInput {
@@ -424,6 +449,7 @@ int run_convert(ConvertArgs& args, const std::optional<EncodedImagesInput>& imag
       case EncodedImagesInput::Kind::kParquet: return run_encoded_parquet_convert(args, *images->dataset);
     }
   }
+  if (args.png) return run_png_convert(args);
   if (sharded_output(args)) return run_sharded_convert(args);
   args.output_kind = output_kind(args.output);
   const Stopwatch load_time;
@@ -458,8 +484,12 @@ Command add_convert_command(CLI::App& parent) {
       "     lz4, and pages of about 64 KiB of images (--layout, --codec, --page-rows change them)");
   app->add_option("IN", args->input, "the input file, image folder or tar shards")->required();
   app->add_option("OUT", args->output, "the output file or directory")->required();
-  app->add_option("--layout", *layout, "Parquet layout: columns or image")
-      ->check(parsed_by(parquet::parse_parquet_layout, "columns|image"));
+  app->add_option("--layout", *layout,
+                  "Parquet layout of a pixel set: columns, image, or png (each image a PNG of its own, held "
+                  "compressed by a stream and decoded as its batch needs it: a budget then holds more images)")
+      ->check(parsed_by(
+          [](const std::string& text) { return text == "png" ? parquet::ParquetLayout::kImage : parquet::parse_parquet_layout(text); },
+          "columns|image|png"));
   app->add_option("--codec", *codec, "Parquet codec: zstd, snappy, gzip, lz4, brotli or none")
       ->check(parsed_by(parquet::parse_parquet_codec, "CODEC"));
   app->add_option("--level", args->parquet.compression_level, "the codec's compression level");
@@ -492,7 +522,8 @@ Command add_convert_command(CLI::App& parent) {
             args->page_rows_given = app->count("--page-rows") > 0;
             args->row_group_size_given = app->count("--row-group-size") > 0;
             args->jpeg_quality_given = app->count("--jpeg-quality") > 0;
-            if (!layout->empty()) args->parquet.layout = parquet::parse_parquet_layout(*layout);
+            args->png = *layout == "png";
+            if (!layout->empty() && !args->png) args->parquet.layout = parquet::parse_parquet_layout(*layout);
             if (!codec->empty()) args->parquet.codec = parquet::parse_parquet_codec(*codec);
             // Encoded images are always written as a sharded set (OUT/).
             const std::optional<EncodedImagesInput> images = encoded_images_input(args->input);

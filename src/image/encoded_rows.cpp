@@ -15,6 +15,8 @@
 #include "feeder/image/image_decoder.h"
 #include "feeder/stopwatch.h"
 #include "feeder/util/interrupt.h"
+#include "feeder/util/parallel_for.h"
+#include "image/detail/png_encoder.h"
 
 namespace fs = std::filesystem;
 
@@ -194,6 +196,67 @@ class StreamRowReader final : public EncodedRowReader {
   std::vector<int64_t> spill_labels_;
 };
 
+// A pixel set's images, each encoded as a PNG of its own when its row is read.
+class PngRowReader final : public EncodedRowReader {
+ public:
+  PngRowReader(std::shared_ptr<const ImageStore> store, std::string name, int num_threads)
+      : store_(std::move(store)), name_(std::move(name)), num_threads_(num_threads) {
+    const ImageShape& shape = store_->shape();
+    if (store_->pixel_type() != PixelType::kUint8)
+      throw OptionsError(name_ + ": images of float pixels have no PNG form (PNG holds uint8 levels)");
+    if (shape.channels != 1 && shape.channels != 3)
+      throw OptionsError(name_ + ": images of " + std::to_string(shape.channels) +
+                         " channels have no PNG form here (1: gray, 3: RGB)");
+    // Shards are cut by bytes before any is written: the mean size of up to 256 images spread over
+    // the set stands for all of them.
+    const int64_t size = store_->size();
+    const int64_t probes = std::min<int64_t>(size, 256);
+    int64_t probed_bytes = 0;
+    for (int64_t p = 0; p < probes; ++p) probed_bytes += static_cast<int64_t>(encode(p * size / probes).size());
+    encoded_bytes_ = probes == 0 ? 0 : static_cast<int64_t>(static_cast<double>(probed_bytes) / probes * size);
+  }
+  int64_t size() const override { return store_->size(); }
+  bool labeled() const override { return store_->labeled(); }
+  int64_t encoded_bytes() const override { return encoded_bytes_; }
+
+ protected:
+  std::shared_ptr<const EncodedImageSource> read_rows(std::span<const int64_t> rows) override {
+    std::vector<std::vector<uint8_t>> encoded(rows.size());
+    parallel_for(static_cast<int64_t>(rows.size()), resolve_num_threads(num_threads_, "png: num_threads"),
+                 [&](int64_t i) {
+                   throw_if_interrupted();
+                   encoded[static_cast<size_t>(i)] = encode(rows[static_cast<size_t>(i)]);
+                 });
+    EncodedImagesBuilder out;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::vector<uint8_t>& bytes = encoded[i];
+      std::copy(bytes.begin(), bytes.end(),
+                out.add(static_cast<int64_t>(bytes.size()), store_->labels()[static_cast<size_t>(rows[i])],
+                        name_ + ": image " + std::to_string(rows[i])));
+    }
+    return out.finish(name_, labeled());
+  }
+
+ private:
+  // Row `row` ((C,H,W) in the store) as a PNG of (H,W,C) pixels.
+  std::vector<uint8_t> encode(int64_t row) const {
+    const ImageShape& shape = store_->shape();
+    const uint8_t* image = store_->pixels().data() + row * store_->image_bytes();
+    if (shape.channels == 1) return detail::encode_png(image, shape.width, shape.height, 1);
+    const int64_t plane = shape.height * shape.width;
+    std::vector<uint8_t> interleaved(static_cast<size_t>(plane * shape.channels));
+    for (int64_t p = 0; p < plane; ++p)
+      for (int64_t c = 0; c < shape.channels; ++c)
+        interleaved[static_cast<size_t>(p * shape.channels + c)] = image[c * plane + p];
+    return detail::encode_png(interleaved.data(), shape.width, shape.height, static_cast<int>(shape.channels));
+  }
+
+  std::shared_ptr<const ImageStore> store_;
+  std::string name_;
+  int num_threads_;
+  int64_t encoded_bytes_ = 0;
+};
+
 }  // namespace
 
 std::shared_ptr<const EncodedImageSource> EncodedRowReader::read(std::span<const int64_t> rows) {
@@ -220,6 +283,11 @@ std::shared_ptr<const EncodedImageSource> EncodedRowReader::read(std::span<const
 
 std::unique_ptr<EncodedRowReader> folder_row_reader(ImageFolderListing listing, std::string name, int num_threads) {
   return std::make_unique<FolderRowReader>(std::move(listing), std::move(name), num_threads);
+}
+
+std::unique_ptr<EncodedRowReader> png_row_reader(std::shared_ptr<const ImageStore> store, std::string name,
+                                                 int num_threads) {
+  return std::make_unique<PngRowReader>(std::move(store), std::move(name), num_threads);
 }
 
 std::unique_ptr<EncodedRowReader> stream_row_reader(std::shared_ptr<const SampleSource> source, int64_t encoded_bytes,

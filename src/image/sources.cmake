@@ -11,6 +11,7 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/encoded_source.cpp
   ${CMAKE_CURRENT_LIST_DIR}/encoded_rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/jpeg_encoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/png_encoder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/max_side.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_folder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_stage.cpp

@@ -1,6 +1,6 @@
 // What `feeder convert` reads encoded images through: a folder's files by row, a stream's blocks in
 // order or through a spill file in any order, each giving the same images and labels; and
-// --max-side, which re-encodes only the images over the limit.
+// --max-side, which re-encodes only the images over the limit; and a pixel set as PNGs (--layout png).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -249,6 +249,58 @@ TEST(EncodedPieces, ARowGroupOfOnePageStreamsWholeAndSmallPagesInPieces) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace feeder
+
+namespace feeder {
+namespace {
+
+// A pixel set of `count` images, pixels a function of (image, channel, row, column).
+std::shared_ptr<const ImageStore> pixel_set(const ImageShape& shape, int64_t count) {
+  auto store = std::make_shared<ImageStore>(shape, count, true);
+  for (int64_t i = 0; i < count; ++i) {
+    uint8_t* image = store->pixels().data() + i * store->image_bytes();
+    for (int64_t p = 0; p < shape.num_pixels(); ++p) image[p] = static_cast<uint8_t>((i * 37 + p * 11) % 251);
+    store->labels()[static_cast<size_t>(i)] = i % 5;
+  }
+  return store;
+}
+
+TEST(PngRows, EachImageIsALosslessPngOfItsPixelsInterleaved) {
+  for (const ImageShape shape : {ImageShape{1, 7, 5}, ImageShape{3, 4, 6}}) {
+    const std::shared_ptr<const ImageStore> store = pixel_set(shape, 9);
+    const std::unique_ptr<EncodedRowReader> reader = png_row_reader(store, "set", 2);
+    ASSERT_EQ(reader->size(), 9);
+    EXPECT_TRUE(reader->labeled());
+    EXPECT_GT(reader->encoded_bytes(), 0);
+    const std::vector<int64_t> rows = {8, 0, 3};
+    const std::shared_ptr<const EncodedImageSource> images = reader->read(rows);
+    ASSERT_EQ(images->size(), 3);
+    EXPECT_EQ(reader->unreadable(), 0);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const SampleView sample = images->sample(static_cast<int64_t>(k));
+      EXPECT_EQ(sample.label, rows[k] % 5);
+      EXPECT_EQ(images->sample_name(static_cast<int64_t>(k)), "set: image " + std::to_string(rows[k]));
+      std::vector<uint8_t> decoded;
+      const ImageHeader header = decode_image(sample.bytes, static_cast<int>(shape.channels), "png", decoded);
+      ASSERT_EQ(header.width, shape.width);
+      ASSERT_EQ(header.height, shape.height);
+      const uint8_t* image = store->pixels().data() + rows[k] * store->image_bytes();
+      const int64_t plane = shape.height * shape.width;
+      for (int64_t p = 0; p < plane; ++p)
+        for (int64_t c = 0; c < shape.channels; ++c)
+          ASSERT_EQ(decoded[static_cast<size_t>(p * shape.channels + c)], image[c * plane + p]) << p << " " << c;
+    }
+  }
+}
+
+TEST(PngRows, PixelsAPngCannotHoldAreRefused) {
+  EXPECT_THROW(png_row_reader(pixel_set(ImageShape{2, 3, 3}, 2), "two"), OptionsError);
+  auto floats = std::make_shared<ImageStore>(ImageShape{1, 2, 2}, 1, std::shared_ptr<uint8_t>(new uint8_t[16](), std::default_delete<uint8_t[]>()),
+                                             std::vector<int64_t>{0}, true, PixelType::kFloat32);
+  EXPECT_THROW(png_row_reader(floats, "floats"), OptionsError);
 }
 
 }  // namespace

@@ -184,3 +184,51 @@ def test_a_directory_that_is_not_a_set_says_what_it_lacks(tmp_path):
     with pytest.raises(feeder.DataError, match="a directory of IDX files: convert one of them"):
         feeder.convert("/usr/share/datasets/fashion-mnist", str(tmp_path / "out3") + "/")
     assert sorted(os.listdir(tmp_path)) == ["empty", "flat"]
+
+
+# ------------------------------------------------------------------ a pixel set stored as PNG files
+
+def loaded(path, **options):
+    """Every batch of an unshuffled pass: (images uint8 (N,C,H,W), labels) as NumPy arrays."""
+    loader = feeder.DataLoader(path, batch_size=64, shuffle=False, dtype=torch.uint8, **options)
+    batches = list(loader)
+    return (np.concatenate([images.numpy() for images, _ in batches]),
+            np.concatenate([labels.numpy() for _, labels in batches]), loader)
+
+
+def test_layout_png_stores_each_image_as_a_png_that_loads_back_to_its_pixels(tmp_path, idx_set):
+    images_path, pixels, labels = idx_set
+    feeder.convert(images_path, str(tmp_path / "png") + "/", layout="png", shard_rows=700)
+    shards = sorted((tmp_path / "png").glob("*.parquet"))
+    assert len(shards) == 3
+    assert "formats: PNG" in feeder.inspect(tmp_path / "png")
+    # Lossless: the same pixels and labels in the same order, with the default budget and within one
+    # that holds a fraction of the encoded set.
+    for options in ({}, {"memory_budget": "1MiB", "num_workers": 2}):
+        got, got_labels, _ = loaded(tmp_path / "png", image_size=28, channels=1, **options)
+        np.testing.assert_array_equal(got[:, 0], pixels)
+        np.testing.assert_array_equal(got_labels, labels)
+
+
+def test_layout_png_interleaves_the_channels_of_rgb_images(tmp_path):
+    rng = np.random.default_rng(3)
+    pixels = rng.integers(0, 256, size=(50, 3, 5, 7), dtype=np.uint8)
+    labels = rng.integers(0, 4, size=50)
+    rows = ["label," + ",".join(f"pixel{i + 1}" for i in range(3 * 5 * 7))]
+    rows += [f"{label}," + ",".join(map(str, image.reshape(-1))) for image, label in zip(pixels, labels)]
+    (tmp_path / "rgb.csv").write_text("\n".join(rows) + "\n")
+    feeder.convert(tmp_path / "rgb.csv", str(tmp_path / "png") + "/", layout="png", shape=(3, 5, 7))
+    got, got_labels, _ = loaded(tmp_path / "png", image_size=(5, 7), channels=3)
+    np.testing.assert_array_equal(got, pixels)
+    np.testing.assert_array_equal(got_labels, labels)
+
+
+def test_layout_png_is_refused_where_it_cannot_apply(tmp_path, idx_set, image_set_folder):
+    images_path, _, _ = idx_set
+    with pytest.raises(ValueError, match="--layout png writes a sharded set"):
+        feeder.convert(images_path, tmp_path / "one.parquet", layout="png")
+    with pytest.raises(ValueError, match="--layout and --page-rows apply to pixel sets"):
+        feeder.convert(image_set_folder, str(tmp_path / "folder") + "/", layout="png")
+    with pytest.raises(ValueError, match="--page-rows applies to the columns and image layouts"):
+        feeder.convert(images_path, str(tmp_path / "pages") + "/", layout="png", page_rows=10)
+    assert not (tmp_path / "one.parquet").exists() and not (tmp_path / "pages").exists()

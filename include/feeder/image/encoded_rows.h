@@ -24,6 +24,7 @@
 #include "feeder/data/source.h"
 #include "feeder/image/encoded_source.h"
 #include "feeder/image/image_folder.h"
+#include "feeder/store/image_store.h"
 
 namespace feeder {
 
@@ -60,6 +61,13 @@ class EncodedRowReader {
 
 // The files of a listed image folder, read on `num_threads` threads (0: one per core).
 std::unique_ptr<EncodedRowReader> folder_row_reader(ImageFolderListing listing, std::string name, int num_threads = 0);
+
+// A pixel set's images (uint8, 1 or 3 channels), each encoded as a lossless PNG of its own as its
+// row is read, on `num_threads` threads (0: one per core): `feeder convert --layout png`. Named
+// "name: image i". encoded_bytes() is estimated from up to 256 of the images (a shard is cut by
+// bytes before any is written). Throws OptionsError for float pixels or other channel counts.
+std::unique_ptr<EncodedRowReader> png_row_reader(std::shared_ptr<const ImageStore> store, std::string name,
+                                                 int num_threads = 0);
 
 // The rows of a streaming source of encoded images (`source.encoded()`, not in memory), whose
 // images take `encoded_bytes`. With `any_order`, every block is copied into a spill file in
