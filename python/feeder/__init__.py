@@ -644,7 +644,7 @@ def convert(input, output, *, layout=None, codec=None, level=None, row_group_siz
     its size report through ``sys.stdout`` (a notebook shows it) and returns it. An output directory
     (ending in '/', or with shard_rows/shard_size) gets a sharded Parquet set with index.json. A folder
     of images (torchvision's ImageFolder layout) becomes Parquet shards of its files' bytes, which
-    ``DataLoader(output, image_size=...)`` streams; pass shuffle_on_write, as the folder is sorted by class. Options as the command's: layout "columns" | "image", codec "zstd" |
+    ``DataLoader(output, image_size=...)`` streams; pass shuffle_on_write, as the folder is sorted by class. Options as the command's: layout "columns" | "image" | "png" (each image of a pixel set a PNG of its own, held compressed by a stream: ``DataLoader(output, image_size=..., channels=...)``), codec "zstd" |
     "snappy" | "gzip" | "lz4" | "brotli" | "none", level, row_group_size, shard_rows, shard_size ("256MB"),
     shape (C, H, W), page_rows, shuffle_on_write (a seed: a sharded set's rows are written shuffled);
     for images, max_side (re-encode as JPEG, resized to this longer side, the images larger than it)

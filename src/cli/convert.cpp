@@ -481,7 +481,9 @@ Command add_convert_command(CLI::App& parent) {
       "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK), or a directory (OUT/, an existing\n"
       "     directory, or --shard-rows / --shard-size) for a sharded Parquet set: part-00000.parquet ...\n"
       "     plus index.json; shards of 256MB unless told otherwise, written to stream well: the image layout,\n"
-      "     lz4, and pages of about 64 KiB of images (--layout, --codec, --page-rows change them)");
+      "     lz4, and pages of about 64 KiB of images (--layout, --codec, --page-rows change them); --layout png\n"
+      "     stores each image as a PNG of its own, which a stream holds compressed (a budget holds more\n"
+      "     images) and decodes as batches need them (load it as encoded images: image_size=, channels=)");
   app->add_option("IN", args->input, "the input file, image folder or tar shards")->required();
   app->add_option("OUT", args->output, "the output file or directory")->required();
   app->add_option("--layout", *layout,
