@@ -3,8 +3,8 @@
 // --shard-rows N` (or --shard-size 256MB) writes a sharded Parquet set (feeder/formats/sharded.h).
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -399,7 +399,8 @@ int run_png_convert(const ConvertArgs& args) {
   if (!sharded_output(args) || lowercase_extension(args.output) == ".parquet")
     throw OptionsError("--layout png writes a sharded set: give a directory (OUT/), not '" + args.output.string() + "'");
   if (args.page_rows_given) throw OptionsError("--page-rows applies to the columns and image layouts; --layout png "
-                                               "writes each image's PNG bytes (row groups of 100 images)");
+                                               "writes each image's PNG bytes (row groups of about 8 KiB of them; "
+                                               "--row-group-size sets them)");
   EncodedInput input;
   auto store = std::make_shared<const ImageStore>(load(args));
   throw_if_interrupted();
@@ -490,7 +491,12 @@ Command add_convert_command(CLI::App& parent) {
                   "Parquet layout of a pixel set: columns, image, or png (each image a PNG of its own, held "
                   "compressed by a stream and decoded as its batch needs it: a budget then holds more images)")
       ->check(parsed_by(
-          [](const std::string& text) { return text == "png" ? parquet::ParquetLayout::kImage : parquet::parse_parquet_layout(text); },
+          [](const std::string& text) {
+            if (text == "png") return parquet::ParquetLayout::kImage;  // not a Parquet layout of pixels
+            if (text != "columns" && text != "image")
+              throw OptionsError("unknown layout '" + text + "' (use columns, image or png)");
+            return parquet::parse_parquet_layout(text);
+          },
           "columns|image|png"));
   app->add_option("--codec", *codec, "Parquet codec: zstd, snappy, gzip, lz4, brotli or none")
       ->check(parsed_by(parquet::parse_parquet_codec, "CODEC"));

@@ -101,7 +101,7 @@ TEST(ParquetConvert, UsageErrorsExitTwoWithTheUsageLine) {
       {{}, "IN is required"},
       {{in}, "OUT is required"},
       {{in, out, "--codec", "zip"}, "--codec: unknown Parquet codec 'zip'"},
-      {{in, out, "--layout", "rows"}, "--layout: unknown Parquet layout 'rows'"},
+      {{in, out, "--layout", "rows"}, "--layout: unknown layout 'rows' (use columns, image or png)"},
       {{in, out, "--row-group-size", "0"}, "--row-group-size: needs an integer >= 1, got '0'"},
       {{in, out, "--row-group-size"}, "--row-group-size"},
       {{in, out, "--shape", "1x28"}, "--shape"},
