@@ -396,6 +396,15 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("labeled", [](const OpenedSet& s) { return s.source->labeled(); })
       .def_property_readonly("encoded", [](const OpenedSet& s) { return s.source->encoded(); })
       .def_property_readonly("class_names", [](const OpenedSet& s) { return s.classes; })
+      .def("read_labels",
+           [](const OpenedSet& s) {
+             std::vector<int64_t> labels;
+             {
+               py::gil_scoped_release release;
+               labels = read_labels(*s.source);
+             }
+             return labels;
+           })
       .def_property_readonly("shape", [](const OpenedSet& s) {
         const ImageShape shape = s.source->shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);

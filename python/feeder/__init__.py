@@ -186,13 +186,15 @@ _REFUSED = {
 
 class _DatasetView:
     """What DataLoader.dataset gives: the set's size (``len(loader.dataset)``, as with torch's
-    DataLoader), its image shape, whether it is labeled, and its name."""
+    DataLoader), its image shape, whether it is labeled, its labels (``targets``), class names
+    (``classes``, ``class_to_idx``) and its name."""
 
-    __slots__ = ("_source", "_shape")
+    __slots__ = ("_source", "_shape", "_targets")
 
     def __init__(self, source, shape):
         self._source = source
         self._shape = shape
+        self._targets = None
 
     def __len__(self):
         return self._source.num_samples
@@ -216,6 +218,17 @@ class _DatasetView:
         """{class name: label}, as torchvision's ImageFolder has it; None when the set names no classes."""
         classes = self.classes
         return None if classes is None else {name: i for i, name in enumerate(classes)}
+
+    @property
+    def targets(self):
+        """Every sample's label, in the set's order (a list of ints, as torchvision's ImageFolder
+        and MNIST have it); None for an unlabeled set. A set held in memory gives them at once; a
+        streamed one is read through once, on first use, its images dropped."""
+        if not self._source.labeled:
+            return None
+        if self._targets is None:
+            self._targets = self._source.read_labels()
+        return self._targets
 
     @property
     def name(self):

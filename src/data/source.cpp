@@ -88,4 +88,36 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
                                           std::vector<int64_t>(starts.begin(), starts.end()), source.fingerprint());
 }
 
+std::vector<int64_t> read_labels(const SampleSource& source, int num_threads) {
+  if (!source.labeled()) return {};
+  if (const ImageStore* store = source.in_memory()) return {store->labels().begin(), store->labels().end()};
+  std::vector<int64_t> labels(static_cast<size_t>(source.size()));
+  if (source.samples_in_memory()) {
+    for (int64_t i = 0; i < source.size(); ++i) labels[static_cast<size_t>(i)] = source.sample(i).label;
+    return labels;
+  }
+  const int threads = resolve_num_threads(num_threads, "read_labels: num_threads");
+  const int64_t num_blocks = source.num_blocks();
+  const auto starts = source.block_starts();
+  // Contiguous ranges of blocks, one per thread, each with its own buffers.
+  const int64_t num_ranges = std::max<int64_t>(1, std::min<int64_t>(threads, num_blocks));
+  parallel_for(num_ranges, static_cast<int>(num_ranges), [&](int64_t range) {
+    std::vector<uint8_t> scratch, samples;
+    std::vector<int64_t> ends;
+    for (int64_t b = num_blocks * range / num_ranges; b < num_blocks * (range + 1) / num_ranges; ++b) {
+      int64_t* block_labels = labels.data() + starts[static_cast<size_t>(b)];
+      if (source.encoded()) {
+        samples.resize(static_cast<size_t>(source.block_bytes(b)));
+        ends.resize(static_cast<size_t>(source.block_rows(b)));
+        source.read_encoded_block(b, scratch, samples.data(), static_cast<int64_t>(samples.size()), ends.data(),
+                                  block_labels);
+      } else {
+        samples.resize(static_cast<size_t>(source.block_rows(b) * source.shape().num_pixels()));
+        source.read_block(b, scratch, samples.data(), block_labels);
+      }
+    }
+  });
+  return labels;
+}
+
 }  // namespace feeder

@@ -12,6 +12,7 @@
 #include "feeder/data/loader.h"
 #include "feeder/error.h"
 #include "feeder/formats/sharded.h"
+#include "feeder/image/encoded_rows.h"
 #include "formats/test_files.h"
 #include "parquet/writer_test_util.h"
 
@@ -232,6 +233,44 @@ TEST(ShardedLoader, AShardDeletedMidEpochSurfacesFromNextAndTheLoaderCloses) {
     loader.reset();            // destroying it with reads and batches in flight does not hang
     fs::rename(kept, shard);
   }
+}
+
+}  // namespace
+}  // namespace feeder
+
+namespace feeder {
+namespace {
+
+// torchvision's dataset.targets: every label in the set's order, streamed (a block at a time, on
+// several threads, pieces of row groups among them), in memory, and of encoded images.
+TEST(ReadLabels, EverySampleLabelInOrderStreamedInMemoryAndEncoded) {
+  TempDir dir;
+  const ImageStore store = testing::make_store({1, 4, 4}, 500, true);
+  const std::vector<int64_t> expected(store.labels().begin(), store.labels().end());
+  ShardWriteOptions write;
+  write.shard_rows = 120;
+  write.parquet.row_group_size = 50;
+  write.parquet.page_rows = 10;
+  write_sharded(store, dir / "set", write);
+  const std::shared_ptr<SampleSource> stream =
+      open_parquet_source(open_sharded_dataset((dir / "set").string()), {}, /*piece_rows=*/10);
+  ASSERT_GT(stream->num_blocks(), 10);
+  EXPECT_EQ(read_labels(*stream, 3), expected);
+  EXPECT_EQ(read_labels(*read_into_memory(*stream)), expected);
+
+  auto shared = std::make_shared<const ImageStore>(testing::make_store({1, 4, 4}, 500, true));
+  const std::unique_ptr<EncodedRowReader> png = png_row_reader(shared, "png", 2);
+  write.parquet.row_group_size = 16;
+  write_encoded_sharded(*png, dir / "png", write);
+  const std::shared_ptr<SampleSource> encoded = open_parquet_source(open_sharded_dataset((dir / "png").string()));
+  ASSERT_TRUE(encoded->encoded());
+  EXPECT_EQ(read_labels(*encoded, 2), expected);
+
+  const ImageStore unlabeled = testing::make_store({1, 4, 4}, 10, false);
+  ShardWriteOptions one_shard;
+  one_shard.shard_rows = 10;
+  write_sharded(unlabeled, dir / "unlabeled", one_shard);
+  EXPECT_TRUE(read_labels(*open_parquet_source(open_sharded_dataset((dir / "unlabeled").string()))).empty());
 }
 
 }  // namespace

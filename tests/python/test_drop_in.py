@@ -96,6 +96,7 @@ def test_an_idx_file_without_its_labels_is_an_error_unless_allowed(tmp_path):
         feeder.DataLoader(path)
     loader = feeder.DataLoader(path, batch_size=5, allow_unlabeled=True)
     assert next(iter(loader))[1].tolist() == [-1] * 5
+    assert loader.dataset.targets is None
 
 
 def test_transform_is_applied_to_every_batch(numbered):

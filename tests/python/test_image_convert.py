@@ -205,9 +205,11 @@ def test_layout_png_stores_each_image_as_a_png_that_loads_back_to_its_pixels(tmp
     # Lossless: the same pixels and labels in the same order, with the default budget and within one
     # that holds a fraction of the encoded set.
     for options in ({}, {"memory_budget": "1MiB", "num_workers": 2}):
-        got, got_labels, _ = loaded(tmp_path / "png", image_size=28, channels=1, **options)
+        got, got_labels, loader = loaded(tmp_path / "png", image_size=28, channels=1, **options)
         np.testing.assert_array_equal(got[:, 0], pixels)
         np.testing.assert_array_equal(got_labels, labels)
+        assert loader.dataset.targets == labels.tolist()
+    assert feeder.DataLoader(images_path).dataset.targets == labels.tolist()
 
 
 def test_layout_png_interleaves_the_channels_of_rgb_images(tmp_path):

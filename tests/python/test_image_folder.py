@@ -52,6 +52,7 @@ def test_classes_labels_and_order_are_torchvisions(folder):
     assert len(loader.dataset) == len(reference) == 42
     _, labels = batches(loader)
     assert labels.tolist() == reference.targets
+    assert loader.dataset.targets == reference.targets
 
 
 def test_the_evaluation_transform_equals_torchvisions(folder):

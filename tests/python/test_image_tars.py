@@ -65,6 +65,8 @@ def test_batches_equal_the_image_folders(tmp_path, folder, writer):
         from_tars = feeder.DataLoader(str(spec), batch_size=7, image_size=16, num_workers=2, **options)
         from_folder = feeder.DataLoader(str(folder), batch_size=7, image_size=16, num_workers=2, **options)
         assert len(from_tars.dataset) == 30 and from_tars._loader.streaming
+        assert from_tars.dataset.targets == from_folder.dataset.targets == [label for _, _, label, _ in
+                                                                            image_set.samples()]
         for _ in range(2):
             images, labels = batches(from_tars)
             expected, expected_labels = batches(from_folder)

@@ -162,4 +162,9 @@ class InMemorySource : public SampleSource {
 // when a sharded set fits the memory budget.
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads = 0);
 
+// Every sample's label, in the source's order (torchvision's `dataset.targets`); empty for an
+// unlabeled source. A source in memory gives them at once; a streaming one is read once, a block at
+// a time on up to `num_threads` threads (0: one per core), its pixels or encoded bytes dropped.
+std::vector<int64_t> read_labels(const SampleSource& source, int num_threads = 0);
+
 }  // namespace feeder
