@@ -222,8 +222,9 @@ class _DatasetView:
     @property
     def targets(self):
         """Every sample's label, in the set's order (a list of ints, as torchvision's ImageFolder
-        and MNIST have it); None for an unlabeled set. A set held in memory gives them at once; a
-        streamed one is read through once, on first use, its images dropped."""
+        and MNIST have it: sample i, as batches' sample indices count, has label targets[i]); None
+        for an unlabeled set. A set in memory or a folder gives them at once; other streamed sets
+        (Parquet, tar shards) are read through once, on first use, their images dropped."""
         if not self._source.labeled:
             return None
         if self._targets is None:

@@ -88,6 +88,14 @@ TEST(ImageFolderStream, BeyondTheBudgetEachFileOnceAsInMemory) {
     }
   }
 
+  // The labels, listed (no file read), are each file's as in memory.
+  const std::vector<int64_t> streamed_labels = read_labels(source), held_labels = read_labels(*held.source);
+  ASSERT_EQ(streamed_labels.size(), 200u);
+  std::map<std::string, int64_t> label_of;
+  for (int64_t i = 0; i < 200; ++i) label_of[held.source->sample_name(i)] = held_labels[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < 200; ++i)
+    EXPECT_EQ(streamed_labels[static_cast<size_t>(i)], label_of.at(source.sample_name(i))) << source.sample_name(i);
+
   Loader in_memory(held.source, crops(0, 0));
   const auto expected = rows_by_file(*held.source, in_memory, 2);
   ASSERT_EQ(expected.size(), 200u);

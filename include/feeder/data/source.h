@@ -94,6 +94,9 @@ class SampleSource {
   // labels of each block. Empty when not known. For the loader's advice on how well a streamed
   // window mixes labels (Loader::shuffle_advice).
   virtual std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const { return {}; }
+  // Every sample's label, when the source has them without reading any sample (a listed folder's
+  // class folders); empty otherwise. For read_labels.
+  virtual std::span<const int64_t> listed_labels() const { return {}; }
 
   int64_t num_blocks() const { return static_cast<int64_t>(block_starts().size()) - 1; }
   int64_t block_rows(int64_t block_idx) const {
