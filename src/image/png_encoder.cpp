@@ -21,11 +21,10 @@ std::vector<uint8_t> encode_png(const uint8_t* pixels, int64_t width, int64_t he
   image.height = static_cast<png_uint_32>(height);
   image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
   const auto row_stride = static_cast<png_int_32>(width * channels);
-  // The first call with no buffer only measures; the second writes.
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&image, nullptr, &size, 0, pixels, row_stride, nullptr))
-    throw std::runtime_error(std::string("PNG encoding failed: ") + image.message);
-  std::vector<uint8_t> bytes(size);
+  // Written once into room for the largest PNG these pixels can make (libpng's bound: zlib's for
+  // the rows, plus the chunks), not measured by a first full encoding.
+  std::vector<uint8_t> bytes(PNG_IMAGE_PNG_SIZE_MAX(image));
+  png_alloc_size_t size = bytes.size();
   if (!png_image_write_to_memory(&image, bytes.data(), &size, 0, pixels, row_stride, nullptr))
     throw std::runtime_error(std::string("PNG encoding failed: ") + image.message);
   bytes.resize(size);
