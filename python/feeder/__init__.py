@@ -223,8 +223,8 @@ class _DatasetView:
     def targets(self):
         """Every sample's label, in the set's order (a list of ints, as torchvision's ImageFolder
         and MNIST have it: sample i, as batches' sample indices count, has label targets[i]); None
-        for an unlabeled set. A set in memory or a folder gives them at once; other streamed sets
-        (Parquet, tar shards) are read through once, on first use, their images dropped."""
+        for an unlabeled set. A set in memory, a folder or Parquet shards (their label column
+        alone) give them on first use; tar shards are read through once, their images dropped."""
         if not self._source.labeled:
             return None
         if self._targets is None:

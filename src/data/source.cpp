@@ -91,8 +91,7 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
 std::vector<int64_t> read_labels(const SampleSource& source, int num_threads) {
   if (!source.labeled()) return {};
   if (const ImageStore* store = source.in_memory()) return {store->labels().begin(), store->labels().end()};
-  if (const std::span<const int64_t> listed = source.listed_labels(); !listed.empty())
-    return {listed.begin(), listed.end()};
+  if (std::vector<int64_t> alone = source.labels_alone(); !alone.empty()) return alone;
   std::vector<int64_t> labels(static_cast<size_t>(source.size()));
   if (source.samples_in_memory()) {
     for (int64_t i = 0; i < source.size(); ++i) labels[static_cast<size_t>(i)] = source.sample(i).label;

@@ -158,6 +158,21 @@ class ParquetShardSource final : public SampleSource {
     return blocks;
   }
 
+  // The label column of every row group, in order.
+  std::vector<int64_t> labels_alone() const override {
+    if (!dataset_.labeled) return {};
+    std::vector<int64_t> labels;
+    labels.reserve(static_cast<size_t>(dataset_.num_rows));
+    for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
+      const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, 0);
+      for (int64_t rg = 0; rg < reader->num_row_groups(); ++rg) {
+        const std::vector<int64_t> group = reader->row_group_labels(rg);
+        labels.insert(labels.end(), group.begin(), group.end());
+      }
+    }
+    return labels;
+  }
+
   void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override {
     const int64_t blocks[] = {block_idx};
     uint8_t* const pixel_ptrs[] = {pixels};

@@ -122,7 +122,7 @@ class StreamedImageFolder final : public SampleSource {
     }
     return ranges;
   }
-  std::span<const int64_t> listed_labels() const override { return labels_; }
+  std::vector<int64_t> labels_alone() const override { return labels_; }
 
  private:
   std::string name_;

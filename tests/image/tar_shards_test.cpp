@@ -73,6 +73,10 @@ TEST(TarShards, StreamEachSampleOnceTheSameForAnyNumberOfWorkers) {
   EXPECT_TRUE(source.labeled());
   EXPECT_EQ(source.num_blocks(), 8);  // 64 + 6 per shard
   EXPECT_EQ(source.sample_name(71), (dir / "s1.tar").string() + ": 071.png");
+  // dataset.targets: the shards read through, a block at a time on several threads.
+  const std::vector<int64_t> labels = read_labels(source, 3);
+  ASSERT_EQ(labels.size(), 280u);
+  for (int64_t i = 0; i < 280; ++i) EXPECT_EQ(labels[static_cast<size_t>(i)], i % 3) << i;
 
   std::vector<int64_t> first_samples;
   std::vector<float> first_pixels;

@@ -94,9 +94,9 @@ class SampleSource {
   // labels of each block. Empty when not known. For the loader's advice on how well a streamed
   // window mixes labels (Loader::shuffle_advice).
   virtual std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const { return {}; }
-  // Every sample's label, when the source has them without reading any sample (a listed folder's
-  // class folders); empty otherwise. For read_labels.
-  virtual std::span<const int64_t> listed_labels() const { return {}; }
+  // Every sample's label, got without reading any sample's pixels or bytes (a listed folder's class
+  // folders, a Parquet set's label column alone); empty when the source cannot. For read_labels.
+  virtual std::vector<int64_t> labels_alone() const { return {}; }
 
   int64_t num_blocks() const { return static_cast<int64_t>(block_starts().size()) - 1; }
   int64_t block_rows(int64_t block_idx) const {
@@ -166,8 +166,9 @@ class InMemorySource : public SampleSource {
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads = 0);
 
 // Every sample's label, in the source's order (torchvision's `dataset.targets`); empty for an
-// unlabeled source. A source in memory gives them at once; a streaming one is read once, a block at
-// a time on up to `num_threads` threads (0: one per core), its pixels or encoded bytes dropped.
+// unlabeled source. A source in memory gives them at once, one with labels_alone() those; any other
+// is read once, a block at a time on up to `num_threads` threads (0: one per core), its pixels or
+// encoded bytes dropped.
 std::vector<int64_t> read_labels(const SampleSource& source, int num_threads = 0);
 
 }  // namespace feeder
