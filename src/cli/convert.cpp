@@ -493,9 +493,11 @@ Command add_convert_command(CLI::App& parent) {
       ->check(parsed_by(
           [](const std::string& text) {
             if (text == "png") return parquet::ParquetLayout::kImage;  // not a Parquet layout of pixels
-            if (text != "columns" && text != "image")
+            try {
+              return parquet::parse_parquet_layout(text);
+            } catch (const OptionsError&) {  // its message names the Parquet layouts only
               throw OptionsError("unknown layout '" + text + "' (use columns, image or png)");
-            return parquet::parse_parquet_layout(text);
+            }
           },
           "columns|image|png"));
   app->add_option("--codec", *codec, "Parquet codec: zstd, snappy, gzip, lz4, brotli or none")
