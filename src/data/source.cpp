@@ -90,13 +90,8 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
 
 std::vector<int64_t> read_labels(const SampleSource& source, int num_threads) {
   if (!source.labeled()) return {};
-  if (const ImageStore* store = source.in_memory()) return {store->labels().begin(), store->labels().end()};
   if (std::vector<int64_t> alone = source.labels_alone(); !alone.empty()) return alone;
   std::vector<int64_t> labels(static_cast<size_t>(source.size()));
-  if (source.samples_in_memory()) {
-    for (int64_t i = 0; i < source.size(); ++i) labels[static_cast<size_t>(i)] = source.sample(i).label;
-    return labels;
-  }
   const int threads = resolve_num_threads(num_threads, "read_labels: num_threads");
   const int64_t num_blocks = source.num_blocks();
   const auto starts = source.block_starts();

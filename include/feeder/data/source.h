@@ -94,8 +94,9 @@ class SampleSource {
   // labels of each block. Empty when not known. For the loader's advice on how well a streamed
   // window mixes labels (Loader::shuffle_advice).
   virtual std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const { return {}; }
-  // Every sample's label, got without reading any sample's pixels or bytes (a listed folder's class
-  // folders, a Parquet set's label column alone); empty when the source cannot. For read_labels.
+  // Every sample's label, got without reading any sample's pixels or bytes (a set in memory, a
+  // listed folder's class folders, a Parquet set's label column alone); empty when the source
+  // cannot. For read_labels.
   virtual std::vector<int64_t> labels_alone() const { return {}; }
 
   int64_t num_blocks() const { return static_cast<int64_t>(block_starts().size()) - 1; }
@@ -146,6 +147,9 @@ class InMemorySource : public SampleSource {
   uint64_t fingerprint() const override;
   std::string name() const override { return name_; }
   const ImageStore* in_memory() const override { return store_.get(); }
+  std::vector<int64_t> labels_alone() const override {
+    return labeled() ? std::vector<int64_t>(store_->labels().begin(), store_->labels().end()) : std::vector<int64_t>{};
+  }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }
   void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override;
@@ -166,9 +170,9 @@ class InMemorySource : public SampleSource {
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads = 0);
 
 // Every sample's label, in the source's order (torchvision's `dataset.targets`); empty for an
-// unlabeled source. A source in memory gives them at once, one with labels_alone() those; any other
-// is read once, a block at a time on up to `num_threads` threads (0: one per core), its pixels or
-// encoded bytes dropped.
+// unlabeled source. A source with labels_alone() gives those; any other (tar shards) is read once,
+// a block at a time on up to `num_threads` threads (0: one per core), its pixels or encoded bytes
+// dropped.
 std::vector<int64_t> read_labels(const SampleSource& source, int num_threads = 0);
 
 }  // namespace feeder

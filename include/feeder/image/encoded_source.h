@@ -38,6 +38,7 @@ class EncodedImageSource : public SampleSource {
   bool samples_in_memory() const override { return true; }
   SampleView sample(int64_t i) const override;
   std::string sample_name(int64_t i) const override { return names_[static_cast<size_t>(i)]; }
+  std::vector<int64_t> labels_alone() const override { return labeled_ ? labels_ : std::vector<int64_t>{}; }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }
   // Encoded samples are read one at a time (sample()), never as blocks of pixels.
