@@ -18,6 +18,7 @@
 #include "data/detail/convert.h"
 #include "data/detail/shuffle_advice.h"
 #include "util/mutex.h"
+#include "util/thread_priority.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
 #include "feeder/io/large_buffer.h"
@@ -568,6 +569,7 @@ void Loader::restore(const LoaderState& state) {
 }
 
 void Loader::worker_loop() {
+  detail::become_batch_thread();
   Shared& shared = *shared_;
   detail::MutexLock lock(shared.mutex);
   for (;;) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -267,6 +271,25 @@ TEST(Loader, DestroyedBeforeAnyEpochDoesNotHang) {
   auto store = numbered_store(10);
   Loader loader(store, options_with(4, 3));
 }
+
+#if defined(__linux__)
+// Workers are woken each time the consumer takes a batch: as batch threads they do not preempt the
+// consumer on its core in the middle of next() (which the training loop counted as data wait).
+TEST(Loader, WorkersAreBatchThreadsAndTheConsumerIsLeftAlone) {
+  auto store = numbered_store(200);
+  std::atomic<int> batch_policy{0};
+  std::atomic<int> other_policy{0};
+  auto record = [&](Batch&, SplitMix64&) { (sched_getscheduler(0) == SCHED_BATCH ? batch_policy : other_policy)++; };
+  Loader loader(store, options_with(10, 3), nullptr, record);
+  loader.start_epoch(0);
+  int64_t batches = 0;
+  while (loader.next()) ++batches;
+  EXPECT_EQ(batches, 20);
+  EXPECT_EQ(batch_policy.load(), 20);
+  EXPECT_EQ(other_policy.load(), 0);
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
+}
+#endif
 
 TEST(Loader, BatchOutlivesLoader) {
   auto store = numbered_store(20);

@@ -42,7 +42,8 @@ struct LoaderOptions {
   bool shuffle = true;
   uint64_t seed = 42;
   bool drop_last = false;
-  // Worker threads assembling batches; 0 assembles on the calling thread inside next().
+  // Worker threads assembling batches; 0 assembles on the calling thread inside next(). On Linux
+  // they are batch threads (SCHED_BATCH), so that waking one never preempts the consumer.
   int num_workers = 1;
   // Batches assembled ahead of the consumer (at most), per loader.
   int prefetch = 4;
@@ -68,7 +69,7 @@ struct LoaderOptions {
   // window is fully shuffled, so the order in memory and streaming is the same for the same window.
   int64_t shuffle_window = 0;
   // Streaming sources only: the reader threads run at a low scheduling priority (nice 10 on
-  // Linux), so that reading ahead does not delay the workers or the training loop (lowest, nice
+  // Linux, as batch threads), so that reading ahead does not delay the workers or the training loop (lowest, nice
   // 19, halved the data wait of streamed training on 2 cores, but let other busy processes starve
   // the readers); the readers still get the cores whenever the workers wait for them. false
   // leaves them at the process's priority.

@@ -1,9 +1,6 @@
 #include "data/detail/block_stream.h"
 
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +8,7 @@
 #include <unordered_map>
 
 #include "feeder/error.h"
+#include "util/thread_priority.h"
 
 namespace feeder::detail {
 
@@ -435,7 +433,7 @@ void BlockStream::reader_loop(bool background) {
   // streaming and nice 19, the data wait fell from about 2% of an epoch to about 1%). When workers
   // wait for a block, nothing else is runnable and the readers get the cores. Best effort: a
   // failure (or a system without per-thread priorities) leaves the default priority.
-  if (background) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kReaderNice);
+  if (background) become_background_thread(kReaderNice);
   std::vector<uint8_t> scratch;  // this reader's read buffer, reused for every read
   MutexLock lock(mutex_);
   for (;;) {
