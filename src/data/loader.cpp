@@ -374,6 +374,8 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   shuffle_advice_ = detail::shuffle_advice(*source_, options_, options.shuffle_window > 0, [&](int64_t window) {
     return budget_for_window(*source_, options_, window);
   });
+  const std::string pages = detail::page_advice(*source_, options_);
+  if (!pages.empty()) shuffle_advice_ += (shuffle_advice_.empty() ? "" : " ") + pages;
   if (!store_ && !source_->samples_in_memory()) {
     const int readers = stream_readers(*source_, options_);
     const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);

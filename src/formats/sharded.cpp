@@ -88,6 +88,7 @@ ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) 
     for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) shard.row_group_encoded_bytes.push_back(reader.encoded_bytes_bound(rg));
   } else {
     shard.piece_read_bytes = reader.max_rows_read_bytes(stream_piece_rows(reader.shape(), 0));
+    shard.largest_page_rows = reader.largest_page_rows(stream_piece_rows(reader.shape(), 0));
   }
   shard.size_bytes = reader.size_bytes();
   return shard;

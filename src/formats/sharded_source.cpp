@@ -67,8 +67,13 @@ class ParquetShardSource final : public SampleSource {
         // Recorded over the row groups larger than the smallest pieces, so for any pieces at least as
         // large; for smaller ones (or an index without it) the shard's pages are found now.
         const bool recorded = shard.piece_read_bytes > 0 && piece_rows_ >= stream_piece_rows(dataset_.shape, 0);
-        const int64_t piece_bytes =
-            recorded ? shard.piece_read_bytes : open_shard(shard_idx, 0)->max_rows_read_bytes(piece_rows_);
+        int64_t piece_bytes = shard.piece_read_bytes;
+        largest_page_rows_ = std::max(largest_page_rows_, shard.largest_page_rows);
+        if (!recorded) {
+          const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, 0);
+          piece_bytes = reader->max_rows_read_bytes(piece_rows_);
+          largest_page_rows_ = std::max(largest_page_rows_, reader->largest_page_rows(piece_rows_));
+        }
         max_read_bytes_ = std::max(max_read_bytes_, piece_bytes);
       }
     }
@@ -116,6 +121,7 @@ class ParquetShardSource final : public SampleSource {
   std::string name() const override { return dataset_.root.string(); }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return max_read_bytes_; }
+  int64_t largest_page_rows() const override { return largest_page_rows_; }
   int64_t read_group(int64_t block_idx) const override { return block_row_group_.at(static_cast<size_t>(block_idx)); }
 
   // From each row group's label statistics (every shard's footer is read, opened as reads do), and
@@ -336,6 +342,7 @@ class ParquetShardSource final : public SampleSource {
   std::vector<int64_t> row_group_starts_;  // (row groups + 1) first sample of each, then size()
   std::vector<int64_t> shard_first_row_group_;  // (num_shards + 1) first row group of each shard, then their number
   int64_t max_read_bytes_ = 0;
+  int64_t largest_page_rows_ = 0;  // of the row groups split into pieces, where it is known (ShardInfo)
   std::vector<int64_t> block_bytes_;  // encoded sets: per block (row group), SampleSource::block_bytes
 
   mutable detail::Mutex mutex_;  // the stream's reader threads open shards at once

@@ -62,6 +62,54 @@ TEST(ShardedLoader, StreamedAndInMemoryGiveTheSameBatchesAndResumeAcrossModes) {
   EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(expected.begin() + 5, expected.end()));
 }
 
+// A row group written as one page per column (DuckDB's way), streamed in pieces far smaller than
+// its pages: every window decodes the whole pages again, and the loader says so when it is built.
+// The same rows in pages of one piece each get no such note.
+TEST(ShardedLoader, PagesFarLargerThanThePiecesAreReportedWithTheirCost) {
+  TempDir dir;
+  const ImageShape shape{1, 16, 16};
+  const int64_t rows = 4000;
+  const ImageStore store = testing::make_store(shape, rows, true);
+  const int64_t piece_rows = stream_piece_rows(shape, rows);
+  LoaderOptions options;
+  options.batch_size = 16;
+  options.num_workers = 0;
+  options.memory_budget = 640 << 10;  // 60% of the decoded set: several windows
+  for (const bool large_pages : {true, false}) {
+    SCOPED_TRACE(large_pages ? "one page per column" : "pages of a piece");
+    parquet::ParquetWriteOptions write;
+    write.layout = parquet::ParquetLayout::kColumns;
+    write.row_group_size = rows;
+    if (large_pages) {
+      write.page_size_bytes = int64_t{1} << 30;
+    } else {
+      write.page_rows = piece_rows;
+    }
+    const fs::path file = dir / (large_pages ? "large_pages.parquet" : "piece_pages.parquet");
+    parquet::write_parquet(store, file, write);
+    const std::shared_ptr<SampleSource> stream = open_parquet_source(open_sharded_dataset(file.string()));
+    ASSERT_GT(stream->num_blocks(), 1);
+    Loader loader(stream, options);
+    ASSERT_TRUE(loader.streaming());
+    const int64_t windows = (rows + loader.shuffle_window() - 1) / loader.shuffle_window();
+    ASSERT_GE(windows, 4);
+    const std::string advice = loader.shuffle_advice();
+    if (large_pages) {
+      EXPECT_EQ(stream->largest_page_rows(), rows);
+      EXPECT_NE(advice.find(stream->name() + ": its pages hold up to 4000 rows each"), std::string::npos) << advice;
+      EXPECT_NE(advice.find("each of an epoch's " + std::to_string(windows) + " shuffle windows"), std::string::npos) << advice;
+      EXPECT_NE(advice.find("feeder convert"), std::string::npos) << advice;
+    } else {
+      EXPECT_LE(stream->largest_page_rows(), piece_rows);
+      EXPECT_EQ(advice.find("pages hold"), std::string::npos) << advice;
+    }
+    // Without a shuffle, a page is decoded once an epoch: nothing to say.
+    LoaderOptions in_order = options;
+    in_order.shuffle = false;
+    EXPECT_EQ(Loader(stream, in_order).shuffle_advice().find("pages hold"), std::string::npos);
+  }
+}
+
 // Row groups split into pieces: a window mixes pieces of many row groups, a row group larger than
 // the budget streams, and streamed, in memory and resumed give the same batches.
 TEST(ShardedLoader, PiecesOfRowGroupsStreamLikeTheSetInMemory) {

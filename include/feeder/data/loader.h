@@ -231,8 +231,9 @@ class Loader {
   // The shuffle window in effect, in samples (the whole set when it fits one window).
   int64_t shuffle_window() const { return options_.shuffle_window; }
   // When streaming, what the source's label statistics say about how well the shuffle window mixes
-  // labels: empty when well enough (or nothing is known), else a paragraph saying what to change.
-  // `feeder train` prints it; the Python DataLoader warns with it.
+  // labels: empty when well enough (or nothing is known), else a paragraph saying what to change;
+  // and, when the set's pages are far larger than the stream's pieces, what decoding them in every
+  // window costs and what to do. `feeder train` prints it; the Python DataLoader warns with it.
   const std::string& shuffle_advice() const { return shuffle_advice_; }
   // With LoaderOptions::skip_bad_samples: the samples left out of the batches next() returned in
   // this epoch, and why the first few were (their names and the errors). Consumer thread only.

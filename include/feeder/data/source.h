@@ -82,6 +82,10 @@ class SampleSource {
   // read together, they cost about what one costs, as pages shared by them are read and decoded
   // once. Consecutive blocks only; each block its own group by default.
   virtual int64_t read_group(int64_t block_idx) const { return block_idx; }
+  // The most rows a block's read decodes whole to take its own, where blocks are parts of larger
+  // pages (a Parquet row group written as one page per column, as DuckDB writes it); 0 when each
+  // block is read on its own or nothing is known. Each window then decodes such pages again.
+  virtual int64_t largest_page_rows() const { return 0; }
   // Reads blocks of one read group, in any order, into pixels[i] and labels[i] as read_block()
   // would. The default reads them one at a time.
   virtual void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,

@@ -47,6 +47,10 @@ struct ShardInfo {
   // 0 when not known (an index written before it was recorded): the source then assumes a column
   // chunk as large as the row group's read and a decoded row group besides.
   int64_t piece_read_bytes = 0;
+  // The most rows in one data page of a row group larger than the smallest pieces
+  // (ParquetRowGroupReader::largest_page_rows), found with piece_read_bytes when the footers are
+  // read; 0 when not known (not kept in an index: feeder writes pages of a piece each).
+  int64_t largest_page_rows = 0;
   // Encoded sets: per row group, the most bytes its images take (the image column's uncompressed
   // size, ParquetRowGroupReader::encoded_bytes_bound).
   std::vector<int64_t> row_group_encoded_bytes;

@@ -369,6 +369,20 @@ int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
   return largest;
 }
 
+int64_t ParquetRowGroupReader::largest_page_rows(int64_t min_rows) const {
+  int64_t largest = 0;
+  for (int64_t rg = 0; rg < num_row_groups(); ++rg) {
+    if (row_group_rows(rg) <= min_rows) continue;
+    const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(rg);
+    for (const int64_t column_idx : needed_columns()) {
+      for (const detail::PageSpan& page : (*pages)[static_cast<size_t>(column_idx)].data) {
+        largest = std::max(largest, page.num_values);
+      }
+    }
+  }
+  return largest;
+}
+
 std::vector<int64_t> ParquetRowGroupReader::needed_columns() const {
   std::vector<int64_t> needed = pixel_idx_;
   if (image_idx_ >= 0) needed.push_back(image_idx_);

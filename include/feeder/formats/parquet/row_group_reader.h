@@ -150,6 +150,9 @@ class ParquetRowGroupReader {
   // compressed and decompressed and the page's rows decoded, and for numeric pixel columns a tile of
   // 32 bytes per row of the row group. Finds the pages of those row groups (a small read per page).
   int64_t max_rows_read_bytes(int64_t min_rows = 0) const;
+  // The most rows in one data page of the columns read_rows reads, over the row groups of more than
+  // `min_rows` rows (0 when there are none): what reading any part of such a page decodes.
+  int64_t largest_page_rows(int64_t min_rows = 0) const;
 
   // The pages of each row group that read_rows has found (guarded inside). A reader opened again on
   // the same file may take over another's, so that they are not found again: a sharded source
