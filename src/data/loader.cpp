@@ -16,6 +16,7 @@
 #include "data/detail/block_stream.h"
 #include "data/detail/buffer_pool.h"
 #include "data/detail/convert.h"
+#include "data/detail/page_advice.h"
 #include "data/detail/shuffle_advice.h"
 #include "util/mutex.h"
 #include "util/thread_priority.h"

@@ -69,10 +69,10 @@ struct LoaderOptions {
   // window is fully shuffled, so the order in memory and streaming is the same for the same window.
   int64_t shuffle_window = 0;
   // Streaming sources only: the reader threads run at a low scheduling priority (nice 10 on
-  // Linux, as batch threads), so that reading ahead does not delay the workers or the training loop (lowest, nice
-  // 19, halved the data wait of streamed training on 2 cores, but let other busy processes starve
-  // the readers); the readers still get the cores whenever the workers wait for them. false
-  // leaves them at the process's priority.
+  // Linux, as batch threads), so that reading ahead does not delay the workers or the training
+  // loop (lowest, nice 19, halved the data wait of streamed training on 2 cores, but let other busy
+  // processes starve the readers); the readers still get the cores whenever the workers wait for
+  // them. false leaves them at the process's priority.
   bool background_readers = true;
   // What turns each sample of an encoded source (images of any size) into its batch row: its
   // output shape is the batch's (ImageStage for JPEG, PNG and WebP). Required for an encoded source,

@@ -19,9 +19,4 @@ namespace feeder::detail {
 std::string shuffle_advice(const SampleSource& source, const LoaderOptions& options, bool window_given,
                            const std::function<int64_t(int64_t)>& budget_for_window);
 
-// Empty unless the source's blocks are parts of pages far larger than themselves, so that the
-// windows of an epoch decode those pages again and again (SampleSource::largest_page_rows); then
-// one paragraph with the cost and what to do.
-std::string page_advice(const SampleSource& source, const LoaderOptions& options);
-
 }  // namespace feeder::detail
