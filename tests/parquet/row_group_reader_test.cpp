@@ -348,6 +348,50 @@ TEST(ParquetRowGroupReader, EveryKindOfBadPixelNamesFileColumnRowGroupRowAndValu
   }
 }
 
+// Parts of a row group decode only their own rows: a bad value outside them is not theirs to
+// report, one inside them is named at its row, PLAIN or dictionary-encoded (where the rows between
+// the parts are passed over a run at a time).
+TEST(ParquetRowGroupReader, PartsReportOnlyTheBadValuesOfTheirOwnRows) {
+  TempDir dir;
+  for (const bool dictionary : {false, true}) {
+    SCOPED_TRACE(dictionary ? "dictionary" : "plain");
+    const BadCell bad{"int32_300", PhysicalType::kInt32, int64_t{300}, "value 300 out of range 0..255"};
+    TableColumn pixels{"pixel12", PhysicalType::kInt32, {}};
+    TableColumn labels{"label", PhysicalType::kInt64, {}};
+    for (int64_t r = 0; r < 1800; ++r) {
+      pixels.cells.push_back(Cell{r % 7 == 0 ? int64_t{0} : (r * 37) % 256});  // runs and literals
+      labels.cells.push_back(Cell{r % 10});
+    }
+    pixels.cells[2 * 600 + 517] = bad.cell;
+    pixels.dictionary = dictionary;
+    const auto path = write_file(dir, dictionary ? "dictionary.parquet" : "plain.parquet", write_table({labels, pixels}, 600));
+    ParquetImageOptions options;
+    options.shape = ImageShape{1, 1, 1};
+    const ParquetRowGroupReader reader = ParquetRowGroupReader::open(path, options);
+    std::vector<uint8_t> scratch;
+    const auto read = [&](const std::vector<std::pair<int64_t, int64_t>>& parts) {
+      std::vector<std::vector<uint8_t>> got(parts.size());
+      std::vector<int64_t> label_out(600);
+      std::vector<ParquetRowGroupReader::RowRange> ranges;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        got[i].resize(static_cast<size_t>(parts[i].second - parts[i].first));
+        ranges.push_back({parts[i].first, parts[i].second, got[i].data(), label_out.data() + parts[i].first});
+      }
+      reader.read_rows(2, ranges, scratch);
+      for (size_t i = 0; i < parts.size(); ++i)
+        for (int64_t r = parts[i].first; r < parts[i].second; ++r)
+          EXPECT_EQ(got[i][static_cast<size_t>(r - parts[i].first)], (1200 + r) % 7 == 0 ? 0 : ((1200 + r) * 37) % 256)
+              << "row " << r;
+    };
+    read({{0, 517}, {518, 600}});
+    read({{3, 9}, {520, 521}, {100, 400}});
+    EXPECT_EQ(data_error_of([&] { read({{100, 200}, {510, 520}}); }),
+              path.string() + ": column 'pixel12' row group 2 row 517: " + bad.expected);
+    EXPECT_EQ(data_error_of([&] { read({{517, 518}}); }),
+              path.string() + ": column 'pixel12' row group 2 row 517: " + bad.expected);
+  }
+}
+
 TEST(ParquetRowGroupReader, EveryKindOfBadLabelNamesFileColumnRowGroupRowAndValue) {
   const std::vector<BadCell> cases = {
       {"float_fraction", PhysicalType::kFloat, 0.5, "value 0.5 is not an integer"},

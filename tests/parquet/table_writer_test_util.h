@@ -1,7 +1,8 @@
 #pragma once
 
 // A small Parquet writer for tests: flat tables of INT32, INT64, FLOAT or DOUBLE columns, with nulls
-// and integer annotations, split into row groups, one PLAIN uncompressed v1 page per column chunk.
+// and integer annotations, split into row groups, one uncompressed v1 data page per column chunk,
+// PLAIN or dictionary-encoded (a PLAIN dictionary page first, then the indices RLE/bit-packed).
 // feeder's own writer only writes what feeder produces (INT32 pixels, INT64 labels); this one writes
 // what other tools may, so the readers can be tested on every column type and every bad value.
 // Assembled through the same Thrift code the reader uses (src/formats/parquet/detail/thrift.h).
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "feeder/formats/parquet/metadata.h"
+#include "formats/parquet/encoder/rle_bit_packed_encoder.h"
 #include "formats/parquet/detail/thrift.h"
 
 namespace feeder::parquet::testing {
@@ -33,6 +35,8 @@ struct TableColumn {
   // An integer annotation INT(bits, signed) when bits > 0, e.g. {8, false} for DuckDB's UTINYINT.
   int32_t int_bits = 0;
   bool int_signed = true;
+  // RLE_DICTIONARY: each chunk's distinct values in a dictionary page (in order of first use).
+  bool dictionary = false;
 };
 
 // A whole column of one value per row.
@@ -130,10 +134,38 @@ inline std::vector<uint8_t> write_table(const std::vector<TableColumn>& columns,
     for (size_t c = 0; c < columns.size(); ++c) {
       std::string values;
       std::vector<bool> present;
+      std::vector<Cell> distinct;
+      std::vector<uint32_t> indices;
       for (int64_t r = first; r < first + rows; ++r) {
         const Cell& cell = columns[c].cells[static_cast<size_t>(r)];
         present.push_back(!std::holds_alternative<std::monostate>(cell));
-        if (present.back()) append_value(values, columns[c].type, cell);
+        if (!present.back()) continue;
+        if (!columns[c].dictionary) {
+          append_value(values, columns[c].type, cell);
+          continue;
+        }
+        const auto found = std::find(distinct.begin(), distinct.end(), cell);
+        indices.push_back(static_cast<uint32_t>(found - distinct.begin()));
+        if (found == distinct.end()) distinct.push_back(cell);
+      }
+      const int64_t offset = static_cast<int64_t>(bytes.size());
+      std::optional<int64_t> dictionary_offset;
+      if (columns[c].dictionary) {
+        std::string dictionary;
+        for (const Cell& cell : distinct) append_value(dictionary, columns[c].type, cell);
+        format::PageHeader header;
+        header.type = format::PageType::DICTIONARY_PAGE;
+        header.uncompressed_page_size = header.compressed_page_size = static_cast<int32_t>(dictionary.size());
+        header.__isset.dictionary_page_header = true;
+        header.dictionary_page_header.num_values = static_cast<int32_t>(distinct.size());
+        header.dictionary_page_header.encoding = format::Encoding::PLAIN;
+        dictionary_offset = offset;
+        bytes += parquet::detail::serialize_page_header(header) + dictionary;
+        int bit_width = 0;
+        while ((size_t{1} << bit_width) < distinct.size()) ++bit_width;
+        std::vector<uint8_t> encoded{static_cast<uint8_t>(bit_width)};
+        encoder::put_rle_bit_packed(indices, bit_width, encoded);
+        values.assign(encoded.begin(), encoded.end());
       }
       std::string body;
       if (optional[c]) {
@@ -148,10 +180,11 @@ inline std::vector<uint8_t> write_table(const std::vector<TableColumn>& columns,
       header.uncompressed_page_size = header.compressed_page_size = static_cast<int32_t>(body.size());
       header.__isset.data_page_header = true;
       header.data_page_header.num_values = static_cast<int32_t>(rows);
-      header.data_page_header.encoding = format::Encoding::PLAIN;
+      header.data_page_header.encoding =
+          columns[c].dictionary ? format::Encoding::RLE_DICTIONARY : format::Encoding::PLAIN;
       header.data_page_header.definition_level_encoding = format::Encoding::RLE;
       header.data_page_header.repetition_level_encoding = format::Encoding::RLE;
-      const int64_t offset = static_cast<int64_t>(bytes.size());
+      const int64_t data_offset = static_cast<int64_t>(bytes.size());
       bytes += parquet::detail::serialize_page_header(header) + body;
       format::ColumnChunk chunk;
       chunk.file_offset = offset;
@@ -159,11 +192,13 @@ inline std::vector<uint8_t> write_table(const std::vector<TableColumn>& columns,
       format::ColumnMetaData& cm = chunk.meta_data;
       cm.type = thrift_type(columns[c].type);
       cm.encodings = {format::Encoding::PLAIN, format::Encoding::RLE};
+      if (columns[c].dictionary) cm.encodings.push_back(format::Encoding::RLE_DICTIONARY);
       cm.path_in_schema = {columns[c].name};
       cm.codec = format::CompressionCodec::UNCOMPRESSED;
       cm.num_values = rows;
       cm.total_compressed_size = cm.total_uncompressed_size = static_cast<int64_t>(bytes.size()) - offset;
-      cm.data_page_offset = offset;
+      cm.data_page_offset = data_offset;
+      if (dictionary_offset) cm.__set_dictionary_page_offset(*dictionary_offset);
       group.columns.push_back(chunk);
       group.total_byte_size += cm.total_uncompressed_size;
     }

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "formats/parquet/decoder/decode_error.h"
 #include "formats/parquet/decoder/rle_bit_packed.h"
 #include "formats/parquet/encoder/dictionary_encoder.h"
 #include "formats/parquet/encoder/plain_encoder.h"
@@ -108,6 +109,53 @@ TEST(ParquetRleBitPackedEncoder, RoundTripsThroughTheDecoderAtEveryWidth) {
     std::vector<uint32_t> decoded(values.size());
     decoder.get(decoded.data(), static_cast<int64_t>(decoded.size()));
     EXPECT_EQ(decoded, values) << "bit width " << bit_width;
+  }
+}
+
+// Values passed over with skip() are those a full decode would have given there: what follows is
+// decoded the same, across runs of either kind and in the middle of them.
+TEST(ParquetRleBitPackedDecoder, SkippingThenReadingGivesTheValuesAfterTheSkippedOnes) {
+  std::mt19937 rng(11);
+  for (const int bit_width : {0, 1, 3, 8, 13, 32}) {
+    const uint64_t max_value = bit_width == 0 ? 0 : (uint64_t{1} << bit_width) - 1;
+    std::uniform_int_distribution<uint64_t> value_dist(0, max_value);
+    std::vector<uint32_t> values;
+    while (values.size() < 3000) {
+      const uint32_t value = static_cast<uint32_t>(value_dist(rng));
+      values.insert(values.end(), rng() % 4 == 0 ? 20 + rng() % 50 : 1, value);
+    }
+    Bytes encoded;
+    put_rle_bit_packed(values, bit_width, encoded);
+    for (int trial = 0; trial < 20; ++trial) {
+      decoder::RleBitPackedDecoder decoder(encoded, bit_width);
+      size_t at = 0;
+      while (at < values.size()) {
+        const size_t skipped = std::min<size_t>(rng() % 200, values.size() - at);
+        decoder.skip(static_cast<int64_t>(skipped));
+        at += skipped;
+        const size_t read = std::min<size_t>(rng() % 40, values.size() - at);
+        std::vector<uint32_t> got(read);
+        decoder.get(got.data(), static_cast<int64_t>(read));
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), values.begin() + static_cast<std::ptrdiff_t>(at)))
+            << "bit width " << bit_width << " values " << at << ".." << at + read;
+        at += read;
+      }
+    }
+  }
+}
+
+TEST(ParquetRleBitPackedDecoder, AllEqualTellsWhetherEveryValueIsTheOneAsked) {
+  for (const bool packed : {false, true}) {
+    std::vector<uint32_t> values(1000, 1);
+    if (packed) values[0] = 0;  // literals first: the hybrid's bit-packed run
+    Bytes encoded;
+    put_rle_bit_packed(values, 1, encoded);
+    decoder::RleBitPackedDecoder decoder(encoded, 1);
+    EXPECT_EQ(decoder.all_equal(1, 8), !packed);
+    EXPECT_TRUE(decoder.all_equal(1, 992));
+    decoder::RleBitPackedDecoder again(encoded, 1);
+    EXPECT_EQ(again.all_equal(1, 1000), !packed);
+    EXPECT_THROW(again.all_equal(1, 1), decoder::DecodeError);  // nothing left
   }
 }
 

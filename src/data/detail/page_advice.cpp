@@ -7,10 +7,11 @@ namespace feeder::detail {
 
 namespace {
 
-// Pages decoded this many times an epoch or more are reported: DuckDB's label-sorted FashionMNIST
-// streamed within a quarter of its size decodes its row group about 12 times an epoch and kept
-// feeder train waiting 9-13% of a pass; within a half, about 5 times and under 1% after the first
-// epoch (bench/RESULTS.md).
+// Pages read this many times an epoch or more are reported. Each window reads and decompresses
+// whole pages but decodes only its own rows of them (ParquetRowGroupReader::read_rows): DuckDB's
+// label-sorted FashionMNIST streamed within a quarter of its size reads its row group about 12
+// times an epoch, and feeder train's passes took 15-20% longer than in memory; within a half,
+// about 5 times and 6-8% longer (bench/RESULTS.md).
 constexpr double kMinDecodesToReport = 4;
 
 }  // namespace
@@ -23,7 +24,7 @@ std::string page_advice(const SampleSource& source, const LoaderOptions& options
   const double piece_rows = size / static_cast<double>(source.num_blocks());
   const double windows = options.shuffle ? std::ceil(size / static_cast<double>(options.shuffle_window)) : 1;
   // A page of P pieces, each in a window of its own chosen at random among W: the windows that take
-  // one of its pieces each decode it, W * (1 - (1 - 1/W)^P) of them on average.
+  // one of its pieces each read it, W * (1 - (1 - 1/W)^P) of them on average.
   const double pieces_per_page = static_cast<double>(page_rows) / piece_rows;
   const double decodes = windows * (1 - std::pow(1 - 1 / windows, pieces_per_page));
   if (decodes < kMinDecodesToReport) return {};
@@ -31,8 +32,8 @@ std::string page_advice(const SampleSource& source, const LoaderOptions& options
   std::snprintf(text, sizeof(text),
                 "%s: its pages hold up to %lld rows each (one page per column of a row group, as DuckDB "
                 "writes them), and the stream takes pieces of about %.0f rows: each of an epoch's %.0f "
-                "shuffle windows decodes whole pages for the rows it takes from them, about %.0f times the "
-                "set an epoch, on the cores training needs. Rewrite it once with `feeder convert IN "
+                "shuffle windows reads and decompresses whole pages for the rows it takes from them, about "
+                "%.0f times the set an epoch, on the cores training needs. Rewrite it once with `feeder convert IN "
                 "OUTDIR/` (pages of one piece each), or raise the memory budget so that fewer windows "
                 "cover the set.",
                 source.name().c_str(), static_cast<long long>(page_rows), piece_rows, windows, decodes);

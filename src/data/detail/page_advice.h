@@ -11,7 +11,7 @@
 namespace feeder::detail {
 
 // Empty unless the source's blocks are parts of pages far larger than themselves, so that the
-// windows of an epoch decode those pages again and again (SampleSource::largest_page_rows); then
+// windows of an epoch read and decompress those pages again and again (SampleSource::largest_page_rows); then
 // one paragraph with the cost and what to do.
 std::string page_advice(const SampleSource& source, const LoaderOptions& options);
 

@@ -639,28 +639,29 @@ void ParquetRowGroupReader::read_rows(int64_t row_group_idx, std::span<const Row
     }
     return;
   }
-  // Numeric pixel columns: each column's pages holding the ranges decoded into a tile that spans
-  // every such page of every column, then the ranges' rows transposed into their images.
-  int64_t extent_begin = INT64_MAX;
-  int64_t extent_end = 0;
-  for (const int64_t column_idx : pixel_idx_) {
-    const auto& column_pages = data_pages(column_idx);
-    const auto runs = page_runs(column_pages, sorted, 1);
-    if (runs.empty()) continue;
-    extent_begin = std::min(extent_begin, column_pages[runs.front().first].first_row);
-    const detail::PageSpan& last = column_pages[runs.back().second];
-    extent_end = std::max(extent_end, last.first_row + last.num_values);
-  }
+  // Numeric pixel columns: the ranges' rows of each column decoded into a tile (one column's rows
+  // after another's, the ranges' rows back to back), then transposed into their images. Only the
+  // pages holding the ranges are read, and of those only the ranges' values are decoded.
   std::vector<detail::ImageRows> rows;
   for (const RowRange& range : sorted) rows.push_back(detail::ImageRows{range.begin, range.end, range.pixels});
+  std::vector<detail::RowSelection> selected;
   detail::decode_pixel_column_rows(
       [&](int64_t column_idx, uint8_t* out) {
         for (const auto& [first, last] : page_runs(data_pages(column_idx), sorted, 1)) {
           const detail::ChunkLocation where = read_run(column_idx, first, last);
-          detail::decode_pixel_chunk(where, out + (where.first_row - extent_begin), decode.pages);
+          selected.clear();
+          int64_t tile_row = 0;
+          for (const RowRange& range : sorted) {
+            const int64_t begin = std::max(range.begin, where.first_row);
+            const int64_t end = std::min(range.end, where.first_row + where.num_rows);
+            if (begin < end)
+              selected.push_back({begin - where.first_row, end - where.first_row, tile_row + (begin - range.begin)});
+            tile_row += range.end - range.begin;
+          }
+          detail::decode_pixel_chunk_rows(where, selected, out, decode.pages);
         }
       },
-      pixel_idx_, extent_begin, extent_end - extent_begin, rows, image_bytes, decode);
+      pixel_idx_, rows, image_bytes, decode);
 }
 
 }  // namespace feeder::parquet

@@ -26,6 +26,9 @@ class DictionaryIndexDecoder {
     return indices_.get_mapped(out, count, lut);
   }
 
+  // Passes over `count` indices unread (RleBitPackedDecoder::skip).
+  void skip(int64_t count) { indices_.skip(count); }
+
  private:
   RleBitPackedDecoder indices_;
 };

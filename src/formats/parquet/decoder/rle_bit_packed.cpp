@@ -167,6 +167,44 @@ int64_t RleBitPackedDecoder::get_mapped(uint8_t* out, int64_t count, std::span<c
   return first_bad;
 }
 
+void RleBitPackedDecoder::skip(int64_t count) {
+  while (count > 0) {
+    if (repeat_left_ > 0) {
+      const int64_t n = std::min(count, repeat_left_);
+      repeat_left_ -= n;
+      count -= n;
+    } else if (packed_left_ > 0) {
+      const int64_t n = std::min(count, packed_left_);
+      packed_bit_ += static_cast<uint64_t>(n) * static_cast<uint64_t>(bit_width_);
+      packed_left_ -= n;
+      count -= n;
+    } else {
+      next_run();
+    }
+  }
+}
+
+bool RleBitPackedDecoder::all_equal(uint32_t value, int64_t count) {
+  bool equal = true;
+  uint32_t values[256];
+  while (count > 0) {
+    if (repeat_left_ > 0) {
+      const int64_t n = std::min(count, repeat_left_);
+      equal = equal && repeat_value_ == value;
+      repeat_left_ -= n;
+      count -= n;
+    } else if (packed_left_ > 0) {
+      const int64_t n = std::min<int64_t>({count, packed_left_, 256});
+      get_impl(values, n);  // stays inside this bit-packed run
+      for (int64_t i = 0; i < n; ++i) equal = equal && values[i] == value;
+      count -= n;
+    } else {
+      next_run();
+    }
+  }
+  return equal;
+}
+
 void RleBitPackedDecoder::get(uint32_t* out, int64_t count) { get_impl(out, count); }
 
 void RleBitPackedDecoder::get(uint8_t* out, int64_t count) {

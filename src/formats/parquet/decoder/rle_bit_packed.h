@@ -23,6 +23,15 @@ class RleBitPackedDecoder {
   // entry is negative (the caller's "not representable" marker), or -1 when there is none.
   int64_t get_mapped(uint8_t* out, int64_t count, std::span<const int16_t> lut);
 
+  // Passes over the next `count` values without decoding them: a run at a time, so that a reader
+  // wanting a few rows of a long page pays for its runs, not its values. Skipped values are not
+  // checked (an index out of range is found only by whoever decodes it).
+  void skip(int64_t count);
+
+  // Consumes the next `count` values; whether every one of them equals `value`. A run at a time
+  // where they are repeated: definition levels of a column without nulls are one run per page.
+  bool all_equal(uint32_t value, int64_t count);
+
   // Bytes consumed so far (the end of the last run started).
   int64_t consumed_bytes() const { return pos_ - begin_; }
 

@@ -2,13 +2,26 @@
 
 namespace feeder::parquet::detail {
 
+namespace {
+
+int32_t level_bit_width(int16_t max_level) {
+  int32_t bit_width = 0;
+  while ((1 << bit_width) <= max_level) ++bit_width;
+  return bit_width;
+}
+
+}  // namespace
+
+bool all_present(const DataPage& page, int16_t max_level) {
+  decoder::RleBitPackedDecoder levels(page.def_levels, level_bit_width(max_level));
+  return levels.all_equal(static_cast<uint32_t>(max_level), page.num_values);
+}
+
 int64_t decode_validity(const DataPage& page, int16_t max_level, uint8_t* valid) {
   // A value is present when its level is the column's maximum: 1 for a flat OPTIONAL column, more
   // for a leaf of optional structs (image.bytes of an optional struct `image`: 2); lower levels
   // are nulls at some depth.
-  int32_t bit_width = 0;
-  while ((1 << bit_width) <= max_level) ++bit_width;
-  decoder::RleBitPackedDecoder levels(page.def_levels, bit_width);
+  decoder::RleBitPackedDecoder levels(page.def_levels, level_bit_width(max_level));
   levels.get(valid, page.num_values);
   int64_t present = 0;
   for (int64_t i = 0; i < page.num_values; ++i) {

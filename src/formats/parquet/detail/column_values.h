@@ -59,6 +59,11 @@ void load_dictionary(const DictionaryPage& page, const ColumnSchema& column, std
 // values.
 int64_t decode_validity(const DataPage& page, int16_t max_level, uint8_t* valid);
 
+// Whether every value of the page is present (its levels all `max_level`), found a run at a time
+// without writing a level anywhere. False for a page with nulls or with a level out of range:
+// decode_validity then says which.
+bool all_present(const DataPage& page, int16_t max_level);
+
 template <class T>
 std::vector<T> read_values(const ParquetFile& file, int64_t column_idx, std::vector<uint8_t>& valid) {
   const FileMetadata& meta = file.metadata();

@@ -83,7 +83,7 @@ bool label_of(T value, bool as_unsigned, int64_t& label) {
 // Throws `null_what` naming the first null row of the page, if it has any.
 void require_no_nulls(const ChunkLocation& where, const DataPage& page, std::vector<uint8_t>& valid,
                       const char* null_what) {
-  if (where.column->max_definition_level == 0) return;
+  if (where.column->max_definition_level == 0 || all_present(page, where.column->max_definition_level)) return;
   valid.resize(static_cast<size_t>(page.num_values));
   if (decode_validity(page, where.column->max_definition_level, valid.data()) == page.num_values) return;
   const int64_t null_idx = std::find(valid.begin(), valid.end(), 0) - valid.begin();
@@ -94,9 +94,12 @@ bool is_dictionary_encoded(const DataPage& page) {
   return page.encoding == Encoding::kRleDictionary || page.encoding == Encoding::kPlainDictionary;
 }
 
-// T is the column's physical value type: int32_t, int64_t, float or double.
+// T is the column's physical value type: int32_t, int64_t, float or double. Decodes the rows of
+// `selected` (sorted, disjoint, counted from the chunk's first row) to their places in `pixels`;
+// the pages' other rows are passed over unconverted (dictionary indices a run at a time).
 template <class T>
-void decode_pixels(const ChunkLocation& where, uint8_t* pixels, PageBuffer& buffer) {
+void decode_pixels(const ChunkLocation& where, std::span<const RowSelection> selected, uint8_t* pixels,
+                   PageBuffer& buffer) {
   const ColumnSchema& column = *where.column;
   const bool as_unsigned = is_unsigned(column);
   std::vector<T> dictionary;
@@ -106,6 +109,19 @@ void decode_pixels(const ChunkLocation& where, uint8_t* pixels, PageBuffer& buff
   std::vector<T> values;
   std::vector<uint8_t> valid;
   decoder::ValueSource<T> source;
+  size_t next = 0;  // the first selection not wholly before the page
+  // Calls take(begin, end, out) for each part of a selection within the page's rows [begin, end),
+  // in row order, with rows counted from the page's first.
+  const auto for_each_selected = [&](const DataPage& page, const auto& take) {
+    const int64_t page_end = page.first_row + page.num_values;
+    while (next < selected.size() && selected[next].end <= page.first_row) ++next;
+    for (size_t i = next; i < selected.size() && selected[i].begin < page_end; ++i) {
+      const RowSelection& part = selected[i];
+      const int64_t begin = std::max(part.begin, page.first_row);
+      const int64_t end = std::min(part.end, page_end);
+      take(begin - page.first_row, end - page.first_row, pixels + part.out + (begin - part.begin));
+    }
+  };
   for_each_page(
       where,
       [&](const DictionaryPage& page) {
@@ -115,27 +131,32 @@ void decode_pixels(const ChunkLocation& where, uint8_t* pixels, PageBuffer& buff
       },
       [&](const DataPage& page) {
         require_no_nulls(where, page, valid, "null pixel value (pixel columns must not have nulls)");
-        uint8_t* out = pixels + page.first_row;
         if (is_dictionary_encoded(page) && source.has_dictionary) {
           // Fast path: indices go through the pixel LUT straight into the output, no typed copy.
           decoder::DictionaryIndexDecoder indices(page.values, page.num_values);
-          const int64_t bad = indices.get_mapped(out, page.num_values, lut);
-          if (bad >= 0) {
+          int64_t at = 0;
+          for_each_selected(page, [&](int64_t begin, int64_t end, uint8_t* out) {
+            indices.skip(begin - at);
+            const int64_t bad = indices.get_mapped(out, end - begin, lut);
+            at = end;
+            if (bad < 0) return;
             // Find the dictionary entry again to name the value.
-            std::vector<uint32_t> idx(static_cast<size_t>(bad + 1));
+            std::vector<uint32_t> idx(static_cast<size_t>(begin + bad + 1));
             decoder::DictionaryIndexDecoder again(page.values, page.num_values);
-            again.get(idx.data(), bad + 1, lut.size());
-            throw_at_row(where, page.first_row + bad, value_problem(dictionary[idx.back()], as_unsigned, kPixelRange));
-          }
+            again.get(idx.data(), begin + bad + 1, lut.size());
+            throw_at_row(where, page.first_row + begin + bad, value_problem(dictionary[idx.back()], as_unsigned, kPixelRange));
+          });
           return;
         }
         values.resize(static_cast<size_t>(page.num_values));
         decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
-        for (int64_t i = 0; i < page.num_values; ++i) {
-          const int16_t pixel = pixel_of(values[static_cast<size_t>(i)]);
-          if (pixel < 0) throw_at_row(where, page.first_row + i, value_problem(values[static_cast<size_t>(i)], as_unsigned, kPixelRange));
-          out[i] = static_cast<uint8_t>(pixel);
-        }
+        for_each_selected(page, [&](int64_t begin, int64_t end, uint8_t* out) {
+          for (int64_t i = begin; i < end; ++i) {
+            const int16_t pixel = pixel_of(values[static_cast<size_t>(i)]);
+            if (pixel < 0) throw_at_row(where, page.first_row + i, value_problem(values[static_cast<size_t>(i)], as_unsigned, kPixelRange));
+            out[i - begin] = static_cast<uint8_t>(pixel);
+          }
+        });
       },
       &buffer);
 }
@@ -176,11 +197,17 @@ void decode_labels(const ChunkLocation& where, int64_t* labels, PageBuffer& buff
 }  // namespace
 
 void decode_pixel_chunk(const ChunkLocation& where, uint8_t* out, PageBuffer& buffer) {
+  const RowSelection all{0, where.num_rows, 0};
+  decode_pixel_chunk_rows(where, std::span(&all, 1), out, buffer);
+}
+
+void decode_pixel_chunk_rows(const ChunkLocation& where, std::span<const RowSelection> selected, uint8_t* out,
+                             PageBuffer& buffer) {
   switch (where.column->physical_type) {
-    case PhysicalType::kInt32: return decode_pixels<int32_t>(where, out, buffer);
-    case PhysicalType::kInt64: return decode_pixels<int64_t>(where, out, buffer);
-    case PhysicalType::kFloat: return decode_pixels<float>(where, out, buffer);
-    case PhysicalType::kDouble: return decode_pixels<double>(where, out, buffer);
+    case PhysicalType::kInt32: return decode_pixels<int32_t>(where, selected, out, buffer);
+    case PhysicalType::kInt64: return decode_pixels<int64_t>(where, selected, out, buffer);
+    case PhysicalType::kFloat: return decode_pixels<float>(where, selected, out, buffer);
+    case PhysicalType::kDouble: return decode_pixels<double>(where, selected, out, buffer);
     default: throw_not_a_number_column(where);
   }
 }
@@ -315,23 +342,27 @@ void decode_pixel_columns(const std::function<ChunkLocation(int64_t column_idx)>
 }
 
 void decode_pixel_column_rows(const std::function<void(int64_t column_idx, uint8_t* out)>& decode_column,
-                              std::span<const int64_t> pixel_idx, int64_t extent_begin, int64_t extent_rows,
-                              std::span<const ImageRows> rows, int64_t num_pixels, PixelScratch& scratch) {
+                              std::span<const int64_t> pixel_idx, std::span<const ImageRows> rows, int64_t num_pixels,
+                              PixelScratch& scratch) {
   const auto num_columns = static_cast<int64_t>(pixel_idx.size());
-  const int64_t columns = tile_columns(extent_rows);
+  int64_t tile_rows = 0;
+  for (const ImageRows& part : rows) tile_rows += part.end - part.begin;
+  const int64_t columns = tile_columns(tile_rows);
   for (int64_t k0 = 0; k0 < num_columns; k0 += columns) {
     const int64_t group = std::min(columns, num_columns - k0);
-    scratch.tile.resize(static_cast<size_t>(group * extent_rows));
-    for (int64_t j = 0; j < group; ++j) decode_column(pixel_idx[static_cast<size_t>(k0 + j)], scratch.tile.data() + j * extent_rows);
+    scratch.tile.resize(static_cast<size_t>(group * tile_rows));
+    for (int64_t j = 0; j < group; ++j) decode_column(pixel_idx[static_cast<size_t>(k0 + j)], scratch.tile.data() + j * tile_rows);
+    int64_t part_first = 0;  // the part's first row in the tile
     for (const ImageRows& part : rows) {
       for (int64_t r0 = part.begin; r0 < part.end; r0 += kTileRows) {
         const int64_t block = std::min(kTileRows, part.end - r0);
         uint8_t* dst = part.images + (r0 - part.begin) * num_pixels + k0;
         for (int64_t j = 0; j < group; ++j) {
-          const uint8_t* src = scratch.tile.data() + j * extent_rows + (r0 - extent_begin);
+          const uint8_t* src = scratch.tile.data() + j * tile_rows + part_first + (r0 - part.begin);
           for (int64_t r = 0; r < block; ++r) dst[r * num_pixels + j] = src[r];
         }
       }
+      part_first += part.end - part.begin;
     }
   }
 }

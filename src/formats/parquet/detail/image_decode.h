@@ -28,6 +28,21 @@ namespace feeder::parquet::detail {
 // Decodes one pixel column chunk into out[0, where.num_rows), one byte per row.
 void decode_pixel_chunk(const ChunkLocation& where, uint8_t* out, PageBuffer& buffer);
 
+// Rows [begin, end) of a chunk, counted from its first row, and where the first of them goes.
+struct RowSelection {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t out = 0;
+};
+
+// Decodes only the rows of `selected` (sorted and disjoint) of one pixel column chunk, row r of a
+// selection s to out[s.out + r - s.begin]. Every page is still decompressed, but the values of
+// rows outside the selections are passed over a run at a time and never checked: a few rows of a
+// page far larger than them (DuckDB writes one page per column of a row group) cost little more
+// than the page's decompression.
+void decode_pixel_chunk_rows(const ChunkLocation& where, std::span<const RowSelection> selected, uint8_t* out,
+                             PageBuffer& buffer);
+
 // Decodes one label column chunk into out[0, where.num_rows).
 void decode_label_chunk(const ChunkLocation& where, int64_t* out, PageBuffer& buffer);
 
@@ -69,11 +84,11 @@ struct ImageRows {
   uint8_t* images = nullptr;
 };
 
-// decode_pixel_columns for some rows of a row group: `decode_column(column_idx, out)` fills
-// out[r - extent_begin] for every row r of `rows` (out has extent_rows bytes); each of `rows` is
-// then transposed into its images.
+// decode_pixel_columns for some rows of a row group: `decode_column(column_idx, out)` fills one
+// byte per row of `rows`, the rows of each part after those of the parts before it (out has as
+// many bytes as `rows` have rows); each part is then transposed into its images.
 void decode_pixel_column_rows(const std::function<void(int64_t column_idx, uint8_t* out)>& decode_column,
-                              std::span<const int64_t> pixel_idx, int64_t extent_begin, int64_t extent_rows,
-                              std::span<const ImageRows> rows, int64_t num_pixels, PixelScratch& scratch);
+                              std::span<const int64_t> pixel_idx, std::span<const ImageRows> rows, int64_t num_pixels,
+                              PixelScratch& scratch);
 
 }  // namespace feeder::parquet::detail
