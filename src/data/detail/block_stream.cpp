@@ -64,14 +64,17 @@ BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_rea
   block_starts_.assign(starts.begin(), starts.end());
   pixels_per_sample_ = source_->shape().num_pixels();
   encoded_ = source_->encoded();
-  // Buckets of samples for block_of: twice as many buckets as blocks.
+  // Buckets of samples for block_of: at least twice as many buckets as blocks, each a power of two
+  // samples, so that finding a sample's bucket is a shift (a division per sample cost a few percent
+  // of a loader-bound stream).
   const int64_t num_samples = block_starts_.back();
   const auto num_blocks = static_cast<int64_t>(block_starts_.size()) - 1;
-  bucket_samples_ = std::max<int64_t>(1, num_samples / std::max<int64_t>(1, 2 * num_blocks));
-  bucket_first_block_.resize(static_cast<size_t>(num_samples / bucket_samples_ + 1));
+  const int64_t most_per_bucket = std::max<int64_t>(1, num_samples / std::max<int64_t>(1, 2 * num_blocks));
+  while ((int64_t{2} << bucket_shift_) <= most_per_bucket) ++bucket_shift_;
+  bucket_first_block_.resize(static_cast<size_t>((num_samples >> bucket_shift_) + 1));
   int64_t block = 0;
   for (size_t k = 0; k < bucket_first_block_.size(); ++k) {
-    const int64_t first_sample = static_cast<int64_t>(k) * bucket_samples_;
+    const int64_t first_sample = static_cast<int64_t>(k) << bucket_shift_;
     while (block + 1 < num_blocks && block_starts_[static_cast<size_t>(block) + 1] <= first_sample) ++block;
     bucket_first_block_[k] = block;
   }
@@ -100,8 +103,9 @@ void BlockStream::cancel() {
 }
 
 int64_t BlockStream::block_of(int64_t sample) const {
-  // The bucket's first block, then forward: a step or two, as buckets are half a block on average.
-  auto block = static_cast<size_t>(bucket_first_block_[static_cast<size_t>(sample / bucket_samples_)]);
+  // The bucket's first block, then forward: a step or two, as buckets are at most half a block on
+  // average.
+  auto block = static_cast<size_t>(bucket_first_block_[static_cast<size_t>(sample >> bucket_shift_)]);
   while (block_starts_[block + 1] <= sample) ++block;
   return static_cast<int64_t>(block);
 }
@@ -291,18 +295,28 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
   }
   if (waiting_on < slots.size()) rethrow_copy(slot(slots[waiting_on]).error);
 
+  // Each sample's block, taken under the lock; the samples are found in them after it: the blocks
+  // stay as they are until this batch is released (only readers write a block, before it is ready),
+  // and reading a batch's labels and ends misses the cache once per sample, which other workers and
+  // the readers need not wait for.
+  thread_local std::vector<DecodedBlock*> blocks;
+  blocks.resize(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) blocks[i] = slot(slots[i]).data.get();
+  lock.unlock();
+
   refs.resize(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {
-    Slot& s = slot(slots[i]);
-    const int64_t row = plan_->sample_at(first + static_cast<int64_t>(i)) - block_starts_[static_cast<size_t>(s.block)];
+    DecodedBlock& data = *blocks[i];
+    const int64_t sample = plan_->sample_at(first + static_cast<int64_t>(i));
+    const int64_t row = sample - block_starts_[static_cast<size_t>(block_of(sample))];
     if (encoded_) {
-      const int64_t begin = row == 0 ? 0 : s.data->ends()[row - 1];
-      refs[i].pixels = s.data->pixels() + begin;
-      refs[i].size = s.data->ends()[row] - begin;
+      const int64_t begin = row == 0 ? 0 : data.ends()[row - 1];
+      refs[i].pixels = data.pixels() + begin;
+      refs[i].size = data.ends()[row] - begin;
     } else {
-      refs[i].pixels = s.data->pixels() + row * pixels_per_sample_;
+      refs[i].pixels = data.pixels() + row * pixels_per_sample_;
     }
-    refs[i].label = s.data->labels()[row];
+    refs[i].label = data.labels()[row];
   }
   return true;
 }

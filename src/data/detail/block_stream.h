@@ -190,7 +190,7 @@ class BlockStream {
 
   std::shared_ptr<const SampleSource> source_;
   std::vector<int64_t> block_starts_;
-  int64_t bucket_samples_ = 1;               // block_of's lookup: samples per bucket
+  int bucket_shift_ = 0;                     // block_of's lookup: 2^bucket_shift_ samples per bucket
   std::vector<int64_t> bucket_first_block_;  // per bucket: the block holding its first sample
   int64_t pixels_per_sample_ = 0;
   bool encoded_ = false;  // blocks of encoded samples (SampleSource::encoded)
