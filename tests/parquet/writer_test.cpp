@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "feeder/error.h"
@@ -304,6 +305,46 @@ TEST(ParquetWriter, RejectsNegativeThreadCount) {
     EXPECT_STREQ(error.what(), "parquet writer: number of threads must be 0 (one per core) or positive, got -1");
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "threads.parquet"));
+}
+
+// LZ4's high-compression levels write smaller pages that read back the same; a level a codec does
+// not take is refused, where it used to be ignored.
+TEST(ParquetWriter, Lz4LevelsCompressHarderAndLevelsOutOfRangeAreRefused) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(ImageShape{1, 28, 28}, 400, true);
+  ParquetWriteOptions options = options_with(ParquetLayout::kImage, Codec::kLz4Raw, 400);
+  write_parquet(store, dir / "fast.parquet", options);
+  options.compression_level = 9;
+  write_parquet(store, dir / "hc.parquet", options);
+  testing::expect_same_images(parquet::read_parquet_images(dir / "hc.parquet"), store);
+  const auto compressed = [](const std::filesystem::path& path) {
+    int64_t total = 0;
+    const parquet::ParquetFile file = parquet::ParquetFile::open(path);
+    for (const parquet::RowGroupInfo& group : file.metadata().row_groups)
+      for (const parquet::ColumnChunkInfo& chunk : group.columns) total += chunk.total_compressed_size_bytes;
+    return total;
+  };
+  EXPECT_LT(compressed(dir / "hc.parquet"), compressed(dir / "fast.parquet"));
+
+  const std::vector<std::tuple<Codec, int, std::string>> refused = {
+      {Codec::kSnappy, 3, "parquet writer: codec SNAPPY has no compression levels (got level 3)"},
+      {Codec::kUncompressed, 1, "parquet writer: codec UNCOMPRESSED has no compression levels (got level 1)"},
+      {Codec::kLz4Raw, 13, "parquet writer: codec LZ4_RAW takes levels 1 to 12, got 13"},
+      {Codec::kGzip, 10, "parquet writer: codec GZIP takes levels 1 to 9, got 10"},
+      {Codec::kBrotli, -1, "parquet writer: codec BROTLI takes levels 1 to 11, got -1"},
+      {Codec::kZstd, 23, "parquet writer: codec ZSTD takes levels 1 to 22, got 23"},
+  };
+  for (const auto& [codec, level, message] : refused) {
+    ParquetWriteOptions bad = options_with(ParquetLayout::kImage, codec, 400);
+    bad.compression_level = level;
+    try {
+      write_parquet(store, dir / "refused.parquet", bad);
+      ADD_FAILURE() << "expected OptionsError for " << message;
+    } catch (const OptionsError& error) {
+      EXPECT_EQ(std::string(error.what()), message);
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "refused.parquet"));
+  }
 }
 
 TEST(ParquetImageReader, ReadsTheSameImagesForEveryThreadCount) {

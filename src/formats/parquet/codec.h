@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "feeder/formats/parquet/metadata.h"
@@ -21,8 +22,12 @@ bool codec_supported(Codec codec);
 // GZIP accepts concatenated members; LZ4 accepts Hadoop framing and falls back to a raw block.
 void decompress(Codec codec, std::span<const uint8_t> input, std::span<uint8_t> output, const std::string& context);
 
-// Compresses `input`. `level` < 0 picks the codec's default (zstd 3, gzip 6, brotli 5).
+// Compresses `input`. `level` < 0 picks the codec's default (zstd 3, gzip 6, brotli 5, lz4 its fast
+// mode; 1-12 its high-compression mode at that level).
 // LZ4 (codec 5) is written with Hadoop framing, which every reader accepts; prefer LZ4_RAW.
 std::vector<uint8_t> compress(Codec codec, std::span<const uint8_t> input, int level = -1);
+
+// The levels `compress` takes for a codec, {lowest, highest}; {1, 0} for a codec without levels.
+std::pair<int, int> compression_levels(Codec codec);
 
 }  // namespace feeder::parquet

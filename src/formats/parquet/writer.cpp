@@ -77,6 +77,17 @@ WriteConfig resolve(const ParquetWriteOptions& options) {
   // Page sizes and value counts are 32-bit in the page header.
   if (options.page_size_bytes <= 0 || options.page_size_bytes > kMaxPageSizeBytes)
     throw OptionsError("parquet writer: page size must be 1 byte to 1 GiB, got " + std::to_string(options.page_size_bytes));
+  // Levels each codec takes; a level given to a codec without levels is refused, not ignored.
+  if (options.compression_level != 0) {
+    const auto [lowest, highest] = parquet::compression_levels(options.codec);
+    if (lowest > highest)
+      throw OptionsError("parquet writer: codec " + parquet::to_string(options.codec) +
+                         " has no compression levels (got level " + std::to_string(options.compression_level) + ")");
+    if (options.compression_level < lowest || options.compression_level > highest)
+      throw OptionsError("parquet writer: codec " + parquet::to_string(options.codec) + " takes levels " +
+                         std::to_string(lowest) + " to " + std::to_string(highest) + ", got " +
+                         std::to_string(options.compression_level));
+  }
   WriteConfig config;
   config.layout = options.layout;
   config.codec = options.codec;
