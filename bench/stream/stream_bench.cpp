@@ -61,6 +61,7 @@ struct StreamBenchOptions {
   int64_t shard_rows = 250'000;
   int64_t row_group_rows = 10'000;
   std::string codec = "lz4";
+  int level = 0;  // the codec's level (feeder convert --level); 0: its default
   int64_t memory_budget = int64_t{256} << 20;
   int64_t batch_size = 512;
   int num_workers = 2;
@@ -88,7 +89,8 @@ void augment(const uint8_t* original, uint8_t* out, int64_t height, int64_t widt
 }
 
 fs::path large_set_dir(const StreamBenchOptions& options) {
-  return options.cache_dir / ("fashion-" + std::to_string(options.num_samples) + "-" + options.codec + "-rg" +
+  const std::string level = options.level != 0 ? "-l" + std::to_string(options.level) : "";
+  return options.cache_dir / ("fashion-" + std::to_string(options.num_samples) + "-" + options.codec + level + "-rg" +
                               std::to_string(options.row_group_rows) + "-p" + std::to_string(options.resolved_piece_rows()));
 }
 
@@ -113,6 +115,7 @@ ShardedDataset ensure_large_set(const StreamBenchOptions& options) {
   write.shard_rows = options.shard_rows;
   write.parquet.layout = parquet::ParquetLayout::kImage;
   write.parquet.codec = parquet::parse_parquet_codec(options.codec);
+  write.parquet.compression_level = options.level;
   write.parquet.row_group_size = options.row_group_rows;
   write.parquet.page_rows = options.resolved_piece_rows();  // as feeder convert writes a sharded set
   const Stopwatch took;
@@ -470,6 +473,7 @@ int main(int argc, char** argv) {
   app.add_option("--shard-rows", options->shard_rows, "rows per shard")->check(at_least(1))->capture_default_str();
   app.add_option("--row-group-size", options->row_group_rows, "rows per row group")->check(at_least(1))->capture_default_str();
   app.add_option("--codec", options->codec, "Parquet codec of the large set")->capture_default_str();
+  app.add_option("--level", options->level, "the codec's level (feeder convert --level); 0: its default");
   app.add_option("--piece-rows", options->piece_rows, "rows per piece and per page (0: the stream's default)")
       ->capture_default_str();
   app.add_option("--budget", *budget, "the streaming loader's memory budget")->capture_default_str();
