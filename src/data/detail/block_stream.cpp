@@ -262,8 +262,7 @@ void BlockStream::read_ahead(std::vector<int64_t> blocks) {
   work_.notify_all();
 }
 
-BlockStream::SlotId BlockStream::slot_of(int64_t position, int64_t sample, size_t& window_hint) const {
-  const int64_t block = block_of(sample);
+BlockStream::SlotId BlockStream::slot_of(int64_t position, int64_t block, size_t& window_hint) const {
   if (position >= num_samples_) return SlotId{padding_load_, padding_slot_[static_cast<size_t>(block)]};
   if (window_hint >= window_begins_.size() || window_begins_[window_hint] > position) {
     window_hint = static_cast<size_t>(
@@ -277,8 +276,15 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
   const auto [first, last] = plan_->batch_span(batch_idx);
   std::vector<SlotId> slots;
   slots.reserve(static_cast<size_t>(last - first));
+  thread_local std::vector<int64_t> rows;  // each sample's row in its block
+  rows.clear();
   size_t window_hint = 0;
-  for (int64_t p = first; p < last; ++p) slots.push_back(slot_of(p, plan_->sample_at(p), window_hint));
+  for (int64_t p = first; p < last; ++p) {
+    const int64_t sample = plan_->sample_at(p);
+    const int64_t block = block_of(sample);
+    slots.push_back(slot_of(p, block, window_hint));
+    rows.push_back(sample - block_starts_[static_cast<size_t>(block)]);
+  }
 
   MutexLock lock(mutex_);
   // Waiting on the first slot not ready, then the next, checks each slot once per wake-up. A
@@ -307,8 +313,7 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
   refs.resize(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {
     DecodedBlock& data = *blocks[i];
-    const int64_t sample = plan_->sample_at(first + static_cast<int64_t>(i));
-    const int64_t row = sample - block_starts_[static_cast<size_t>(block_of(sample))];
+    const int64_t row = rows[i];
     if (encoded_) {
       const int64_t begin = row == 0 ? 0 : data.ends()[row - 1];
       refs[i].pixels = data.pixels() + begin;

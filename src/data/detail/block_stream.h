@@ -142,7 +142,8 @@ class BlockStream {
     int64_t held_bytes = 0;
   };
 
-  SlotId slot_of(int64_t position, int64_t sample, size_t& window_hint) const;
+  // The slot holding the sample at `position` of the order, which lies in `block`.
+  SlotId slot_of(int64_t position, int64_t block, size_t& window_hint) const;
   Slot& slot(SlotId id) REQUIRES(mutex_) {
     return loads_[static_cast<size_t>(id.load)].slots[static_cast<size_t>(id.slot)];
   }

@@ -4,11 +4,8 @@ namespace feeder::parquet::detail {
 
 namespace {
 
-int32_t level_bit_width(int16_t max_level) {
-  int32_t bit_width = 0;
-  while ((1 << bit_width) <= max_level) ++bit_width;
-  return bit_width;
-}
+// Levels 0..max_level take this many bits.
+int32_t level_bit_width(int16_t max_level) { return decoder::bit_width_for(static_cast<uint32_t>(max_level)); }
 
 }  // namespace
 
