@@ -196,8 +196,8 @@ void decode_jpeg_region(std::span<const uint8_t> bytes, const std::string& name,
   if (row_first > 0) row_first = jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(row_first));
   region.top = row_first;
   region.height = row_last - row_first;
-  scratch.pixels.resize(static_cast<size_t>(region.width * region.height * options.channels));
-  read_rows(cinfo, options.channels, row_last, scratch.pixels.data(), scratch.rows);
+  uint8_t* pixels = ImageScratch::room(scratch.pixels, static_cast<size_t>(region.width * region.height * options.channels));
+  read_rows(cinfo, options.channels, row_last, pixels, scratch.rows);
   info.scale_eighths = eighths;
   info.decoded_pixels = region.width * region.height;
   // The rows below the box are never decoded: the decompressor is destroyed here.

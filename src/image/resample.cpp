@@ -272,11 +272,9 @@ void resample(const uint8_t* src, int64_t width, int64_t /*height: box.read_y1 b
   // Eight rows of the vertical pass, the same as lanes, eight output rows as lanes, then as rows in
   // the output's layout (a row per channel for (C,H,W)), each copied out whole: the batch is
   // written in long runs.
-  scratch.column.resize(static_cast<size_t>(kLanes * column_values * 2));
-  float* columns = scratch.column.data();
+  float* columns = ImageScratch::room(scratch.column, static_cast<size_t>(kLanes * column_values * 2));
   float* column_lanes = columns + kLanes * column_values;
-  scratch.output_row.resize(static_cast<size_t>(kLanes * row_values * 2));
-  float* out_lanes = scratch.output_row.data();
+  float* out_lanes = ImageScratch::room(scratch.output_row, static_cast<size_t>(kLanes * row_values * 2));
   float* out_rows = out_lanes + kLanes * row_values;
 
   const int64_t plane = out_height * out_width;

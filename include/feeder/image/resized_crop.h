@@ -33,6 +33,14 @@ struct ImageScratch {
   std::vector<int64_t> spans;   // their first source pixel and count, per output pixel
   std::vector<float> vertical_weights;
   std::vector<int64_t> vertical_spans;
+
+  // `buffer` with room for at least `n` values, never shrunk: each image needs a different size,
+  // and a vector grown back would write zeros over what is about to be overwritten anyway.
+  template <class T>
+  static T* room(std::vector<T>& buffer, size_t n) {
+    if (buffer.size() < n) buffer.resize(n);
+    return buffer.data();
+  }
 };
 
 struct ResizedCropOptions {
