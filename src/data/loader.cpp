@@ -329,13 +329,13 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
     throw OptionsError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
                        " is too small: the stream needs " + format_byte_size(overhead) +
                        " for the epoch order and read buffers plus " + format_byte_size(needed_rows * sample_bytes) +
-                       (source.encoded() ? " of encoded row groups" : " of decoded row groups") + " (the batches in flight: " +
+                       (source.encoded() ? " of encoded samples" : " of decoded samples") + " (the batches in flight: " +
                        (options.num_workers == 0 ? std::string("1 without workers") : "prefetch " + std::to_string(in_flight)) +
                        " x world_size " + std::to_string(options.world_size) + " x batch_size " +
                        std::to_string(options.batch_size) + " samples, and two shuffle windows of " +
-                       std::to_string(window) + " samples plus a row group of " +
+                       std::to_string(window) + (window == 1 ? " sample" : " samples") + " plus a piece of " +
                        std::to_string(max_block_rows(source)) +
-                       " rows each); raise the budget" +
+                       " rows each, the unit the set is read in); raise the budget" +
                        (window > 1 ? ", or lower the shuffle window, prefetch or batch size"
                                    : ", or lower prefetch or the batch size"));
   }
@@ -372,15 +372,12 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   num_batches_ = EpochPlan::count_batches(size, options_.batch_size, options_.drop_last, options_.world_size);
   const auto blocks = source_->block_starts();
   block_layout_ = XXH3_64bits(blocks.data(), blocks.size_bytes());
-  shuffle_advice_ = detail::shuffle_advice(*source_, options_, options.shuffle_window > 0, [&](int64_t window) {
-    return budget_for_window(*source_, options_, window);
-  });
-  const std::string pages = detail::page_advice(*source_, options_);
-  if (!pages.empty()) shuffle_advice_ += (shuffle_advice_.empty() ? "" : " ") + pages;
+  window_given_ = options.shuffle_window > 0;
+  advise();
   if (!store_ && !source_->samples_in_memory()) {
     const int readers = stream_readers(*source_, options_);
-    const int64_t block_budget = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);
-    shared_->stream = std::make_unique<detail::BlockStream>(source_, readers, block_budget,
+    stream_block_budget_ = options_.memory_budget - stream_overhead_bytes(*source_, options_, readers);
+    shared_->stream = std::make_unique<detail::BlockStream>(source_, readers, stream_block_budget_,
                                                             options_.background_readers);
     // Most programs start with epoch 0: its first window is read while they set up the model.
     shared_->stream->read_ahead(first_window_blocks(source_->block_starts(), options_.shuffle_window,
@@ -541,12 +538,41 @@ LoaderState Loader::state() const {
   return state_at(shared_->epoch, shared_->next_to_deliver);
 }
 
+void Loader::advise() {
+  shuffle_advice_ = detail::shuffle_advice(*source_, options_, window_given_, [&](int64_t window) {
+    return budget_for_window(*source_, options_, window);
+  });
+  const std::string pages = detail::page_advice(*source_, options_);
+  if (!pages.empty()) shuffle_advice_ += (shuffle_advice_.empty() ? "" : " ") + pages;
+}
+
+void Loader::adopt_window(int64_t window) {
+  if (shared_->stream) {
+    const int64_t needed =
+        required_rows(*source_, options_, window, in_flight_batches(options_)) * source_->held_row_bytes();
+    if (needed > stream_block_budget_) {
+      throw OptionsError("cannot restore this loader state on " + source_->name() + ": it was saved with a shuffle "
+                         "window of " + std::to_string(window) + " samples, which memory_budget " +
+                         format_byte_size(options_.memory_budget) + " cannot hold (its own window is " +
+                         std::to_string(options_.shuffle_window) + " samples): give a memory budget of at least " +
+                         format_byte_size(options_.memory_budget - stream_block_budget_ + needed));
+    }
+  }
+  options_.shuffle_window = window;
+  advise();
+}
+
 void Loader::restore(const LoaderState& state) {
-  const LoaderState here = state_at(state.epoch, state.batches_delivered);
+  // A window the loader chose itself gives way to the state's (see the header); checked last, so
+  // that a state of another dataset or world size is refused for that, and changes nothing.
+  const bool adopt = !window_given_ && options_.shuffle && state.shuffle && state.shuffle_window >= 1 &&
+                     state.shuffle_window <= source_->size();
+  LoaderState here = state_at(state.epoch, state.batches_delivered);
+  if (adopt) here.shuffle_window = state.shuffle_window;
   // Blocks change the order only of a shuffle in windows smaller than the set; elsewhere a state
   // holds whatever blocks it was saved with, or none (format v1).
   const bool blocks_irrelevant =
-      !options_.shuffle || options_.shuffle_window >= source_->size() || source_->num_blocks() == 1;
+      !options_.shuffle || here.shuffle_window >= source_->size() || source_->num_blocks() == 1;
   std::string differs;
   bool other_dataset = false;  // then its blocks differ too, needless to say
   zip_state_fields(state, here, [&](const char*, const char* name, const auto& saved, const auto& mine) {
@@ -562,12 +588,15 @@ void Loader::restore(const LoaderState& state) {
                             : "the pieces the set is shuffled in differ (another piece size or row groups)";
     } else {
       differs += std::string(name) + " " + std::to_string(saved) + " in the state, " + std::to_string(mine) + " here";
+      if (std::string_view(name) == "shuffle_window" && window_given_)
+        differs += " (give shuffle_window " + std::to_string(saved) + " to continue it)";
     }
   });
   if (!differs.empty()) throw OptionsError("cannot restore this loader state on " + source_->name() + ": " + differs);
   if (state.batches_delivered < 0 || state.batches_delivered > num_batches_)
     throw OptionsError("cannot restore this loader state: batches_delivered " + std::to_string(state.batches_delivered) +
                        " is outside 0.." + std::to_string(num_batches_));
+  if (adopt && state.shuffle_window != options_.shuffle_window) adopt_window(state.shuffle_window);
   begin_epoch(state.epoch, state.batches_delivered);
 }
 

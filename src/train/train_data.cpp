@@ -193,6 +193,16 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
   } else if (train.set.decoded_bytes <= train_share) {
     test_share = memory_budget - train.set.decoded_bytes;
   }
+  // A set read within its share needs some of it: a share of 0 would mean the default budget.
+  const auto check_share = [&](const Candidate& set, int64_t share, const Candidate& held) {
+    if ((set.dataset || set.set.streaming) && share <= 0) {
+      throw OptionsError("memory budget " + format_byte_size(memory_budget) + " is too small: " + held.set.spec +
+                         " is held in memory (" + format_byte_size(held.set.decoded_bytes) + ") and leaves nothing for " +
+                         set.set.spec + ", which is read within what is left; raise --memory-budget");
+    }
+  };
+  check_share(train, train_share, test);
+  check_share(test, test_share, train);
   if (train.dataset) open_parquet(train, train_share);
   if (test.dataset) open_parquet(test, test_share);
   if (train.set.streaming && !train.dataset) train.set.memory_budget = train_share;

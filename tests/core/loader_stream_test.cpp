@@ -282,6 +282,66 @@ TEST(LoaderStream, RestoreRefusesAnotherDatasetOrWorldSizeSayingWhatDiffers) {
   }
 }
 
+// The default window follows the memory budget, whose own default follows the memory free at start:
+// a run resumed after a restart gets another one. The state's window is taken instead, where the
+// budget holds it; a window given in the options is not replaced.
+TEST(LoaderStream, RestoreTakesTheStatesWindowWhereTheWindowWasADefault) {
+  auto source = std::make_shared<StreamedStore>(numbered_store(600), uniform_blocks(600, 10));
+  LoaderOptions saved_options = options_with(16, 2);
+  saved_options.memory_budget = 12 * 1024;  // a window of about a hundred samples
+  Loader saver(source, saved_options);
+  ASSERT_GT(saver.shuffle_window(), 16);
+  ASSERT_LT(saver.shuffle_window(), 300);
+  const Delivered all = epoch_of(saver, 3);
+  saver.start_epoch(3);
+  drain(saver, 5);
+  const LoaderState state = saver.state();
+
+  for (int workers : {0, 3}) {
+    LoaderOptions larger = saved_options;  // more memory free at the restart: a larger default window
+    larger.memory_budget = 16 * 1024;
+    larger.num_workers = workers;
+    Loader resumed(source, larger);
+    ASSERT_GT(resumed.shuffle_window(), saver.shuffle_window());
+    resumed.restore(state);
+    EXPECT_EQ(resumed.shuffle_window(), saver.shuffle_window());
+    EXPECT_EQ(resumed.options().shuffle_window, saver.shuffle_window());
+    const Delivered rest = drain(resumed);
+    EXPECT_EQ(rest.batches, std::vector<std::vector<int64_t>>(all.batches.begin() + 5, all.batches.end()))
+        << workers << " workers";
+    // Later epochs keep the state's window: the same as the saving loader's.
+    EXPECT_TRUE(epoch_of(resumed, 4) == epoch_of(saver, 4)) << workers << " workers";
+  }
+
+  LoaderOptions smaller = saved_options;  // a budget that cannot hold the state's window
+  smaller.memory_budget = 9 * 1024;
+  Loader too_small(source, smaller);
+  const int64_t own_window = too_small.shuffle_window();
+  try {
+    too_small.restore(state);
+    FAIL() << "restored a window the budget cannot hold";
+  } catch (const OptionsError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot restore this loader state on streamed: it was saved with a shuffle "
+                                     "window of " + std::to_string(saver.shuffle_window()) + " samples, which "
+                                     "memory_budget 9.0 KiB cannot hold (its own window is " + std::to_string(own_window) +
+                                     " samples): give a memory budget of at least 12 KiB");
+  }
+  EXPECT_EQ(too_small.shuffle_window(), own_window);
+
+  LoaderOptions given = saved_options;  // a window the user chose stays, and the message says what to give
+  given.memory_budget = 16 * 1024;
+  given.shuffle_window = 50;
+  Loader pinned(source, given);
+  try {
+    pinned.restore(state);
+    FAIL() << "replaced a window the options gave";
+  } catch (const OptionsError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot restore this loader state on streamed: shuffle_window " +
+                                         std::to_string(saver.shuffle_window()) + " in the state, 50 here (give "
+                                         "shuffle_window " + std::to_string(saver.shuffle_window()) + " to continue it)");
+  }
+}
+
 // A state of format v1 (before the pieces a set is shuffled in were recorded) restores where blocks
 // cannot change the order, and is refused, saying why, where they can.
 TEST(LoaderState, AStateWithoutBlocksRestoresOnlyWhereBlocksCannotChangeTheOrder) {
@@ -478,8 +538,9 @@ TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
   } catch (const OptionsError& e) {
     EXPECT_EQ(std::string(e.what()),
               "streamed: memory_budget 50 KiB is too small: the stream needs 39 KiB for the epoch order and read "
-              "buffers plus 99 KiB of decoded row groups (the batches in flight: prefetch 4 x world_size 1 x "
-              "batch_size 32 samples, and two shuffle windows of 2000 samples plus a row group of 50 rows each); "
+              "buffers plus 99 KiB of decoded samples (the batches in flight: prefetch 4 x world_size 1 x "
+              "batch_size 32 samples, and two shuffle windows of 2000 samples plus a piece of 50 rows each, the unit "
+              "the set is read in); "
               "raise the budget, or lower the shuffle window, prefetch or batch size");
   }
   options.shuffle_window = 1;  // nothing left to lower there

@@ -12,6 +12,7 @@
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/formats/sharded.h"
 #include "feeder/train/train_data.h"
+#include "feeder/util/byte_size.h"
 #include "formats/test_files.h"
 #include "image/test_pictures.h"
 #include "parquet/writer_test_util.h"
@@ -46,6 +47,32 @@ TEST_F(TrainSets, BothInMemoryWhenTheyFitTheBudget) {
   EXPECT_EQ(sets.train.num_files, 3);
   EXPECT_EQ(sets.train.num_row_groups, 10);
   EXPECT_EQ(sets.train.choice, "in memory (23 KiB decoded, within the 1019 KiB budget)");
+}
+
+// A test set held in memory (CSV, IDX, an image folder) that takes the whole budget leaves the
+// training set nothing to stream within: refused, not streamed within the default budget.
+TEST_F(TrainSets, ATestSetHeldInMemoryThatTakesTheWholeBudgetIsRefused) {
+  std::string csv = "label";
+  for (int p = 0; p < 16; ++p) csv += ",p" + std::to_string(p);
+  csv += "\n";
+  for (int row = 0; row < 200; ++row) {
+    csv += std::to_string(row % 10);
+    for (int p = 0; p < 16; ++p) csv += "," + std::to_string((row + p) % 256);
+    csv += "\n";
+  }
+  testing::write_text(dir_ / "test.csv", csv);
+  const std::string held = (dir_ / "test.csv").string();
+  for (int64_t budget : {4000, 4800}) {  // under and exactly the test set's 200 * 24 bytes
+    try {
+      open_train_test(train(), held, kShape, budget);
+      FAIL() << "budget " << budget << " accepted";
+    } catch (const OptionsError& e) {
+      EXPECT_EQ(std::string(e.what()), "memory budget " + format_byte_size(budget) + " is too small: " + held +
+                                           " is held in memory (4.7 KiB) and leaves nothing for " + train() +
+                                           ", which is read within what is left; raise --memory-budget");
+    }
+  }
+  EXPECT_EQ(open_train_test(train(), held, kShape, 9000).train.memory_budget, 9000 - 4800);
 }
 
 TEST_F(TrainSets, TheTrainingSetIsStreamedWhenItExceedsItsShare) {

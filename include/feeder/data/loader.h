@@ -264,7 +264,10 @@ class Loader {
   LoaderState state() const;
   // Continues at `state`: the next batch is batch state.batches_delivered of state.epoch. Throws
   // OptionsError saying what differs when the state is of another dataset, world size, rank, batch
-  // size, seed, shuffle or window.
+  // size, seed, shuffle or window. A default window (one the options left at 0) gives way to the
+  // state's, which the budget must hold: a streamed default follows the memory budget, whose own
+  // default follows the memory free when the loader was built, so a run resumed after a restart
+  // would otherwise be refused.
   void restore(const LoaderState& state);
 
  private:
@@ -279,10 +282,18 @@ class Loader {
   void begin_epoch(int64_t epoch, int64_t first_batch);
   // What this loader's state at batch `batches_delivered` of `epoch` is.
   LoaderState state_at(int64_t epoch, int64_t batches_delivered) const;
+  // shuffle_advice_ for the options in effect.
+  void advise();
+  // restore()'s last check: a default window becomes the state's `window`, if the budget holds it.
+  void adopt_window(int64_t window);
 
   std::shared_ptr<const SampleSource> source_;
   const ImageStore* store_ = nullptr;  // source_->in_memory(), or nullptr when streaming or encoded
-  const LoaderOptions options_;        // resolved once by the constructor
+  // Resolved once by the constructor; restore() alone may replace a default shuffle_window (by
+  // the consumer thread, between epochs: workers never read it).
+  LoaderOptions options_;
+  bool window_given_ = false;           // LoaderOptions::shuffle_window was set, not defaulted
+  int64_t stream_block_budget_ = 0;     // streaming: what the stream may hold in blocks
   BatchTransform transform_;
   ImageShape sample_shape_;
   int64_t num_samples_ = 0;
