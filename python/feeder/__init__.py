@@ -679,6 +679,11 @@ def convert(input, output, *, layout=None, codec=None, level=None, row_group_siz
         args += ["--shape", f"{channels}x{height}x{width}"]
     report = _feeder.convert(args)
     print(report, end="")  # through sys.stdout: a notebook shows it
+    # Images written as they are that a loader will fail on: a warning a notebook shows and a
+    # program can catch (the command's own goes to the process's stderr).
+    for line in report.splitlines():
+        if line.startswith(("not images:", "not decoded:")):
+            warnings.warn(f"feeder.convert: {line}", RuntimeWarning, stacklevel=2)
     return report
 
 

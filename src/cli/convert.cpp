@@ -302,13 +302,14 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   const double reencode_seconds = smaller ? smaller->stats().seconds : 0.0;
   uint64_t output_bytes = 0;
   for (const ShardInfo& shard : dataset.shards) output_bytes += shard.size_bytes;
-  std::printf("| input | output | images | classes | shards | row groups | encoded MB | output MB | read s | write s |\n");
+  std::printf("| input | output | images | classes | shards | row groups | encoded | output | read s | write s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
-  std::printf("| %s | %s | %lld | %zu | %zu | %lld | %.1f | %.1f | %.3f | %.3f |\n",
+  std::printf("| %s | %s | %lld | %zu | %zu | %lld | %s | %s | %.3f | %.3f |\n",
               input_name(args.input).c_str(), directory_name(args.output).c_str(),
               static_cast<long long>(dataset.num_rows), input.rows->labeled() ? source_rows->labels_seen().size() : size_t{0},
               dataset.shards.size(), static_cast<long long>(dataset.num_row_groups()),
-              megabytes(static_cast<uint64_t>(input.rows->encoded_bytes())), megabytes(output_bytes), read_seconds,
+              format_byte_size(input.rows->encoded_bytes()).c_str(),
+              format_byte_size(static_cast<int64_t>(output_bytes)).c_str(), read_seconds,
               total_time.seconds() - read_seconds - reencode_seconds);
   if (!input.classes.empty()) {
     std::printf("\nlabels: ");
@@ -319,23 +320,29 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
     std::printf("\nunlabeled: no .cls members\n");
   }
   if (!input.skipped.empty()) std::printf("skipped: %s\n", input.skipped.c_str());
-  if (source_rows->unreadable() > 0) {
-    std::string first;
-    for (const std::string& reason : source_rows->first_unreadable()) first += "\n  " + reason;
+  // Images a loader will fail on, written as they are: a warning on stderr naming the first few,
+  // and a line of the report (which Python's convert() turns into a warning).
+  const auto report_bad = [](const char* line, const char* what, int64_t count, const std::vector<std::string>& first) {
+    std::string names, reasons;
+    for (const std::string& reason : first) {
+      names += (names.empty() ? "" : "; ") + reason;
+      reasons += "\n  " + reason;
+    }
     std::fprintf(stderr,
-                 "feeder convert: warning: %lld of the images do not read as images; they are written as they are, "
-                 "and a loader fails on them (or leaves them out with on_error=\"skip\", --skip-bad-images). The "
-                 "first:%s\n",
-                 static_cast<long long>(source_rows->unreadable()), first.c_str());
-    std::printf("not images: %lld (see the warning)\n", static_cast<long long>(source_rows->unreadable()));
-  }
+                 "feeder convert: warning: %lld of the images %s; they are written as they are, and a loader fails "
+                 "on them (or leaves them out with on_error=\"skip\", --skip-bad-images). The first:%s\n",
+                 static_cast<long long>(count), what, reasons.c_str());
+    std::printf("%s: %lld, written as they are; the first: %s\n", line, static_cast<long long>(count), names.c_str());
+  };
+  if (source_rows->unreadable() > 0)
+    report_bad("not images", "do not read as images", source_rows->unreadable(), source_rows->first_unreadable());
   if (smaller) {
     const MaxSideStats& stats = smaller->stats();
-    std::printf("re-encoded: %lld images larger than %lld px on a side, as JPEG of quality %d: %.1f MB -> %.1f MB, "
-                "%.3f s\n",
+    std::printf("re-encoded: %lld images larger than %lld px on a side, as JPEG of quality %d: %s -> %s, %.3f s\n",
                 static_cast<long long>(stats.reencoded), static_cast<long long>(args.max_side), args.jpeg_quality,
-                megabytes(static_cast<uint64_t>(stats.bytes_before)), megabytes(static_cast<uint64_t>(stats.bytes_after)),
-                stats.seconds);
+                format_byte_size(stats.bytes_before).c_str(), format_byte_size(stats.bytes_after).c_str(), stats.seconds);
+    if (stats.undecodable > 0)
+      report_bad("not decoded", "larger than --max-side do not decode", stats.undecodable, stats.first_undecodable);
   }
   if (dataset.shuffled_on_write)
     std::printf("rows shuffled with seed %llu\n", static_cast<unsigned long long>(*dataset.shuffled_on_write));

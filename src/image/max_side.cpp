@@ -27,7 +27,12 @@ void check_options(const MaxSideOptions& options) {
 std::vector<uint8_t> limit_image_side(std::span<const uint8_t> bytes, const std::string& name,
                                       const MaxSideOptions& options) {
   check_options(options);
-  const ImageHeader header = read_image_header(bytes, name, options.max_pixels);
+  ImageHeader header;
+  try {
+    header = read_image_header(bytes, name, options.max_pixels);
+  } catch (const DataError&) {
+    return {};  // not an image: kept as it is, as without a limit (a loader reports it)
+  }
   const int64_t longer = std::max(header.width, header.height);
   if (longer <= options.max_side) return {};
   const double scale = static_cast<double>(options.max_side) / static_cast<double>(longer);
@@ -53,10 +58,22 @@ std::shared_ptr<const EncodedImageSource> limit_image_sides(const EncodedImageSo
   const Stopwatch time;
   const int64_t count = images.size();
   std::vector<std::vector<uint8_t>> smaller(static_cast<size_t>(count));
+  // An image over the limit that does not decode is kept as it is, and its error kept to report.
+  std::vector<std::string> errors(static_cast<size_t>(count));
   parallel_for(count, resolve_num_threads(options.num_threads, "max side: num_threads"), [&](int64_t i) {
     throw_if_interrupted();
-    smaller[static_cast<size_t>(i)] = limit_image_side(images.sample(i).bytes, images.sample_name(i), options);
+    try {
+      smaller[static_cast<size_t>(i)] = limit_image_side(images.sample(i).bytes, images.sample_name(i), options);
+    } catch (const DataError& e) {
+      errors[static_cast<size_t>(i)] = e.what();
+    }
   });
+  constexpr size_t kReasonsKept = 3;
+  for (const std::string& error : errors) {
+    if (error.empty()) continue;
+    ++stats.undecodable;
+    if (stats.first_undecodable.size() < kReasonsKept) stats.first_undecodable.push_back(error);
+  }
   EncodedImagesBuilder out;
   for (int64_t i = 0; i < count; ++i) {
     const SampleView sample = images.sample(i);

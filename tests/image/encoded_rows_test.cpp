@@ -182,7 +182,25 @@ TEST(MaxSide, OnlyImagesOverTheLimitAreReencodedToIt) {
   EXPECT_EQ(second.label, 5);
 
   std::vector<uint8_t> cut(wide.begin(), wide.begin() + static_cast<std::ptrdiff_t>(wide.size() / 2));
-  EXPECT_THROW(limit_image_side(cut, "cut", options), DataError);
+  EXPECT_THROW(limit_image_side(cut, "cut", options), DataError);  // over the limit, and does not decode
+  const std::vector<uint8_t> text = {'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
+  EXPECT_TRUE(limit_image_side(text, "text", options).empty());  // not an image: kept, as without a limit
+  // In a set, an image that does not decode is kept as it is and counted, with its error.
+  const EncodedImageSource damaged("damaged", [&] {
+    std::vector<uint8_t> bytes(cut);
+    bytes.insert(bytes.end(), text.begin(), text.end());
+    bytes.insert(bytes.end(), wide.begin(), wide.end());
+    return bytes;
+  }(), {0, static_cast<int64_t>(cut.size()), static_cast<int64_t>(cut.size() + text.size()),
+       static_cast<int64_t>(cut.size() + text.size() + wide.size())}, {1, 2, 3}, {"cut", "text", "wide"}, true);
+  MaxSideStats damaged_stats;
+  const auto kept = limit_image_sides(damaged, options, damaged_stats);
+  EXPECT_EQ(damaged_stats.reencoded, 1);
+  EXPECT_EQ(damaged_stats.undecodable, 1);
+  ASSERT_EQ(damaged_stats.first_undecodable.size(), 1u);
+  EXPECT_EQ(damaged_stats.first_undecodable[0].rfind("cut: ", 0), 0u) << damaged_stats.first_undecodable[0];
+  EXPECT_TRUE(std::equal(kept->sample(0).bytes.begin(), kept->sample(0).bytes.end(), cut.begin(), cut.end()));
+  EXPECT_TRUE(std::equal(kept->sample(1).bytes.begin(), kept->sample(1).bytes.end(), text.begin(), text.end()));
   options.quality = 0;
   EXPECT_THROW(limit_image_side(wide, "wide", options), OptionsError);
   options.quality = 90;

@@ -155,16 +155,37 @@ def test_max_side_reencodes_only_the_images_larger_than_it(tmp_path):
         feeder.convert(tmp_path / "x.csv", tmp_path / "y.parquet", max_side=100)
 
 
-def test_max_side_names_an_image_that_cannot_be_decoded(tmp_path):
+def test_max_side_writes_what_it_cannot_decode_as_it_is_and_warns(tmp_path):
+    # Before, --max-side stopped the conversion at the first file it could not decode, after a
+    # warning that such files would be written as they are, and Python never saw that warning.
     folder = tmp_path / "folder"
     (folder / "a").mkdir(parents=True)
     write_image(folder / "a" / "good.jpg", smooth(50, 50, 3, 0))
-    cut = io.BytesIO()
-    write_image(cut, smooth(300, 300, 3, 1), format="JPEG")
-    (folder / "a" / "cut.jpg").write_bytes(cut.getvalue()[:2000])
-    with pytest.raises(feeder.DataError, match=r"cut\.jpg: bad JPEG"):
-        feeder.convert(folder, tmp_path / "out/", max_side=64)
-    assert not list((tmp_path / "out").glob("*"))
+    whole = io.BytesIO()
+    write_image(whole, smooth(300, 300, 3, 1), format="JPEG")
+    whole = whole.getvalue()
+    (folder / "a" / "cut.jpg").write_bytes(whole[:2000])  # its end marker is gone: not an image
+    (folder / "a" / "text.jpg").write_bytes(b"not a picture at all")
+    # Its header and end marker read, its data does not: a marker where the rows should be.
+    middle = len(whole) // 2
+    (folder / "a" / "corrupt.jpg").write_bytes(whole[:middle] + b"\xff\xd4" + whole[middle + 2:])
+    with pytest.warns(RuntimeWarning) as caught:
+        report = feeder.convert(folder, tmp_path / "out/", max_side=64)
+    messages = [str(w.message) for w in caught]
+    not_images = [m for m in messages if m.startswith("feeder.convert: not images: 2, written as they are; the first: ")]
+    assert len(not_images) == 1 and "cut.jpg" in not_images[0] and "text.jpg" in not_images[0], messages
+    not_decoded = [m for m in messages if m.startswith("feeder.convert: not decoded: 1, written as they are; the first: ")]
+    assert len(not_decoded) == 1 and "corrupt.jpg: bad JPEG" in not_decoded[0], messages
+    assert re.search(r"re-encoded: 0 images larger than 64 px", report)  # corrupt.jpg is kept, not re-encoded
+
+    # What could not be decoded is stored byte for byte: a loader skips the three, keeps the good one.
+    stored = b"".join(shard_bytes(tmp_path / "out").values())
+    for name in ("cut.jpg", "text.jpg", "corrupt.jpg"):
+        assert (folder / "a" / name).read_bytes() in stored, name
+    loader = feeder.DataLoader(str(tmp_path / "out"), batch_size=4, image_size=8, on_error="skip")
+    with pytest.warns(RuntimeWarning, match="3 bad images were left out"):
+        images, _ = batches(loader)
+    assert images.shape[0] == 1
 
 
 def test_a_directory_that_is_not_a_set_says_what_it_lacks(tmp_path):

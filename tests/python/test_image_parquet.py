@@ -59,7 +59,7 @@ def test_a_set_larger_than_the_budget_streams_each_image_once_the_same_for_any_w
         with pytest.warns(RuntimeWarning):
             other, other_labels = run(workers)
         assert torch.equal(other, images) and torch.equal(other_labels, labels)
-    with pytest.raises(ValueError, match="memory_budget .* is too small.* of encoded row groups"):
+    with pytest.raises(ValueError, match="memory_budget .* is too small.* of encoded samples"):
         run(0, memory_budget=6000)
 
 

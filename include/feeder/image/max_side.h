@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "feeder/image/encoded_rows.h"
@@ -38,15 +39,21 @@ struct MaxSideStats {
   int64_t bytes_before = 0;  // of the re-encoded images
   int64_t bytes_after = 0;
   double seconds = 0;  // spent re-encoding
+  // Images over the limit that do not decode (corrupt, cut short): kept as they are, as a loader
+  // would fail on them (or leave them out with its skip option). Their count and the first errors,
+  // in the order of the images.
+  int64_t undecodable = 0;
+  std::vector<std::string> first_undecodable;
 };
 
-// One image: nothing (an empty vector) when it is within the limit, else its re-encoded bytes.
-// Throws DataError naming `name` for an image that cannot be decoded; OptionsError for options
-// out of range.
+// One image: nothing (an empty vector) when it is within the limit or its header does not read
+// (not an image: kept as it is), else its re-encoded bytes. Throws DataError naming `name` for an
+// image over the limit that cannot be decoded; OptionsError for options out of range.
 std::vector<uint8_t> limit_image_side(std::span<const uint8_t> bytes, const std::string& name,
                                       const MaxSideOptions& options);
 
-// `images` with every image over the limit re-encoded, in parallel; adds to `stats`.
+// `images` with every image over the limit re-encoded, in parallel; adds to `stats`. An image over
+// the limit that cannot be decoded is kept as it is and counted in `stats`.
 std::shared_ptr<const EncodedImageSource> limit_image_sides(const EncodedImageSource& images,
                                                             const MaxSideOptions& options, MaxSideStats& stats);
 
