@@ -243,9 +243,20 @@ int run_sharded_convert(const ConvertArgs& args) {
   ConvertArgs shown = args;
   shown.parquet = options.parquet;
   print_sharded_report(shown, dataset, read_seconds, write_time.seconds());
-  if (dataset.shuffled_on_write) std::printf("\nrows shuffled with seed %llu (recorded in %s)\n",
-                                             static_cast<unsigned long long>(*dataset.shuffled_on_write),
-                                             std::string(kShardIndexName).c_str());
+  if (dataset.shuffled_on_write) {
+    std::printf("\nrows shuffled with seed %llu (recorded in %s)\n",
+                static_cast<unsigned long long>(*dataset.shuffled_on_write), std::string(kShardIndexName).c_str());
+  } else if (store.labeled()) {
+    // Rows in long runs of one label (a set sorted by label, as class-ordered exports are) stream
+    // with few labels per batch unless the window is large: said here, where it is cheap to fix.
+    int64_t runs = store.size() > 0 ? 1 : 0;
+    for (size_t i = 1; i < store.labels().size(); ++i) runs += store.labels()[i] != store.labels()[i - 1];
+    constexpr int64_t kLongRun = 16;  // a shuffled set of 2 or more classes averages under 2 rows a run
+    if (runs > 0 && store.size() / runs >= kLongRun)
+      std::printf("\nrows in %lld runs of one label (%lld rows each on average, as in a set sorted by label): give "
+                  "--shuffle-on-write SEED for a set that streams well\n",
+                  static_cast<long long>(runs), static_cast<long long>(store.size() / runs));
+  }
   return 0;
 }
 
@@ -489,7 +500,8 @@ Command add_convert_command(CLI::App& parent) {
       "OUT: .parquet or .csv (the article's layout label,pixel1..pixelK), or a directory (OUT/, an existing\n"
       "     directory, or --shard-rows / --shard-size) for a sharded Parquet set: part-00000.parquet ...\n"
       "     plus index.json; shards of 256MB unless told otherwise, written to stream well: the image layout,\n"
-      "     lz4, and pages of about 64 KiB of images (--layout, --codec, --page-rows change them); --layout png\n"
+      "     lz4, and pages of a 4096th of the set (16 KiB to 1 MiB of images: the stream's unit of shuffling;\n"
+      "     --layout, --codec, --page-rows change them); --layout png\n"
       "     stores each image as a PNG of its own, which a stream holds compressed (a budget holds more\n"
       "     images) and decodes as batches need them (load it as encoded images: image_size=, channels=)");
   app->add_option("IN", args->input, "the input file, image folder or tar shards")->required();
@@ -521,7 +533,8 @@ Command add_convert_command(CLI::App& parent) {
       ->check(parsed_by([](const std::string& text) { return parse_byte_size(text, "--shard-size"); }, "SIZE"))
       ->excludes(shard_rows);
   app->add_option("--page-rows", args->parquet.page_rows,
-                  "rows per data page of every column (sharded sets: the stream's piece, about 64 KiB of images)")
+                  "rows per data page of every column (default for sharded sets: the stream's piece, a 4096th of the "
+                  "set, 16 KiB to 1 MiB of images)")
       ->check(at_least(1));
   app->add_option("--shuffle-on-write", args->shuffle_seed,
                   "sharded sets: write the rows in an order shuffled with this seed (recorded in index.json)");
