@@ -448,7 +448,8 @@ PYBIND11_MODULE(_feeder, m) {
         opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
                         std::to_string(folder.source->size()) + " images, " + format_byte_size(folder.encoded_bytes) +
                         " encoded" + (folder.streaming ? ", over the budget)" : ")");
-        return py::make_tuple(opened, folder.classes, folder.skipped_other, folder.skipped_unsupported);
+        return py::make_tuple(opened, folder.classes, folder.skipped_other, folder.skipped_unsupported,
+                              folder.first_unsupported);
       },
       py::arg("path"), py::arg("memory_budget"));
   m.def("from_arrays", &from_arrays<uint8_t>, py::arg("images"), py::arg("labels"));

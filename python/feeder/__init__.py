@@ -139,11 +139,12 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
             opened, _ = _feeder.open_tar_shards(path)
             return _labeled_or_allowed(opened, path, allow_unlabeled)
         if _feeder.is_image_folder(path):
-            opened, classes, skipped_other, skipped_unsupported = _feeder.open_image_folder(path, memory_budget)
+            opened, classes, skipped_other, skipped_unsupported, first_unsupported = _feeder.open_image_folder(
+                path, memory_budget)
             if skipped_unsupported:
                 warnings.warn(f"{path}: {skipped_unsupported} images of formats feeder does not decode (.bmp, .ppm, "
-                              f".pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them",
-                              RuntimeWarning, stacklevel=3)
+                              f".pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them. "
+                              f"The first: {', '.join(first_unsupported)}", RuntimeWarning, stacklevel=3)
             opened.classes = classes
             opened.skipped_files = skipped_other + skipped_unsupported
             return opened

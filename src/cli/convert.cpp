@@ -376,7 +376,7 @@ int run_image_folder_convert(const ConvertArgs& args) {
   input.order = "the folder's order, sorted by class";
   if (listing.skipped_other + listing.skipped_unsupported > 0)
     input.skipped = std::to_string(listing.skipped_other) + " files that are not images, " +
-                    std::to_string(listing.skipped_unsupported) + " images of formats feeder does not decode";
+                    describe_unsupported(listing.skipped_unsupported, listing.first_unsupported);
   input.rows = folder_row_reader(std::move(listing), args.input.string());
   return write_encoded_set(args, std::move(input));
 }

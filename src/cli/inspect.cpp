@@ -132,7 +132,7 @@ std::string inspect_report(const std::string& path) {
                        format_byte_size(folder.encoded_bytes) + " of images";
     if (folder.skipped_other + folder.skipped_unsupported > 0)
       text += "; skipped " + std::to_string(folder.skipped_other) + " other files and " +
-              std::to_string(folder.skipped_unsupported) + " images of formats feeder does not decode";
+              describe_unsupported(folder.skipped_unsupported, folder.first_unsupported);
     return text + ")\n" + describe_encoded_images(*folder.source, folder.classes);
   }
   if (is_sharded_spec(path)) {

@@ -184,6 +184,7 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
     folder_labels.push_back(it - classes.begin());
   }
   std::vector<std::string> empty_classes;
+  std::vector<std::string> unsupported;
   for (size_t folder = 0; folder < listing.classes.size(); ++folder) {
     const int64_t label = folder_labels[folder];
     std::vector<std::pair<std::string, std::string>> found;  // (directory, file name)
@@ -195,7 +196,7 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
       if (is_image_file_name(name))
         found.emplace_back(it->path().parent_path().string(), name);
       else if (ends_with_any(lower(name), {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
-        ++listing.skipped_unsupported;
+        unsupported.push_back(it->path().string());
       else
         ++listing.skipped_other;
     }
@@ -207,6 +208,12 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
       listing.labels.push_back(label);
     }
   }
+  // Listed in the directories' order: sorted, so that the same ones are named every time.
+  std::sort(unsupported.begin(), unsupported.end());
+  listing.skipped_unsupported = static_cast<int64_t>(unsupported.size());
+  constexpr size_t kNamed = 3;
+  unsupported.resize(std::min(unsupported.size(), kNamed));
+  listing.first_unsupported = std::move(unsupported);
   if (!classes.empty()) listing.classes = classes;
   if (!empty_classes.empty()) {
     std::string list;
@@ -249,6 +256,14 @@ std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& l
                                               std::move(names), true);
 }
 
+std::string describe_unsupported(int64_t count, const std::vector<std::string>& first) {
+  std::string text = std::to_string(count) + " images of formats feeder does not decode";
+  if (first.empty()) return text;
+  text += " (the first: ";
+  for (size_t i = 0; i < first.size(); ++i) text += (i ? ", " : "") + first[i];
+  return text + ")";
+}
+
 ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget,
                               const std::vector<std::string>& classes) {
   resolve_num_threads(num_threads, "image folder: num_threads");
@@ -258,6 +273,7 @@ ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t mem
   folder.encoded_bytes = listing.encoded_bytes;
   folder.skipped_other = listing.skipped_other;
   folder.skipped_unsupported = listing.skipped_unsupported;
+  folder.first_unsupported = listing.first_unsupported;
   const auto count = static_cast<int64_t>(listing.files.size());
   if (memory_budget > 0 && listing.encoded_bytes > memory_budget) {
     // Too large to hold: streamed, in a fixed mixed order of the files.

@@ -95,7 +95,11 @@ Candidate describe(const std::string& spec, int64_t memory_budget, const std::ve
                            (folder.streaming ? ", over the " + format_byte_size(memory_budget) + " budget" : "") +
                            ", decoded as batches need them";
     if (folder.skipped_other + folder.skipped_unsupported > 0)
-      candidate.set.choice += "; " + std::to_string(folder.skipped_other + folder.skipped_unsupported) + " other files skipped";
+      candidate.set.choice += "; " + std::to_string(folder.skipped_other + folder.skipped_unsupported) +
+                              " other files skipped" +
+                              (folder.skipped_unsupported > 0
+                                   ? ", of them " + describe_unsupported(folder.skipped_unsupported, folder.first_unsupported)
+                                   : std::string());
     candidate.set.choice += ")";
     return candidate;
   }

@@ -102,6 +102,31 @@ TEST(EncodedRows, FilesThatAreNotImagesAreCountedWithTheirErrors) {
                                                "end-of-image marker)");
 }
 
+// Images of formats feeder does not decode are left out as torchvision would not leave them out:
+// counted and named (the first few, sorted, the same ones every time), apart from other files.
+TEST(EncodedRows, ImagesOfFormatsNotDecodedAreCountedAndNamed) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "class1");
+  std::filesystem::create_directories(dir.path() / "class2");
+  write_bytes(dir.path() / "class1" / "a.png", png_of(4, 4, 1));
+  write_bytes(dir.path() / "class2" / "b.png", png_of(4, 4, 2));
+  for (const char* name : {"class2/z.tif", "class1/y.bmp", "class2/x.ppm", "class1/w.tiff"})
+    write_bytes(dir.path() / name, std::vector<uint8_t>{'B', 'M'});
+  write_bytes(dir.path() / "class1" / "notes.txt", std::vector<uint8_t>{'h', 'i'});
+  const ImageFolderListing listing = list_image_folder(dir.path());
+  EXPECT_EQ(listing.files.size(), 2u);
+  EXPECT_EQ(listing.skipped_other, 1);
+  EXPECT_EQ(listing.skipped_unsupported, 4);
+  const std::string root = dir.path().string();
+  EXPECT_EQ(listing.first_unsupported,
+            (std::vector<std::string>{root + "/class1/w.tiff", root + "/class1/y.bmp", root + "/class2/x.ppm"}));
+  EXPECT_EQ(describe_unsupported(listing.skipped_unsupported, listing.first_unsupported),
+            "4 images of formats feeder does not decode (the first: " + root + "/class1/w.tiff, " + root +
+                "/class1/y.bmp, " + root + "/class2/x.ppm)");
+  const ImageFolder folder = open_image_folder(dir.path());
+  EXPECT_EQ(folder.first_unsupported, listing.first_unsupported);
+}
+
 TEST(EncodedRows, AStreamGivesItsRowsInOrderAndThroughASpillFileInAnyOrder) {
   TempDir dir;
   write_folder(dir.path() / "folder");

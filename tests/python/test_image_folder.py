@@ -292,3 +292,16 @@ def test_uint8_batches_are_the_float_batches_rounded(image_set_folder):
                           image_size=8)
     with pytest.raises(ValueError, match="dtype must be torch.float32 or torch.uint8"):
         feeder.DataLoader(str(image_set_folder), dtype=torch.float16, image_size=8)
+
+
+def test_images_of_formats_not_decoded_are_named_in_the_warning(tmp_path):
+    # torchvision's ImageFolder would read a .bmp or .tif; feeder leaves them out, and says which.
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        picture(8, 6, 1).save(tmp_path / label / "kept.png")
+    picture(8, 6, 2).save(tmp_path / "b" / "left-out.bmp")
+    (tmp_path / "a" / "notes.txt").write_text("not an image")
+    with pytest.warns(RuntimeWarning, match=r"1 images of formats feeder does not decode .* The first: .*b/left-out\.bmp"):
+        loader = feeder.DataLoader(str(tmp_path), batch_size=2, image_size=4)
+    images, labels = batches(loader)
+    assert images.shape[0] == 2 and labels.tolist() == [0, 1]

@@ -29,6 +29,7 @@ struct ImageFolder {
   std::vector<std::string> classes;  // label i is classes[i]
   int64_t skipped_other = 0;         // files without an image extension
   int64_t skipped_unsupported = 0;   // images feeder does not decode (.bmp, .ppm, .pgm, .tif, .tiff)
+  std::vector<std::string> first_unsupported;  // the first few of them (paths, sorted), to name
 };
 
 // The files of an image folder, listed (with their sizes) but not read.
@@ -40,7 +41,12 @@ struct ImageFolderListing {
   int64_t encoded_bytes = 0;  // the files, together
   int64_t skipped_other = 0;
   int64_t skipped_unsupported = 0;
+  std::vector<std::string> first_unsupported;
 };
+
+// "N images of formats feeder does not decode (the first: a, b, c)": what a listing left out that
+// torchvision's ImageFolder would have read, for messages.
+std::string describe_unsupported(int64_t count, const std::vector<std::string>& first);
 
 // Lists `root` as open_image_folder does, reading no file; throws what it throws for the layout.
 // `classes`, when given, are the class names and their order (label i is classes[i]) instead of
