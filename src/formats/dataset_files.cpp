@@ -93,7 +93,14 @@ fs::path find_split_file(const fs::path& dir, Split split) {
   std::string looked_for;
   for (const std::string& name : exact) looked_for += name + ", ";
   looked_for += "*" + suffix;
-  throw DataError(dir.string() + ": no " + split_name + " set found (looked for " + looked_for + ")");
+  // Splits held as folders (image folders, sharded sets: train/ and test/ or val/) are given by name.
+  std::string hint;
+  if (fs::is_directory(dir / "train", error)) {
+    const char* test = !fs::is_directory(dir / "test", error) && fs::is_directory(dir / "val", error) ? "val" : "test";
+    hint = "; for image folders or sharded sets give each by name: --train " + (dir / "train").string() + " --test " +
+           (dir / test).string();
+  }
+  throw DataError(dir.string() + ": no " + split_name + " set found (looked for " + looked_for + ")" + hint);
 }
 
 }  // namespace feeder

@@ -86,7 +86,8 @@ std::string describe_encoded_images(const SampleSource& source, const std::vecto
       << " px\n";
   out << "bytes per image: " << format_byte_size(tally.images ? tally.bytes / tally.images : 0) << " on average\n";
   if (tally.unreadable)
-    out << "headers that do not read: " << tally.unreadable << ", the first: " << tally.first_unreadable << "\n";
+    out << "not images (unreadable headers, or cut short): " << tally.unreadable << ", the first: " << tally.first_unreadable
+        << "\n";
   if (!source.labeled()) {
     out << "unlabeled\n";
   } else {

@@ -114,6 +114,17 @@ TEST(DatasetFilesTest, ListsWhatWasLookedForWhenNothingMatches) {
                 "test.csv, *_test.csv)");
 }
 
+TEST(DatasetFilesTest, SplitsHeldAsFoldersAreToBeGivenByName) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "train" / "cat");
+  std::filesystem::create_directories(dir / "val" / "cat");
+  EXPECT_EQ(data_error_of([&] { find_split_file(dir.path(), Split::kTrain); }),
+            dir.path().string() +
+                ": no train set found (looked for train-images-idx3-ubyte.gz, train-images-idx3-ubyte, train.parquet, "
+                "train.csv, *_train.csv); for image folders or sharded sets give each by name: --train " +
+                (dir / "train").string() + " --test " + (dir / "val").string());
+}
+
 TEST(DataDirTest, InstallHintOnlyForTheDefaultDirectory) {
   EXPECT_EQ(cli::missing_data_hint("/usr/share/datasets/./fashion-mnist"),
             "; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass "
