@@ -405,6 +405,12 @@ PYBIND11_MODULE(_feeder, m) {
              }
              return labels;
            })
+      .def("sample_names",
+           [](const OpenedSet& s) {
+             std::vector<std::string> names(static_cast<size_t>(s.source->size()));
+             for (int64_t i = 0; i < s.source->size(); ++i) names[static_cast<size_t>(i)] = s.source->sample_name(i);
+             return names;
+           })
       .def_property_readonly("shape", [](const OpenedSet& s) {
         const ImageShape shape = s.source->shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);

@@ -147,6 +147,7 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
                               f"The first: {', '.join(first_unsupported)}", RuntimeWarning, stacklevel=3)
             opened.classes = classes
             opened.skipped_files = skipped_other + skipped_unsupported
+            opened.image_folder = True
             return opened
         if _is_idx_directory(path):
             # torchvision's `train=`: the training or the test split of the directory
@@ -231,6 +232,16 @@ class _DatasetView:
         if self._targets is None:
             self._targets = self._source.read_labels()
         return self._targets
+
+    @property
+    def samples(self):
+        """An image folder's ``(path, label)`` per sample, in the set's order, as torchvision's
+        ImageFolder has them (``imgs`` is the same list); None for other sets."""
+        if not getattr(self._source, "image_folder", False):
+            return None
+        return list(zip(self._source.sample_names(), self.targets))
+
+    imgs = samples
 
     @property
     def name(self):

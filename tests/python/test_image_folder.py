@@ -53,6 +53,8 @@ def test_classes_labels_and_order_are_torchvisions(folder):
     _, labels = batches(loader)
     assert labels.tolist() == reference.targets
     assert loader.dataset.targets == reference.targets
+    assert loader.dataset.samples == loader.dataset.imgs == reference.samples
+    assert feeder.DataLoader(str(folder), image_size=8).dataset.samples == reference.samples
 
 
 def test_the_evaluation_transform_equals_torchvisions(folder):
