@@ -289,6 +289,7 @@ int run(const TrainArgs& args) {
     }
     if (loaded) {
       const TrainingCheckpoint& checkpoint = loaded->first;
+      std::string resumed_window;  // said when the saved window replaces the budget's
       trainer.restore_layout();
       report.epochs = checkpoint.finished_epochs;
       first_epoch = checkpoint.epoch;
@@ -296,14 +297,26 @@ int run(const TrainArgs& args) {
       if (checkpoint.batches_done > 0) {
         LoaderState state = LoaderState::from_json(checkpoint.loader_state);
         state.rank = rank;  // every rank is at the same batch; its own slice of it
-        train_loader.loader().restore(state);  // refuses another world size, dataset or seed
+        const int64_t window_before = train_loader.loader().shuffle_window();
+        try {
+          train_loader.loader().restore(state);  // refuses another world size, dataset or seed
+        } catch (const OptionsError& e) {
+          // The loader's budget is the training set's share of --memory-budget: say so.
+          if (sets.train.memory_budget == memory_budget || sets.train.memory_budget == 0) throw;
+          throw OptionsError(std::string(e.what()) + " (the training set's share of the memory budget " +
+                             format_byte_size(memory_budget) + ", the rest being the test set's: raise --memory-budget "
+                             "by the difference)");
+        }
+        if (train_loader.loader().shuffle_window() != window_before)
+          resumed_window = " (shuffle window " + std::to_string(train_loader.loader().shuffle_window()) +
+                           " samples, as saved)";
         // Rank 0 carries the pass's totals over every rank; the others start from zero.
         resume_pass = PassState{checkpoint.batches_done,
                                 torch::tensor(rank == 0 ? checkpoint.loss_sum : 0.0, torch::kDouble),
                                 rank == 0 ? checkpoint.num_samples : 0};
       }
       std::cout << "Resuming from " << loaded->second.string() << ": epoch " << checkpoint.epoch << ", batch "
-                << checkpoint.batches_done << " (step " << checkpoint.global_step << ")\n";
+                << checkpoint.batches_done << " (step " << checkpoint.global_step << ")" << resumed_window << "\n";
     } else {
       std::cout << "No checkpoint in " << checkpoints->dir().string() << " yet: starting from the beginning\n";
     }
