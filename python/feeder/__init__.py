@@ -532,6 +532,13 @@ class DataLoader:
         return self._loader.streaming
 
     @property
+    def shuffle_window(self):
+        """The shuffle window in effect, in samples (the whole set when it fits one): the one given,
+        or the largest the memory budget holds, or after load_state_dict() of a state saved with
+        another default window, that one."""
+        return self._loader.shuffle_window
+
+    @property
     def source_description(self):
         """What was opened and how: in memory, or streamed within the budget."""
         return f"{self._source.name}: {self._source.choice}"

@@ -135,6 +135,34 @@ def test_streams_a_set_larger_than_its_budget(tmp_path, idx_set):
         assert epoch_labels(streamed) == epoch_labels(in_memory)
 
 
+def test_a_streamed_resume_with_another_default_budget_continues_the_saved_order(tmp_path, idx_set):
+    # The default window follows the budget (by default half the memory free at start): a run
+    # resumed with another budget continues with the window it saved, where that budget holds it.
+    images_path, _, _ = idx_set
+    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=100, row_group_size=50, layout="image")
+    options = dict(batch_size=16, shuffle=True, seed=5, num_workers=2)
+    reference = feeder.DataLoader(tmp_path / "shards", memory_budget="256KiB", **options)
+    reference.set_epoch(1)
+    expected = epoch_labels(reference)
+    saver = feeder.DataLoader(tmp_path / "shards", memory_budget="256KiB", **options)
+    assert saver.streaming
+    saver.set_epoch(1)
+    it = iter(saver)
+    seen = [next(it)[1].tolist() for _ in range(3)]
+    state = json.loads(json.dumps(saver.state_dict()))
+    del it
+
+    resumed = feeder.DataLoader(tmp_path / "shards", memory_budget="384KiB", **options)
+    assert resumed.shuffle_window != saver.shuffle_window
+    resumed.load_state_dict(state)
+    assert resumed.shuffle_window == saver.shuffle_window
+    assert seen + epoch_labels(resumed) == expected
+    smaller = feeder.DataLoader(tmp_path / "shards", memory_budget="208KiB", **options)
+    with pytest.raises(ValueError, match=r"it was saved with a shuffle window of \d+ samples, which memory_budget "
+                                         r".* cannot hold .*: give a memory budget of at least"):
+        smaller.load_state_dict(state)
+
+
 def test_warns_when_a_streamed_window_mixes_too_few_pieces_of_sorted_labels(tmp_path, idx_set):
     _, images, labels = idx_set
     order = np.argsort(labels, kind="stable")
