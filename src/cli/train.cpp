@@ -301,8 +301,11 @@ int run(const TrainArgs& args) {
         try {
           train_loader.loader().restore(state);  // refuses another world size, dataset or seed
         } catch (const OptionsError& e) {
-          // The loader's budget is the training set's share of --memory-budget: say so.
-          if (sets.train.memory_budget == memory_budget || sets.train.memory_budget == 0) throw;
+          // A budget that cannot hold the saved window: the loader's budget is the training set's
+          // share of --memory-budget, so say so. Every other refusal (another dataset, world
+          // size, seed) has nothing to do with the budget and goes as it is.
+          const bool about_budget = std::string_view(e.what()).find("memory_budget") != std::string_view::npos;
+          if (!about_budget || sets.train.memory_budget == memory_budget || sets.train.memory_budget == 0) throw;
           throw OptionsError(std::string(e.what()) + " (the training set's share of the memory budget " +
                              format_byte_size(memory_budget) + ", the rest being the test set's: raise --memory-budget "
                              "by the difference)");
