@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <new>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -219,15 +221,15 @@ int64_t required_rows(const SampleSource& source, const LoaderOptions& options, 
 // its rule.
 int64_t budget_for_window(const SampleSource& source, const LoaderOptions& options, int64_t window) {
   return stream_overhead_bytes(source, options, kBaseReaders) +
-         required_rows(source, options, window, options.prefetch) * source.held_row_bytes();
+         source.held_bytes_for_rows(required_rows(source, options, window, options.prefetch));
 }
 
 // The stream's readers for resolved options: kBaseReaders, plus one per worker beyond them while
 // the budget left after the window and the batches in flight holds their read buffers.
 int stream_readers(const SampleSource& source, const LoaderOptions& options) {
-  const int64_t needed = stream_overhead_bytes(source, options, kBaseReaders) +
-                         required_rows(source, options, options.shuffle_window, in_flight_batches(options)) *
-                             source.held_row_bytes();
+  const int64_t needed =
+      stream_overhead_bytes(source, options, kBaseReaders) +
+      source.held_bytes_for_rows(required_rows(source, options, options.shuffle_window, in_flight_batches(options)));
   const int64_t spare = std::max<int64_t>(0, options.memory_budget - needed);
   const int64_t wanted = std::max(kBaseReaders, options.num_workers) - kBaseReaders;
   const int64_t affordable = source.max_read_bytes() > 0 ? spare / source.max_read_bytes() : wanted;
@@ -308,7 +310,6 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
     return options;
   }
   options.memory_budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
-  const int64_t sample_bytes = source.held_row_bytes();
   const int64_t overhead = stream_overhead_bytes(source, options, kBaseReaders);
   const int64_t block_budget = options.memory_budget - overhead;
   if (!options.shuffle) {
@@ -316,19 +317,27 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   } else if (options.shuffle_window > 0) {
     options.shuffle_window = std::min(options.shuffle_window, size);
   } else {
-    // The largest window that fits: required_rows grows by 2 rows per sample of window. Computed
+    // The largest window that fits (the bytes grow with the window: a binary search). Computed
     // for `prefetch` batches in flight and kBaseReaders readers whatever num_workers is (0 workers
     // have one batch in flight), so that the order does not depend on it.
-    const int64_t fixed_rows = required_rows(source, options, 0, options.prefetch);
-    options.shuffle_window = std::max<int64_t>(1, std::min(size, (block_budget / sample_bytes - fixed_rows) / 2));
+    const auto fits = [&](int64_t window) {
+      return source.held_bytes_for_rows(required_rows(source, options, window, options.prefetch)) <= block_budget;
+    };
+    int64_t low = 1;
+    int64_t high = size;
+    while (low < high) {
+      const int64_t mid = low + (high - low + 1) / 2;
+      if (fits(mid)) low = mid; else high = mid - 1;
+    }
+    options.shuffle_window = low;
   }
   const int64_t window = options.shuffle_window;
   const int64_t in_flight = in_flight_batches(options);
-  const int64_t needed_rows = required_rows(source, options, window, in_flight);
-  if (block_budget < needed_rows * sample_bytes) {
+  const int64_t needed_bytes = source.held_bytes_for_rows(required_rows(source, options, window, in_flight));
+  if (block_budget < needed_bytes) {
     throw OptionsError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
                        " is too small: the stream needs " + format_byte_size(overhead) +
-                       " for the epoch order and read buffers plus " + format_byte_size(needed_rows * sample_bytes) +
+                        " for the epoch order and read buffers plus " + format_byte_size(needed_bytes) +
                        (source.encoded() ? " of encoded samples" : " of decoded samples") + " (the batches in flight: " +
                        (options.num_workers == 0 ? std::string("1 without workers") : "prefetch " + std::to_string(in_flight)) +
                        " x world_size " + std::to_string(options.world_size) + " x batch_size " +
@@ -437,8 +446,10 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
     shared_->stream->start(shared_->plan, shared_->window_begins, first_batch);
     // Epochs usually follow each other: the next one's first window can be read during this one's
     // last, instead of while the model waits for the next epoch's first batch.
-    shared_->stream->read_ahead(
-        first_window_blocks(source_->block_starts(), options_.shuffle_window, options_.shuffle, options_.seed, epoch + 1));
+    if (epoch < std::numeric_limits<int64_t>::max()) {  // any epoch is valid (restore() takes the last too)
+      shared_->stream->read_ahead(first_window_blocks(source_->block_starts(), options_.shuffle_window,
+                                                      options_.shuffle, options_.seed, epoch + 1));
+    }
   }
   shared_->epoch = epoch;
   shared_->next_to_claim = first_batch;
@@ -548,8 +559,7 @@ void Loader::advise() {
 
 void Loader::adopt_window(int64_t window) {
   if (shared_->stream) {
-    const int64_t needed =
-        required_rows(*source_, options_, window, in_flight_batches(options_)) * source_->held_row_bytes();
+    const int64_t needed = source_->held_bytes_for_rows(required_rows(*source_, options_, window, in_flight_batches(options_)));
     if (needed > stream_block_budget_) {
       throw OptionsError("cannot restore this loader state on " + source_->name() + ": it was saved with a shuffle "
                          "window of " + std::to_string(window) + " samples, which memory_budget " +
@@ -765,7 +775,25 @@ LoaderState LoaderState::from_json(std::string_view text) {
     LoaderState state;
     zip_state_fields(state, state, [&](const char* key, const char*, auto& value, auto&) {
       if (format == "feeder.loader_state.v1" && std::string_view(key) == "block_layout") return;  // not in v1
-      value = json.at(key).get<std::remove_reference_t<decltype(value)>>();
+      using Field = std::remove_reference_t<decltype(value)>;
+      const nlohmann::json& field = json.at(key);
+      // nlohmann's get<>() converts any number to any other, and a float out of an integer's range
+      // is undefined behaviour: each field must have exactly its own kind of value.
+      bool fits = false;
+      if constexpr (std::is_same_v<Field, bool>) {
+        fits = field.is_boolean();
+      } else if constexpr (std::is_same_v<Field, uint64_t>) {
+        fits = field.is_number_unsigned();
+      } else {
+        fits = field.is_number_integer() &&
+               (!field.is_number_unsigned() || field.get<uint64_t>() <= uint64_t{std::numeric_limits<Field>::max()});
+      }
+      if (!fits) {
+        const std::string text = field.dump();
+        throw OptionsError(std::string("malformed loader state: \"") + key + "\" is " +
+                           (text.size() > 40 ? text.substr(0, 40) + "..." : text));
+      }
+      value = field.get<Field>();
     });
     return state;
   } catch (const nlohmann::json::exception& e) {

@@ -24,7 +24,7 @@ std::vector<int64_t> epoch_order(int64_t num_samples, bool shuffle, uint64_t see
   std::vector<int64_t> order(static_cast<std::size_t>(num_samples));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (!shuffle) return order;
-  SplitMix64 rng{seed ^ (0xd1b54a32d192ed03ull * static_cast<uint64_t>(epoch + 1))};
+  SplitMix64 rng{seed ^ (0xd1b54a32d192ed03ull * (static_cast<uint64_t>(epoch) + 1))};
   rng.next();  // decorrelate nearby (seed, epoch) pairs
   shuffle_range(order.data(), order.data() + num_samples, rng);
   return order;
@@ -43,7 +43,7 @@ std::vector<int64_t> permuted_blocks(int64_t num_blocks, bool shuffle, SplitMix6
 
 // A stream of its own, so that no prefix of it coincides with epoch_order's.
 SplitMix64 block_shuffle_rng(uint64_t seed, int64_t epoch) {
-  SplitMix64 rng{seed ^ (0x9fb21c651e98df25ull * static_cast<uint64_t>(epoch + 1)) ^ 0x5851f42d4c957f2dull};
+  SplitMix64 rng{seed ^ (0x9fb21c651e98df25ull * (static_cast<uint64_t>(epoch) + 1)) ^ 0x5851f42d4c957f2dull};
   rng.next();
   return rng;
 }

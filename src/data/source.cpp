@@ -4,11 +4,43 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 #include "feeder/error.h"
 #include "feeder/util/parallel_for.h"
 
 namespace feeder {
+
+int64_t SampleSource::held_bytes_for_rows(int64_t rows) const {
+  if (!encoded()) return rows * decoded_sample_bytes();
+  const int64_t blocks = num_blocks();
+  std::vector<int64_t> densest(static_cast<size_t>(blocks));
+  std::iota(densest.begin(), densest.end(), int64_t{0});
+  // Bytes per row compared exactly: a / r > b / s as a * s > b * r (128 bits: no overflow).
+  std::sort(densest.begin(), densest.end(), [&](int64_t a, int64_t b) {
+    return static_cast<__int128>(block_bytes(a)) * block_rows(b) > static_cast<__int128>(block_bytes(b)) * block_rows(a);
+  });
+  int64_t bytes = 0;
+  int64_t left = rows;
+  // More rows than the set holds (blocks read again, as the epoch's padding does) take the blocks
+  // once more, densest first.
+  while (left > 0 && blocks > 0) {
+    for (const int64_t b : densest) {
+      const int64_t block = block_rows(b);
+      if (block <= 0) continue;
+      if (left < block) {  // part of a block, rounded up
+        bytes += static_cast<int64_t>((static_cast<__int128>(block_bytes(b)) * left + block - 1) / block);
+        return bytes;
+      }
+      bytes += block_bytes(b);
+      left -= block;
+      if (left == 0) return bytes;
+    }
+    if (left == rows) return bytes;  // no block has rows
+  }
+  return bytes;
+}
 
 InMemorySource::InMemorySource(std::shared_ptr<const ImageStore> store, std::string name,
                                std::vector<int64_t> block_starts, std::optional<uint64_t> fingerprint)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -14,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "data/detail/block_stream.h"
 #include "feeder/data/loader.h"
@@ -398,6 +401,93 @@ TEST(LoaderState, RoundTripsThroughJsonAndRefusesMalformedText) {
   EXPECT_THROW(LoaderState::from_json("{\"format\":\"feeder.loader_state.v1\",\"seed\":1}"), OptionsError);
   EXPECT_THROW(LoaderState::from_json("not json"), OptionsError);
   EXPECT_THROW(LoaderState::from_json("{\"format\":\"other\"}"), OptionsError);
+}
+
+// A state arrives from outside (Python's load_state_dict, a checkpoint): each field must hold its
+// own kind of value. nlohmann converted any number to any other, and a float beyond uint64's range
+// into `seed` was undefined behaviour.
+TEST(LoaderState, FromJsonRefusesAFieldOfAnotherKind) {
+  LoaderState state;
+  state.seed = 5;
+  state.batch_size = 8;
+  state.shuffle_window = 10;
+  state.num_samples = 10;
+  const std::string good = state.to_json();
+  EXPECT_EQ(LoaderState::from_json(good), state);
+  const auto with = [&](const std::string& key, const std::string& value) {
+    nlohmann::json json = nlohmann::json::parse(good);
+    json[key] = nlohmann::json::parse(value);
+    return json.dump();
+  };
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"seed", "5.65e19"}, {"seed", "-1"}, {"seed", "5.0"}, {"epoch", "1.5"}, {"epoch", "\"1\""},
+           {"epoch", "9223372036854775808"}, {"batch_size", "true"}, {"shuffle", "1"}, {"block_layout", "null"}}) {
+    try {
+      LoaderState::from_json(with(key, value));
+      ADD_FAILURE() << key << " = " << value << " was taken";
+    } catch (const OptionsError& error) {
+      EXPECT_NE(std::string(error.what()).find("\"" + key + "\" is"), std::string::npos) << error.what();
+    }
+  }
+}
+
+// Any epoch is valid, the last too: restoring at it reads no epoch beyond it (which overflowed).
+TEST(LoaderStream, RestoresAtTheLastEpoch) {
+  auto store = numbered_store(200);
+  auto source = std::make_shared<StreamedStore>(store, uniform_blocks(200, 10));
+  LoaderOptions options = options_with(16, 0);
+  options.shuffle_window = 40;
+  Loader loader(source, options);
+  const int64_t last = std::numeric_limits<int64_t>::max();
+  loader.start_epoch(0);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(loader.next());
+  LoaderState state = loader.state();
+  state.epoch = last;
+  loader.restore(state);
+  int64_t batches = 0;
+  while (loader.next()) ++batches;
+  EXPECT_EQ(batches, loader.num_batches() - 3);
+  EXPECT_EQ(loader.state().epoch, last);
+}
+
+// Encoded samples: blocks differ in bytes per row, and the budget counts the densest first, so a
+// few large images among small ones do not shrink the window as if every image were large.
+class MixedEncodedBlocks : public SampleSource {
+ public:
+  explicit MixedEncodedBlocks(std::vector<int64_t> bytes) : bytes_(std::move(bytes)) {
+    for (size_t b = 0; b < bytes_.size(); ++b) starts_.push_back(starts_.back() + 10);
+  }
+  int64_t size() const override { return starts_.back(); }
+  ImageShape shape() const override { return {0, 0, 0}; }
+  bool labeled() const override { return true; }
+  uint64_t fingerprint() const override { return 1; }
+  std::string name() const override { return "mixed"; }
+  bool encoded() const override { return true; }
+  std::span<const int64_t> block_starts() const override { return starts_; }
+  int64_t max_read_bytes() const override { return 0; }
+  int64_t block_bytes(int64_t b) const override { return bytes_.at(static_cast<size_t>(b)); }
+  void read_block(int64_t, std::vector<uint8_t>&, uint8_t*, int64_t*) const override {}
+
+ private:
+  std::vector<int64_t> bytes_;
+  std::vector<int64_t> starts_{0};
+};
+
+TEST(SampleSource, HeldBytesCountTheDensestBlocksFirst) {
+  // Blocks of 10 rows: one of 10,000 bytes, the others of 100 and 50.
+  const MixedEncodedBlocks source({100, 10000, 50, 100});
+  EXPECT_EQ(source.held_bytes_for_rows(0), 0);
+  EXPECT_EQ(source.held_bytes_for_rows(10), 10000);
+  EXPECT_EQ(source.held_bytes_for_rows(15), 10050);       // half of a 100-byte block
+  EXPECT_EQ(source.held_bytes_for_rows(3), 3000);         // part of the dense block, rounded up
+  EXPECT_EQ(source.held_bytes_for_rows(40), 10250);       // every block
+  EXPECT_EQ(source.held_bytes_for_rows(45), 10250 + 5000);  // then again, densest first
+  // Before: the densest block's bytes per row (1,000) times every row.
+  EXPECT_LT(source.held_bytes_for_rows(40), 40 * 1000);
+  // Pixels: every row alike.
+  auto store = numbered_store(30);
+  const InMemorySource pixels(store);
+  EXPECT_EQ(pixels.held_bytes_for_rows(7), 7 * pixels.decoded_sample_bytes());
 }
 
 TEST(LoaderStream, HoldsNoMoreThanTheBudgetAndReadsEveryBlockOnceWithAWideWindow) {

@@ -121,18 +121,12 @@ class SampleSource {
     for (int64_t b = 0; b < num_blocks(); ++b) total += block_bytes(b);
     return total;
   }
-  // The budget's bytes per held row: decoded_sample_bytes() for pixels; for encoded samples the
-  // largest of any block's bytes per row (rounded up), so that any rows of held blocks take at most
-  // this much each.
-  int64_t held_row_bytes() const {
-    if (!encoded()) return decoded_sample_bytes();
-    int64_t most = 1;
-    for (int64_t b = 0; b < num_blocks(); ++b) {
-      const int64_t rows = std::max<int64_t>(1, block_rows(b));
-      most = std::max(most, (block_bytes(b) + rows - 1) / rows);
-    }
-    return most;
-  }
+  // The most bytes that blocks holding `rows` rows in all can take, for the memory budget: rows x
+  // decoded_sample_bytes() for pixels. For encoded samples, whose blocks differ in bytes per row,
+  // the blocks densest in bytes per row first, the last in part (a fractional knapsack, so an
+  // upper bound for any set of whole blocks of that many rows): a few large photographs among
+  // small ones cost the budget their own bytes, not their density times every row.
+  int64_t held_bytes_for_rows(int64_t rows) const;
 };
 
 // An ImageStore as a source, every sample in memory. One block, unless it was read from a stream
