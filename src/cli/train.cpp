@@ -103,7 +103,9 @@ void print_data_choice(const char* role, const OpenedSet& set, const TensorLoade
               << " row groups)";
   std::cout << ": " << set.choice;
   const Loader& inner = loader.loader();
-  if (inner.streaming()) std::cout << ", shuffle window " << inner.shuffle_window() << " samples";
+  if (inner.streaming())
+    std::cout << (inner.options().shuffle ? ", shuffle window " : ", read in windows of ") << inner.shuffle_window()
+              << (inner.shuffle_window() == 1 ? " sample" : " samples");
   std::cout << "\n";
 }
 

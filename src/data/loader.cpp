@@ -312,9 +312,9 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   options.memory_budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
   const int64_t overhead = stream_overhead_bytes(source, options, kBaseReaders);
   const int64_t block_budget = options.memory_budget - overhead;
-  if (!options.shuffle) {
-    options.shuffle_window = 1;
-  } else if (options.shuffle_window > 0) {
+  // Without shuffle the window orders nothing, but groups what is read together: a window's pieces
+  // of one page are decompressed once (windows of one piece read a page once per piece).
+  if (options.shuffle_window > 0) {
     options.shuffle_window = std::min(options.shuffle_window, size);
   } else {
     // The largest window that fits (the bytes grow with the window: a binary search). Computed
@@ -578,7 +578,8 @@ void Loader::restore(const LoaderState& state) {
   const bool adopt = !window_given_ && options_.shuffle && state.shuffle && state.shuffle_window >= 1 &&
                      state.shuffle_window <= source_->size();
   LoaderState here = state_at(state.epoch, state.batches_delivered);
-  if (adopt) here.shuffle_window = state.shuffle_window;
+  // Unshuffled, the window changes no order: any restores.
+  if (adopt || (!options_.shuffle && !state.shuffle)) here.shuffle_window = state.shuffle_window;
   // Blocks change the order only of a shuffle in windows smaller than the set; elsewhere a state
   // holds whatever blocks it was saved with, or none (format v1).
   const bool blocks_irrelevant =

@@ -54,8 +54,8 @@ SplitMix64 block_shuffle_rng(uint64_t seed, int64_t epoch) {
 struct WindowSizes {
   int64_t num_samples = 0;
   int64_t num_windows = 1;
-  WindowSizes(int64_t samples, int64_t window_samples, bool shuffle) : num_samples(samples) {
-    const int64_t window = shuffle ? std::max<int64_t>(window_samples, 1) : 1;
+  WindowSizes(int64_t samples, int64_t window_samples) : num_samples(samples) {
+    const int64_t window = std::max<int64_t>(window_samples, 1);
     num_windows = std::max<int64_t>(1, (num_samples + window - 1) / window);
   }
   int64_t goal(int64_t window_idx) const {
@@ -84,7 +84,7 @@ BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t 
   }
   SplitMix64 rng = block_shuffle_rng(seed, epoch);
   const std::vector<int64_t> blocks = permuted_blocks(num_blocks, shuffle, rng);
-  const WindowSizes sizes(num_samples, window_samples, shuffle);
+  const WindowSizes sizes(num_samples, window_samples);
 
   result.order.reserve(static_cast<size_t>(num_samples));
   ShuffleWindow current;
@@ -119,7 +119,7 @@ std::vector<int64_t> first_window_blocks(std::span<const int64_t> block_starts, 
   }
   SplitMix64 rng = block_shuffle_rng(seed, epoch);
   std::vector<int64_t> blocks = permuted_blocks(num_blocks, shuffle, rng);
-  const int64_t goal = WindowSizes(num_samples, window_samples, shuffle).goal(0);
+  const int64_t goal = WindowSizes(num_samples, window_samples).goal(0);
   int64_t taken = 0;
   for (int64_t i = 0; i < num_blocks; ++i) {
     const int64_t b = blocks[static_cast<size_t>(i)];

@@ -450,6 +450,29 @@ TEST(LoaderStream, RestoresAtTheLastEpoch) {
   EXPECT_EQ(loader.state().epoch, last);
 }
 
+// Without shuffle the window orders nothing but groups the reads: a row group's pieces (a page of
+// DuckDB's, say) in one window are read together. Windows used to be one piece each unshuffled,
+// so an evaluation pass read a row group once per piece (25-70x slower than in memory).
+TEST(LoaderStream, AnUnshuffledEpochReadsARowGroupOncePerWindow) {
+  auto store = numbered_store(2000);
+  auto source = std::make_shared<StreamedStore>(store, uniform_blocks(2000, 10));  // 200 pieces
+  source->group_blocks = 50;                                                      // 4 row groups
+  LoaderOptions options = options_with(50, 0);
+  options.shuffle = false;
+  options.memory_budget = 160 << 10;  // the set decodes to 48 KiB: it fits one window
+  Loader loader(source, options);
+  ASSERT_TRUE(loader.streaming());
+  EXPECT_EQ(loader.shuffle_window(), 2000);
+  source->group_reads = 0;
+  loader.start_epoch(0);
+  int64_t expected = 0;
+  while (std::optional<Batch> batch = loader.next()) {
+    for (int64_t i = 0; i < batch->size(); ++i) EXPECT_EQ(batch->labels()[i], expected++);
+  }
+  EXPECT_EQ(expected, 2000);
+  EXPECT_LE(source->group_reads.load(), 4 + 4);  // each row group once (and once more read ahead)
+}
+
 // Encoded samples: blocks differ in bytes per row, and the budget counts the densest first, so a
 // few large images among small ones do not shrink the window as if every image were large.
 class MixedEncodedBlocks : public SampleSource {

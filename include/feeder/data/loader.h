@@ -65,7 +65,8 @@ struct LoaderOptions {
   // the epoch order and the read buffers. 0: default_memory_budget() (feeder/system/runtime.h).
   int64_t memory_budget = 0;
   // Samples shuffled together (sampler.h, block_shuffle_order). 0: as large as the memory budget
-  // allows for a streaming source, the whole set (a full shuffle) in memory. A set that fits one
+  // allows for a streaming source (without shuffle too: a window is also what is read together),
+  // the whole set (a full shuffle) in memory. A set that fits one
   // window is fully shuffled, so the order in memory and streaming is the same for the same window.
   int64_t shuffle_window = 0;
   // Streaming sources only: the reader threads run at a low scheduling priority (nice 10 on

@@ -42,7 +42,8 @@ struct BlockShuffle {
 // the files are sorted by label.
 //
 // When window_samples covers the whole set, the order is epoch_order() itself: the same full
-// shuffle as in memory. Without `shuffle`, the order is the identity and each block is a window.
+// shuffle as in memory. Without `shuffle`, the order is the identity, in
+// windows as with it (they group the blocks a stream reads together).
 BlockShuffle block_shuffle_order(std::span<const int64_t> block_starts, int64_t window_samples, bool shuffle,
                                  uint64_t seed, int64_t epoch);
 

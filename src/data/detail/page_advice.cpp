@@ -22,17 +22,20 @@ std::string page_advice(const SampleSource& source, const LoaderOptions& options
   if (page_rows <= 0 || options.shuffle_window <= 0) return {};
   const double size = static_cast<double>(source.size());
   const double piece_rows = size / static_cast<double>(source.num_blocks());
-  const double windows = options.shuffle ? std::ceil(size / static_cast<double>(options.shuffle_window)) : 1;
+  const double windows = std::ceil(size / static_cast<double>(options.shuffle_window));
   // A page of P pieces, each in a window of its own chosen at random among W: the windows that take
-  // one of its pieces each read it, W * (1 - (1 - 1/W)^P) of them on average.
+  // one of its pieces each read it, W * (1 - (1 - 1/W)^P) of them on average. Unshuffled, its
+  // pieces are in consecutive windows: as many as the page spans.
   const double pieces_per_page = static_cast<double>(page_rows) / piece_rows;
-  const double decodes = windows * (1 - std::pow(1 - 1 / windows, pieces_per_page));
+  const double decodes =
+      options.shuffle ? windows * (1 - std::pow(1 - 1 / windows, pieces_per_page))
+                      : std::ceil(static_cast<double>(page_rows) / static_cast<double>(options.shuffle_window));
   if (decodes < kMinDecodesToReport) return {};
   char text[1024];
   std::snprintf(text, sizeof(text),
                 "%s: its pages hold up to %lld rows each (one page per column of a row group, as DuckDB "
                 "writes them), and the stream takes pieces of about %.0f rows: each of an epoch's %.0f "
-                "shuffle windows reads and decompresses whole pages for the rows it takes from them, about "
+                "windows reads and decompresses whole pages for the rows it takes from them, about "
                 "%.0f times the set an epoch, on the cores training needs. Rewrite it once with `feeder convert IN "
                 "OUTDIR/` (pages of one piece each), or raise the memory budget so that fewer windows "
                 "cover the set.",
