@@ -550,6 +550,13 @@ class DataLoader:
 
     # ---------------------------------------------------------------- iteration
 
+    @property
+    def next_epoch(self):
+        """The epoch the next pass runs, where the usual loop starts after ``load_state_dict()``:
+        the saved epoch when the state was taken in the middle of it, the one after it when its pass
+        had ended, 0 for a new loader (``for e in range(loader.next_epoch, E): loader.set_epoch(e)``)."""
+        return self._epoch if self._resume_pending else self._next_epoch
+
     def set_epoch(self, epoch):
         """Picks the epoch (and so the shuffle) of the next pass, as DistributedSampler.set_epoch.
 
@@ -607,6 +614,14 @@ class DataLoader:
             loader_state = state_dict["loader_state"]
         except (KeyError, TypeError) as error:
             raise ValueError(f"not a feeder DataLoader state_dict (missing {error})") from None
+        # The pass's own counts must be the loader state's, whose checks guard the order.
+        if not isinstance(next_epoch, int) or isinstance(next_epoch, bool) or next_epoch < 0:
+            raise ValueError(f"not a feeder DataLoader state_dict (next_epoch {next_epoch!r})")
+        if loader_state is not None and not finished:
+            if not isinstance(loader_state, dict) or (epoch, num_yielded) != (
+                    loader_state.get("epoch"), loader_state.get("batches_delivered")):
+                raise ValueError("not a feeder DataLoader state_dict: epoch and _num_yielded "
+                                 f"({epoch!r}, {num_yielded!r}) are not its loader_state's")
         self._generation += 1  # a pass in progress ends here
         if loader_state is not None and not finished:
             self._loader.restore(json.dumps(loader_state))

@@ -349,8 +349,9 @@ bool is_sharded_spec(const std::string& spec) {
   return has_glob_chars(fs::path(spec).filename().string());
 }
 
-ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageOptions& options) {
-  if (spec.empty()) throw DataError("no data set given (empty path)");
+namespace {
+
+ShardedDataset open_sharded_spec(const std::string& spec, const ParquetImageOptions& options) {
   const fs::path path(spec);
   std::error_code error;
   if (fs::is_directory(path, error)) {
@@ -376,6 +377,15 @@ ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageO
   if (has_glob_chars(path.filename().string())) return describe_from_footers(root, match_glob(spec), options);
   if (fs::is_regular_file(path, error)) return describe_from_footers(root, {path}, options);
   throw DataError(spec + ": no such file or directory");
+}
+
+}  // namespace
+
+ShardedDataset open_sharded_dataset(const std::string& spec, const ParquetImageOptions& options) {
+  if (spec.empty()) throw DataError("no data set given (empty path)");
+  ShardedDataset dataset = open_sharded_spec(spec, options);
+  dataset.name = spec;
+  return dataset;
 }
 
 ShardedDataset write_sharded(const ImageStore& given, const fs::path& out_dir, const ShardWriteOptions& options,
@@ -493,7 +503,7 @@ std::string describe_sharded_dataset(const ShardedDataset& dataset) {
     size_bytes += shard.size_bytes;
     largest_read_bytes = std::max(largest_read_bytes, shard.row_group_max_compressed_bytes);
   }
-  out << "sharded Parquet set: " << dataset.root.string() << " ("
+  out << "sharded Parquet set: " << (dataset.name.empty() ? dataset.root.string() : dataset.name) << " ("
       << (dataset.indexed ? "indexed by " + std::string(kShardIndexName) : std::string("no index; described from the footers"))
       << ")\n";
   out << "shards: " << dataset.shards.size() << ", rows: " << dataset.num_rows << ", row groups: " << dataset.num_row_groups()

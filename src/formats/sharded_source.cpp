@@ -118,7 +118,7 @@ class ParquetShardSource final : public SampleSource {
   ImageShape shape() const override { return dataset_.shape; }
   bool labeled() const override { return dataset_.labeled; }
   uint64_t fingerprint() const override { return dataset_.fingerprint; }
-  std::string name() const override { return dataset_.root.string(); }
+  std::string name() const override { return dataset_.name.empty() ? dataset_.root.string() : dataset_.name; }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return max_read_bytes_; }
   int64_t largest_page_rows() const override { return largest_page_rows_; }

@@ -185,6 +185,9 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
   check_classes(train_spec, train.set.classes, test_spec, test.set.classes);
   const bool train_held = !train.dataset && !train.set.streaming;
   const bool test_held = !test.dataset && !test.set.streaming;
+  // A Parquet set of encoded images streams whatever its size, within the whole of its share.
+  const bool train_may_be_read = train.dataset && !train.dataset->encoded;
+  const bool test_may_be_read = test.dataset && !test.dataset->encoded;
   // Sets already in memory (IDX, CSV, image folders) take their size off the budget first.
   int64_t test_share = memory_budget / 4;
   int64_t train_share = memory_budget - test_share;
@@ -192,9 +195,9 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
     train_share = std::max<int64_t>(memory_budget - test.set.decoded_bytes, 0);
   } else if (train_held) {
     test_share = std::max<int64_t>(memory_budget - train.set.decoded_bytes, 0);
-  } else if (test.set.decoded_bytes <= test_share) {
+  } else if (test_may_be_read && test.set.decoded_bytes <= test_share) {
     train_share = memory_budget - test.set.decoded_bytes;
-  } else if (train.set.decoded_bytes <= train_share) {
+  } else if (train_may_be_read && train.set.decoded_bytes <= train_share) {
     test_share = memory_budget - train.set.decoded_bytes;
   }
   // A set read within its share needs some of it: a share of 0 would mean the default budget.

@@ -267,6 +267,7 @@ TEST(ShardedLoader, AShardDeletedMidEpochSurfacesFromNextAndTheLoaderCloses) {
     options.batch_size = 10;
     options.num_workers = workers;
     options.shuffle = false;  // shard 1 is samples 100..199
+    options.shuffle_window = 10;  // read as the batches come: the first window is shard 0's
     options.memory_budget = 32 * 1024;
     auto loader = std::make_unique<Loader>(stream, options);
     // The shard goes after the set was opened, before its row groups are read.

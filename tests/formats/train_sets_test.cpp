@@ -104,6 +104,19 @@ TEST_F(TrainSets, OneSetGetsTheWholeBudget) {
             (dir_ / "absent.csv").string() + ": no such file or directory");
 }
 
+// Parquet sets of encoded images always stream, each within its share, whose sum is the budget.
+// Their decoded size (0: no pixel shape) once passed for a test set that fits its quarter, and the
+// training set was given the whole budget besides: 125% of it.
+TEST_F(TrainSets, EncodedParquetSetsStreamWithinSharesOfTheBudget) {
+  const std::string hf = std::string(FEEDER_TEST_DATA_DIR) + "/images/hf";
+  const int64_t budget = 1 << 20;
+  const TrainTestSets sets = open_train_test(hf, hf, ImageShape{3, 4, 4}, budget);
+  ASSERT_TRUE(sets.train.streaming);
+  ASSERT_TRUE(sets.test.streaming);
+  EXPECT_EQ(sets.test.memory_budget, budget / 4);
+  EXPECT_EQ(sets.train.memory_budget + sets.test.memory_budget, budget);
+}
+
 // An image folder of one PNG per class.
 std::string class_folder(const std::filesystem::path& root, const std::vector<std::string>& classes) {
   for (size_t i = 0; i < classes.size(); ++i) {

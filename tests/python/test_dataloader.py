@@ -313,6 +313,54 @@ def test_the_usual_loop_resumes_mid_epoch_with_set_epoch_before_or_after_loading
     assert seen[2] == expected[2] and seen[3] == expected[3]
 
 
+@pytest.mark.parametrize("stop_after", [None, 3, 10])
+def test_the_documented_loop_resumes_from_next_epoch_wherever_the_state_was_taken(numbered, stop_after):
+    """docs/python.md's loop: ``for e in range(loader.next_epoch, E)``. Its earlier start, the state's
+    "epoch", ran epoch 1 again when the state was taken after its pass had ended (a checkpoint at
+    the end of an epoch); a new loader's state (epoch None) raised TypeError."""
+    reference = feeder.DataLoader(numbered, batch_size=100, seed=9)
+    expected = []
+    for e in range(3):
+        reference.set_epoch(e)
+        expected += epoch_labels(reference)
+
+    loader = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=2)
+    assert loader.next_epoch == 0
+    seen = []
+    if stop_after is not None:
+        loader.set_epoch(0)
+        seen += epoch_labels(loader)
+        loader.set_epoch(1)
+        it = iter(loader)
+        for _ in range(stop_after):
+            seen.append(next(it)[1].tolist())
+        if stop_after == 10:
+            with pytest.raises(StopIteration):
+                next(it)
+    state = json.loads(json.dumps(loader.state_dict()))
+
+    resumed = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=1)
+    resumed.load_state_dict(state)
+    assert resumed.next_epoch == {None: 0, 3: 1, 10: 2}[stop_after]
+    for e in range(resumed.next_epoch, 3):
+        resumed.set_epoch(e)
+        seen += epoch_labels(resumed)
+    assert seen == expected
+
+
+def test_a_state_dict_whose_counts_are_not_its_loader_states_is_refused(numbered):
+    loader = feeder.DataLoader(numbered, batch_size=100, seed=9)
+    loader.set_epoch(4)
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    for key, value in [("epoch", 0), ("_num_yielded", 5), ("next_epoch", "x"), ("next_epoch", -1)]:
+        edited = json.loads(json.dumps(state))
+        edited[key] = value
+        with pytest.raises(ValueError, match="not a feeder DataLoader state_dict"):
+            feeder.DataLoader(numbered, batch_size=100, seed=9).load_state_dict(edited)
+
+
 def test_set_epoch_to_another_epoch_while_a_resume_is_pending_is_refused(numbered):
     loader = feeder.DataLoader(numbered, batch_size=100, seed=9)
     loader.set_epoch(5)

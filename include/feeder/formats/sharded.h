@@ -61,6 +61,7 @@ struct ShardInfo {
 // What is known about a set without reading its data pages.
 struct ShardedDataset {
   std::filesystem::path root;  // the directory, or the file's directory
+  std::string name;            // as it was opened (a directory, a file, a glob), for messages
   std::vector<ShardInfo> shards;  // in sample order: sorted by file name
   ImageShape shape;
   bool labeled = false;

@@ -33,8 +33,8 @@ std::string page_advice(const SampleSource& source, const LoaderOptions& options
   if (decodes < kMinDecodesToReport) return {};
   char text[1024];
   std::snprintf(text, sizeof(text),
-                "%s: its pages hold up to %lld rows each (one page per column of a row group, as DuckDB "
-                "writes them), and the stream takes pieces of about %.0f rows: each of an epoch's %.0f "
+                "%s: its pages hold up to %lld rows each (a row group's column in one page, as DuckDB writes "
+                "them, and feeder convert a single file), and the stream takes pieces of about %.0f rows: each of an epoch's %.0f "
                 "windows reads and decompresses whole pages for the rows it takes from them, about "
                 "%.0f times the set an epoch, on the cores training needs. Rewrite it once with `feeder convert IN "
                 "OUTDIR/` (pages of one piece each), or raise the memory budget so that fewer windows "
