@@ -29,8 +29,13 @@ std::filesystem::path bench_executable(const std::string& name) {
 // feeder-bench.
 int exec_bench(std::vector<std::string> args) {
   // The benchmarks live in four executables: list them all here, where each only knows its own.
-  if (args.empty() || args.front() == "-h" || args.front() == "--help") {
-    std::cout << "feeder's benchmarks, each printing ratios against a reference measured in the same run\n"
+  const bool known = !args.empty() && (args.front() == "loader" || args.front() == "ablation" ||
+                                       args.front() == "stream" || args.front() == "images" ||
+                                       args.front() == "distributed" || args.front() == "ablation-row");
+  const bool help = !args.empty() && (args.front() == "-h" || args.front() == "--help");
+  if (!known && !help && !args.empty()) std::cerr << "feeder bench: no benchmark '" << args.front() << "'\n\n";
+  if (!known) {
+    (help ? std::cout : std::cerr) << "feeder's benchmarks, each printing ratios against a reference measured in the same run\n"
                  "Usage: feeder bench BENCHMARK [OPTIONS]   (feeder bench BENCHMARK --help for its options)\n\n"
                  "Benchmarks:\n"
                  "  loader       feeder's loader against LibTorch's torch::data loader and a memcpy of the same bytes\n"
@@ -38,7 +43,7 @@ int exec_bench(std::vector<std::string> args) {
                  "  stream       a sharded set larger than the memory budget, streamed against in memory\n"
                  "  images       the image loader (crops, resizing) against a bare full decode of the same JPEGs\n"
                  "  distributed  data-parallel training over c10d and checkpoints, against one process\n";
-    return args.empty() ? 2 : 0;
+    return help ? 0 : 2;
   }
   std::string name = "feeder-bench";
   if (!args.empty() && args.front() == "stream") {

@@ -131,6 +131,18 @@ ImageStore load(const ConvertArgs& args) {
   }
   if (!fs::is_regular_file(args.input, error)) throw DataError(args.input.string() + ": no such file");
   const FileKind kind = input_kind(args.input);
+  if (kind == FileKind::kIdx) {
+    // Labels come from the file beside it when there is one: say so when there is none.
+    std::string labels = args.input.filename().string();
+    if (labels.ends_with(".gz")) labels.resize(labels.size() - 3);
+    if (const size_t at = labels.find("images-idx3"); at != std::string::npos) {
+      labels.replace(at, 11, "labels-idx1");
+      const fs::path beside = args.input.parent_path() / labels;
+      if (!fs::exists(beside, error) && !fs::exists(fs::path(beside.string() + ".gz"), error))
+        std::fprintf(stderr, "feeder convert: %s: no labels file beside it (%s[.gz]): the images are written unlabeled\n",
+                     args.input.string().c_str(), beside.string().c_str());
+    }
+  }
   if (!args.shape && kind != FileKind::kParquet) return load_images(args.input);
   switch (kind) {
     case FileKind::kCsv: {
@@ -524,7 +536,8 @@ Command add_convert_command(CLI::App& parent) {
   app->add_option("--level", args->parquet.compression_level,
                   "the codec's compression level: zstd 1-22 (default 1), gzip 1-9 (6), brotli 1-11 (5), lz4 1-12 (its\n"
                   "high-compression mode: smaller pages that decompress faster, written several times slower;\n"
-                  "default: its fast mode); snappy and none have none");
+                  "default: its fast mode); snappy and none have none")
+      ->check(at_least(1));
   app->add_option("--row-group-size", args->parquet.row_group_size, "rows per Parquet row group")
       ->check(at_least(1));
   CLI::Option* shard_rows = app->add_option("--shard-rows", args->shard_rows, "rows per shard of a sharded set")

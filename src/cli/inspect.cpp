@@ -131,7 +131,7 @@ std::string inspect_report(const std::string& path) {
     std::string text = "image folder: " + path + " (" + std::to_string(folder.classes.size()) + " classes, " +
                        format_byte_size(folder.encoded_bytes) + " of images";
     if (folder.skipped_other + folder.skipped_unsupported > 0)
-      text += "; skipped " + std::to_string(folder.skipped_other) + " other files and " +
+      text += "; skipped " + std::to_string(folder.skipped_other) + (folder.skipped_other == 1 ? " other file and " : " other files and ") +
               describe_unsupported(folder.skipped_unsupported, folder.first_unsupported);
     return text + ")\n" + describe_encoded_images(*folder.source, folder.classes);
   }

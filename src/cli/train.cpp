@@ -100,7 +100,7 @@ void print_data_choice(const char* role, const OpenedSet& set, const TensorLoade
   std::cout << role << ": " << set.source->size() << " samples from " << set.spec;
   if (set.num_row_groups > 0)
     std::cout << " (" << set.num_files << (set.num_files == 1 ? " file, " : " files, ") << set.num_row_groups
-              << " row groups)";
+              << (set.num_row_groups == 1 ? " row group)" : " row groups)");
   std::cout << ": " << set.choice;
   const Loader& inner = loader.loader();
   if (inner.streaming())
@@ -215,6 +215,9 @@ int run(const TrainArgs& args) {
     }
   } restore_stdout{stdout_buffer};
 
+  // Written after training: refused now rather than after the run.
+  if (rank == 0 && args.save_path) check_can_write(*args.save_path);
+  if (rank == 0 && args.report_path) check_can_write(*args.report_path);
   const auto [train_path, test_path] = find_data_files(args);
   // The default share of the machine's memory is divided among the ranks running on it.
   const int local_ranks = distributed ? distributed->local_world_size : 1;
@@ -264,7 +267,7 @@ int run(const TrainArgs& args) {
             << count_parameters(*trainer.model()) << " parameters) on "
             << sets.train.source->size() << " images, testing on " << sets.test.source->size() << "; device "
             << report.device << ", precision " << report.precision << ", channels-last "
-            << (config.channels_last ? "on" : "off") << ", " << report.num_threads << " threads";
+            << (config.channels_last ? "on" : "off") << ", " << report.num_threads << (report.num_threads == 1 ? " thread" : " threads");
   if (group) std::cout << " per rank, " << world_size << " ranks (batch " << args.batch_size << " each)";
   std::cout << "\n" << std::flush;
 

@@ -203,4 +203,11 @@ void write_file_atomically(const std::filesystem::path& target, std::string_view
   writer.commit();
 }
 
+void check_can_write(const std::filesystem::path& target) {
+  std::error_code error;
+  if (std::filesystem::is_directory(target, error))
+    throw DataError(target.string() + ": cannot create output: it is a directory");
+  AtomicFileWriter probe(target);  // its temporary file goes with it, uncommitted
+}
+
 }  // namespace feeder

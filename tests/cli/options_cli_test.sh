@@ -32,6 +32,11 @@ output=$("$feeder" bench --help) || { echo "FAIL: feeder bench --help exited $?"
 for benchmark in loader ablation stream images distributed; do
   grep -qE "^  $benchmark +" <<<"$output" || { echo "FAIL: feeder bench --help does not list $benchmark"; failures=$((failures + 1)); }
 done
+# An unknown benchmark is named, with the list (it used to get one executable's out-of-date usage).
+output=$("$feeder" bench nosuch 2>&1); status=$?
+if [ "$status" -ne 2 ] || ! grep -qF "feeder bench: no benchmark 'nosuch'" <<<"$output" || ! grep -qE "^  distributed +" <<<"$output"; then
+  echo "FAIL: feeder bench nosuch (exit $status):"; echo "$output" | head -5; failures=$((failures + 1))
+fi
 # A pixel set sorted by label, converted to shards with the defaults, is said to be sorted, with
 # the option that fixes it; shuffled on write it is not.
 work=$(mktemp -d)
@@ -54,4 +59,26 @@ if grep -qF "runs of one label" <<<"$output" || ! grep -qF "rows shuffled with s
 else
   echo "ok: a set shuffled on write is not said to be sorted"
 fi
+# An IDX images file with no labels file beside it is converted unlabeled, and said to be (it was silent).
+mkdir -p "$work/idx"
+cp /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz "$work/idx/"
+output=$("$feeder" convert "$work/idx/t10k-images-idx3-ubyte.gz" "$work/idx.parquet" 2>&1)
+if ! grep -qF "no labels file beside it ($work/idx/t10k-labels-idx1-ubyte[.gz]): the images are written unlabeled" <<<"$output"; then
+  echo "FAIL: an IDX file converted without its labels was not said to be unlabeled:"; echo "$output" | head -3
+  failures=$((failures + 1))
+fi
+
+# Outputs written after training are checked before it: they used to fail after the whole run.
+for output_option in "--save $work/no-such-dir/model.pt" "--report-json $work"; do
+  # shellcheck disable=SC2086  # the option and its value
+  output=$(timeout 60 "$feeder" train --epochs 1 $output_option 2>&1)
+  status=$?
+  if [ "$status" -eq 0 ] || ! grep -qF ": cannot create output" <<<"$output" || grep -q "^Epoch" <<<"$output"; then
+    echo "FAIL: feeder train $output_option (exit $status) was not refused before training:"; echo "$output" | head -5
+    failures=$((failures + 1))
+  else
+    echo "ok: feeder train $output_option -> $(grep -F "cannot create output" <<<"$output")"
+  fi
+done
+
 exit $((failures > 0))

@@ -103,6 +103,7 @@ TEST(ParquetConvert, UsageErrorsExitTwoWithTheUsageLine) {
       {{in, out, "--codec", "zip"}, "--codec: unknown Parquet codec 'zip'"},
       {{in, out, "--layout", "rows"}, "--layout: unknown layout 'rows' (use columns, image or png)"},
       {{in, out, "--row-group-size", "0"}, "--row-group-size: needs an integer >= 1, got '0'"},
+      {{in, out, "--level", "0"}, "--level: needs an integer >= 1, got '0'"},  // was taken as the default
       {{in, out, "--row-group-size"}, "--row-group-size"},
       {{in, out, "--shape", "1x28"}, "--shape"},
       {{in, out, "--shape", "1x0x28"}, "--shape: needs an integer >= 1, got '0'"},

@@ -382,6 +382,11 @@ TEST(ParquetWriter, RejectsHadoopLz4) {
 TEST(ParquetWriter, ParsesCommandLineNames) {
   EXPECT_EQ(parse_parquet_codec("lz4"), Codec::kLz4Raw);
   EXPECT_EQ(parse_parquet_codec("none"), Codec::kUncompressed);
+  // Any case, and the names the reports print (LZ4 was refused as unknown).
+  EXPECT_EQ(parse_parquet_codec("LZ4"), Codec::kLz4Raw);
+  EXPECT_EQ(parse_parquet_codec("LZ4_RAW"), Codec::kLz4Raw);
+  EXPECT_EQ(parse_parquet_codec("Zstd"), Codec::kZstd);
+  EXPECT_EQ(parse_parquet_codec("UNCOMPRESSED"), Codec::kUncompressed);
   EXPECT_EQ(parse_parquet_layout("image"), ParquetLayout::kImage);
   try {
     parse_parquet_codec("zip");

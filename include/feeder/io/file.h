@@ -104,4 +104,8 @@ class AtomicFileWriter {
 // Convenience: writes `text` to `target` atomically.
 void write_file_atomically(const std::filesystem::path& target, std::string_view text);
 
+// Throws the DataError writing `target` would (no such directory, no permission, a directory
+// there), now: for an output written at the end of long work, so that the work is not lost.
+void check_can_write(const std::filesystem::path& target);
+
 }  // namespace feeder

@@ -1,6 +1,7 @@
 #include "feeder/formats/parquet/writer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -423,14 +424,18 @@ ParquetLayout parse_parquet_layout(std::string_view name) {
   throw OptionsError("unknown Parquet layout '" + std::string(name) + "' (use columns or image)");
 }
 
-parquet::Codec parse_parquet_codec(std::string_view name) {
+parquet::Codec parse_parquet_codec(std::string_view given) {
+  // Any case, and the names the reports print (LZ4_RAW, UNCOMPRESSED).
+  std::string name(given);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (name == "lz4_raw") name = "lz4";
   if (name == "zstd") return Codec::kZstd;
   if (name == "snappy") return Codec::kSnappy;
   if (name == "gzip") return Codec::kGzip;
   if (name == "lz4") return Codec::kLz4Raw;
   if (name == "brotli") return Codec::kBrotli;
   if (name == "none" || name == "uncompressed") return Codec::kUncompressed;
-  throw OptionsError("unknown Parquet codec '" + std::string(name) + "' (use zstd, snappy, gzip, lz4, brotli or none)");
+  throw OptionsError("unknown Parquet codec '" + std::string(given) + "' (use zstd, snappy, gzip, lz4, brotli or none)");
 }
 
 void write_parquet(const ImageStore& store, const std::filesystem::path& path, const ParquetWriteOptions& options) {
