@@ -243,8 +243,24 @@ int run(const TrainArgs& args) {
   test_options.memory_budget = sets.test.memory_budget;
   train_options.sample_stage = image_stage_for(*sets.train.source, ImageShape{});
   test_options.sample_stage = image_stage_for(*sets.test.source, ImageShape{});
-  TensorLoader train_loader(sets.train.source, train_options);
-  TensorLoader test_loader(sets.test.source, test_options);
+  // A loader's budget is its set's share of --memory-budget, and feeder train has no prefetch
+  // option: a refusal of the budget is put in the terms of this command.
+  const auto make_loader = [&](const OpenedSet& set, const LoaderOptions& options, const char* role) {
+    try {
+      return TensorLoader(set.source, options);
+    } catch (const OptionsError& e) {
+      if (std::string_view(e.what()).find("is too small") == std::string_view::npos ||
+          std::string_view(e.what()).find("memory_budget") == std::string_view::npos)
+        throw;
+      throw OptionsError(std::string(e.what()) + " (here memory_budget is the " + role + " set's share of " +
+                         "--memory-budget " + format_byte_size(memory_budget) + ", and prefetch is " + std::to_string(options.prefetch) + ": raise " +
+                         "--memory-budget, or lower --batch-size" +
+                         (std::string_view(e.what()).find("lower the shuffle window") != std::string_view::npos
+                              ? " or --shuffle-window)" : ")"));
+    }
+  };
+  TensorLoader train_loader = make_loader(sets.train, train_options, "training");
+  TensorLoader test_loader = make_loader(sets.test, test_options, "test");
   print_data_choice("Train data", sets.train, train_loader);
   print_data_choice("Test data", sets.test, test_loader);
   if (!train_loader.loader().shuffle_advice().empty() && rank == 0) {

@@ -201,15 +201,17 @@ TrainTestSets open_train_test(const std::string& train_spec, const std::string& 
     test_share = memory_budget - train.set.decoded_bytes;
   }
   // A set read within its share needs some of it: a share of 0 would mean the default budget.
-  const auto check_share = [&](const Candidate& set, int64_t share, const Candidate& held) {
-    if ((set.dataset || set.set.streaming) && share <= 0) {
-      throw OptionsError("memory budget " + format_byte_size(memory_budget) + " is too small: " + held.set.spec +
-                         " is held in memory (" + format_byte_size(held.set.decoded_bytes) + ") and leaves nothing for " +
+  const auto check_share = [&](const Candidate& set, int64_t share, const Candidate& other, bool other_held) {
+    if (!(set.dataset || set.set.streaming) || share > 0) return;
+    if (other_held)
+      throw OptionsError("memory budget " + format_byte_size(memory_budget) + " is too small: " + other.set.spec +
+                         " is held in memory (" + format_byte_size(other.set.decoded_bytes) + ") and leaves nothing for " +
                          set.set.spec + ", which is read within what is left; raise --memory-budget");
-    }
+    throw OptionsError("memory budget " + format_byte_size(memory_budget) + " is too small: " + set.set.spec +
+                       "'s share of it (a quarter for the test set, the rest for training) is 0 B; raise --memory-budget");
   };
-  check_share(train, train_share, test);
-  check_share(test, test_share, train);
+  check_share(train, train_share, test, test_held);
+  check_share(test, test_share, train, train_held);
   if (train.dataset) open_parquet(train, train_share);
   if (test.dataset) open_parquet(test, test_share);
   if (train.set.streaming && !train.dataset) train.set.memory_budget = train_share;

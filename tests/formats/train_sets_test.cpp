@@ -73,6 +73,16 @@ TEST_F(TrainSets, ATestSetHeldInMemoryThatTakesTheWholeBudgetIsRefused) {
     }
   }
   EXPECT_EQ(open_train_test(train(), held, kShape, 9000).train.memory_budget, 9000 - 4800);
+  // Neither set held: a budget too small to share is said to be that, not blamed on the other set
+  // ("train is held in memory (23 KiB)" at a budget of 1 B).
+  try {
+    open_train_test(train(), test(), kShape, 1);
+    FAIL() << "a budget of 1 B was accepted";
+  } catch (const OptionsError& e) {
+    EXPECT_EQ(std::string(e.what()), "memory budget 1 B is too small: " + test() +
+                                         "'s share of it (a quarter for the test set, the rest for training) is 0 B; "
+                                         "raise --memory-budget");
+  }
 }
 
 TEST_F(TrainSets, TheTrainingSetIsStreamedWhenItExceedsItsShare) {
