@@ -85,6 +85,10 @@ void decode_png(std::span<const uint8_t> bytes, int channels, const std::string&
   png_read_info(r.png, r.info);
   header = r.header();
   check_image_size(header, max_pixels, name);
+  // PIL checks the CRCs of the chunks before the image data (as png_read_info just did) but not
+  // those of the image data's own chunks, whose corruption zlib's checksum catches anyway: so
+  // here, so that every PNG that torchvision trains on decodes.
+  png_set_crc_action(r.png, PNG_CRC_QUIET_USE, PNG_CRC_DEFAULT);
   // To 8-bit gray or RGB, as PIL's convert("RGB"/"L") sees them: palettes and low bit depths
   // expanded, 16-bit samples to their high byte, alpha (also from tRNS) dropped.
   png_set_expand(r.png);

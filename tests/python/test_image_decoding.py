@@ -146,6 +146,35 @@ def test_a_jpeg_without_its_end_marker_is_refused_as_pil_refuses_it():
     assert np.array_equal(feeder.decode_image(data + b"trailing bytes \xff\xd8", 3), pil_rgb(data))
 
 
+def chunk_at(data, kind):
+    """(start, length) of the first PNG chunk of `kind`: its 4-byte length is at start."""
+    at = data.index(kind) - 4
+    return at, int.from_bytes(data[at:at + 4], "big")
+
+
+def test_a_png_whose_image_data_crc_is_wrong_decodes_as_pil_decodes_it():
+    """PIL checks the CRCs of the chunks before the image data, not the image data's (IDAT): such
+    a PNG trains under torchvision, and was refused here ("IDAT: CRC error")."""
+    data = pngs()["RGB"]
+    at, length = chunk_at(data, b"IDAT")
+    crc = at + 8 + length
+    bad_crc = data[:crc] + bytes(b ^ 0xFF for b in data[crc:crc + 4]) + data[crc + 4:]
+    assert np.array_equal(pil_rgb(bad_crc), pil_rgb(data))
+    assert np.array_equal(feeder.decode_image(bad_crc, 3), pil_rgb(data))
+    # The header's CRC is checked by both; corrupt image data is caught by zlib's own checksum.
+    ihdr_at, ihdr_length = chunk_at(data, b"IHDR")
+    ihdr_crc = ihdr_at + 8 + ihdr_length
+    bad_header = data[:ihdr_crc] + bytes(b ^ 0xFF for b in data[ihdr_crc:ihdr_crc + 4]) + data[ihdr_crc + 4:]
+    with pytest.raises(OSError):  # PIL: cannot identify image file
+        Image.open(io.BytesIO(bad_header))
+    with pytest.raises(feeder.DataError, match=r"x: bad PNG: IHDR: CRC error"):
+        feeder._feeder.decode_image(bad_header, 3, "x")
+    middle = at + 8 + length // 2
+    bad_data = data[:middle] + bytes([data[middle] ^ 0x55]) + data[middle + 1:]
+    with pytest.raises(feeder.DataError, match=r"x: bad PNG: "):
+        feeder._feeder.decode_image(bad_data, 3, "x")
+
+
 def sof_with_size(data, width, height):
     """The JPEG with its frame header's size replaced."""
     at = data.index(b"\xff\xc0") + 5
