@@ -587,7 +587,8 @@ class DataLoader:
     @property
     def skipped(self):
         """With on_error="skip": (how many images were left out of this epoch's batches so far, the
-        reasons of the first few, each naming its file or row)."""
+        reasons of the first few, each naming its file or row). A resumed epoch counts from the
+        resume."""
         return self._loader.skipped_samples, list(self._loader.skipped_examples)
 
     # ---------------------------------------------------------------- resume
