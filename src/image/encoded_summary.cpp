@@ -25,7 +25,7 @@ struct Tally {
     bytes += static_cast<int64_t>(data.size());
     ++labels[label];
     const auto format = sniff_image_format(data);
-    ++formats[format ? to_string(*format) : "not an image"];
+    ++formats[format ? to_string(*format) : "none"];
     try {
       const ImageHeader header = read_image_header(data, name);
       widths.push_back(header.width);
@@ -79,14 +79,16 @@ std::string describe_encoded_images(const SampleSource& source, const std::vecto
   out << "encoded images: " << source.size() << (all ? "" : " (the figures below are of " + std::to_string(tally.images) +
                                                            " of them, from blocks spread over the set)")
       << "\n";
+  // By the file's signature; whether its header then reads is the "unreadable" line below.
   out << "formats:";
   for (const auto& [format, count] : tally.formats) out << " " << format << " " << count;
+  if (tally.formats.count("none")) out << " (none: no JPEG, PNG or WebP signature)";
   out << "\n";
   out << "width min / median / max: " << range_text(tally.widths) << " px; height: " << range_text(tally.heights)
       << " px\n";
   out << "bytes per image: " << format_byte_size(tally.images ? tally.bytes / tally.images : 0) << " on average\n";
   if (tally.unreadable)
-    out << "not images (unreadable headers, or cut short): " << tally.unreadable << ", the first: " << tally.first_unreadable
+    out << "unreadable (not images, or headers cut short or damaged): " << tally.unreadable << ", the first: " << tally.first_unreadable
         << "\n";
   if (!source.labeled()) {
     out << "unlabeled\n";

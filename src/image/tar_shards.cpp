@@ -88,9 +88,12 @@ class ShardReader {
     if (status < ARCHIVE_WARN) {
       // A reader made at a member's header that finds none there: the file is not (or no more) a tar.
       if (!read_any_) throw DataError(path_.string() + ": not an uncompressed tar file (" + error() + ")");
-      throw DataError(path_.string() + ": " + error());
+      // Reaching the next header skips the last member's data: a tar cut short is cut there.
+      throw DataError(path_.string() + ": after the member " + last_member_ + ": " + error());
     }
     read_any_ = true;
+    const char* name = archive_entry_pathname(entry);
+    last_member_ = name ? name : "";
     return entry;
   }
   // The current entry's header position, from the start of the shard.
@@ -138,6 +141,7 @@ class ShardReader {
   archive* archive_ = nullptr;
   int64_t offset_ = 0;
   bool read_any_ = false;  // an entry was read
+  std::string last_member_;  // the name of the entry next() returned last, for its errors
   alignas(64) uint8_t buffer_[64 << 10];
 };
 

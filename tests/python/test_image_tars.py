@@ -3,6 +3,7 @@
 
 import gzip
 import io
+import re
 import subprocess
 import tarfile
 
@@ -117,6 +118,14 @@ def test_bad_shards_and_members_say_what_is_wrong(tmp_path):
         last = tar.getmembers()[-1]
     (cut / "train-0002.tar").write_bytes(data[: last.offset_data + 10])  # inside its last member
     with pytest.raises(feeder.DataError, match=r"train-0002\.tar: truncated: a tar file ends with two zero blocks"):
+        feeder.DataLoader(str(cut), batch_size=4, image_size=8)
+    # Cut inside a member's header: the member before it is named (the error named only the file).
+    with tarfile.open(tmp_path / "cut" / "train-0001.tar") as tar:
+        members = tar.getmembers()
+    data = (cut / "train-0001.tar").read_bytes()
+    (cut / "train-0002.tar").write_bytes(data[: members[2].offset + 100])
+    with pytest.raises(feeder.DataError, match=r"train-0002\.tar: after the member " + re.escape(members[1].name) +
+                       r": Truncated tar archive"):
         feeder.DataLoader(str(cut), batch_size=4, image_size=8)
 
     zipped = tmp_path / "zipped"
