@@ -115,6 +115,13 @@ ShardedDataset describe_from_footers(const fs::path& root, const std::vector<fs:
       dataset.labeled = reader.labeled();
       dataset.columns = reader.columns();
       dataset.encoded = reader.encoded();
+    } else if (reader.encoded() != dataset.encoded) {
+      // Encoded images have no shape of their own: say what each file holds, not 0x0x0.
+      const auto holds = [](bool encoded, const ImageShape& shape) {
+        return encoded ? std::string("encoded images (image files' bytes)") : "pixels of " + to_string(shape);
+      };
+      throw DataError(name + ": holds " + holds(reader.encoded(), reader.shape()) + ", but " + first + " holds " +
+                      holds(dataset.encoded, dataset.shape) + ": a set is one or the other");
     } else if (reader.shape() != dataset.shape) {
       throw DataError(name + ": images are " + to_string(reader.shape()) + ", but " + first + " has " +
                       to_string(dataset.shape));

@@ -102,6 +102,18 @@ TEST_F(TrainSets, AMissingSetOrAnotherShapeIsNamed) {
             train() + ": images are 1x4x4; the model takes 1x28x28");
 }
 
+// A glob of Parquet files of pixels and of encoded images: said so, not "images are 0x0x0".
+TEST_F(TrainSets, AGlobMixingPixelsAndEncodedImagesIsNamed) {
+  const std::filesystem::path mixed = dir_ / "mixed";
+  std::filesystem::create_directories(mixed);
+  std::filesystem::copy_file(test(), mixed / "a.parquet");
+  std::filesystem::copy_file(std::string(FEEDER_TEST_DATA_DIR) + "/images/hf/train-00000-of-00002.parquet",
+                             mixed / "b.parquet");
+  EXPECT_EQ(testing::data_error_of([&] { open_sharded_dataset((mixed / "*.parquet").string()); }),
+            (mixed / "b.parquet").string() + ": holds encoded images (image files' bytes), but a.parquet holds pixels "
+                                              "of 1x4x4: a set is one or the other");
+}
+
 TEST_F(TrainSets, OneSetGetsTheWholeBudget) {
   const OpenedSet in_memory = open_set(train(), 24000);
   EXPECT_FALSE(in_memory.streaming);
