@@ -592,7 +592,8 @@ void Loader::restore(const LoaderState& state) {
     if (std::string_view(name) == "block layout" && (blocks_irrelevant || other_dataset)) return;
     differs += differs.empty() ? "" : ", ";
     if (std::string_view(name) == "fingerprint") {
-      differs += "the dataset's fingerprint differs (another dataset)";
+      const std::string note = source_->other_dataset_note();
+      differs += "the dataset's fingerprint differs (another dataset" + (note.empty() ? "" : "; " + note) + ")";
     } else if (std::string_view(name) == "block layout") {
       differs += saved == 0 ? "the state is of an earlier feeder, whose streamed order shuffled whole row groups "
                               "(format v1): it cannot continue this epoch exactly; start the epoch again"

@@ -58,6 +58,20 @@ void read_whole(const fs::path& path, uint8_t* out, int64_t size) {
   ::close(fd);
 }
 
+// A folder held in memory and the same folder streamed order their files differently (the stream
+// mixes the classes into its blocks), so a state saved in one mode is of another dataset in the other.
+constexpr const char* kFolderModesNote =
+    "an image folder held in memory (within the memory budget) and the same folder streamed (over it) order "
+    "its files differently, so a state saved in one cannot continue in the other: give the memory budget it "
+    "was saved with";
+
+// A folder within the budget: its files' bytes in memory (the folder's order, as torchvision's).
+class HeldImageFolder final : public EncodedImageSource {
+ public:
+  using EncodedImageSource::EncodedImageSource;
+  std::string other_dataset_note() const override { return std::string(kFolderModesNote) + " (held here)"; }
+};
+
 // A folder too large for the budget: the files in a fixed mixed order (see open_image_folder), in
 // blocks of kFolderBlockFiles, each block read file by file into the stream's buffer.
 class StreamedImageFolder final : public SampleSource {
@@ -86,6 +100,7 @@ class StreamedImageFolder final : public SampleSource {
   // XXH3 of the files' paths, sizes and labels in the stream's order (not of their bytes, which
   // are not read to open the folder).
   uint64_t fingerprint() const override { return fingerprint_; }
+  std::string other_dataset_note() const override { return std::string(kFolderModesNote) + " (streamed here)"; }
   std::string name() const override { return name_; }
   bool encoded() const override { return true; }
   std::string sample_name(int64_t i) const override { return files_.at(static_cast<size_t>(i)).string(); }
@@ -252,8 +267,8 @@ std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& l
     const auto file = static_cast<size_t>(rows[at]);
     read_whole(listing.files[file], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);
   });
-  return std::make_shared<EncodedImageSource>(name, std::move(bytes), std::move(offsets), std::move(labels),
-                                              std::move(names), true);
+  return std::make_shared<HeldImageFolder>(name, std::move(bytes), std::move(offsets), std::move(labels),
+                                           std::move(names), true);
 }
 
 std::string describe_unsupported(int64_t count, const std::vector<std::string>& first) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "feeder/data/loader.h"
@@ -123,6 +124,33 @@ TEST(ImageFolderStream, BeyondTheBudgetEachFileOnceAsInMemory) {
   Loader resized_held(held.source, whole_in_memory);
   Loader resized_streamed(streamed.source, whole);
   EXPECT_EQ(rows_by_file(source, resized_streamed, 0), rows_by_file(*held.source, resized_held, 0));
+}
+
+// Held and streamed, a folder orders its files differently: a state of one mode is refused in the
+// other, and the refusal says why (it said only "another dataset" of the same folder).
+TEST(ImageFolderStream, AStateOfTheOtherModeIsRefusedSayingWhy) {
+  TempDir dir;
+  write_folder(dir);
+  const ImageFolder held = open_image_folder(dir.path());
+  const ImageFolder streamed = open_image_folder(dir.path(), 0, held.encoded_bytes / 3);
+  ASSERT_TRUE(streamed.streaming);
+  Loader in_memory(held.source, crops(0, 0));
+  Loader stream(streamed.source, crops(0, held.encoded_bytes));
+  for (auto [from, to, here] : {std::tuple{&in_memory, &stream, "streamed here"},
+                                std::tuple{&stream, &in_memory, "held here"}}) {
+    from->start_epoch(0);
+    ASSERT_TRUE(from->next());
+    try {
+      to->restore(from->state());
+      ADD_FAILURE() << "a state of the other mode was taken";
+    } catch (const OptionsError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("the dataset's fingerprint differs (another dataset; an image folder held in memory"),
+                std::string::npos) << what;
+      EXPECT_NE(what.find("give the memory budget it was saved with (" + std::string(here) + "))"), std::string::npos)
+          << what;
+    }
+  }
 }
 
 TEST(ImageFolderStream, AFileChangedSinceTheListingIsNamed) {

@@ -102,6 +102,10 @@ class SampleSource {
   // listed folder's class folders, a Parquet set's label column alone); empty when the source
   // cannot. For read_labels.
   virtual std::vector<int64_t> labels_alone() const { return {}; }
+  // Said when a loader state of another dataset is refused: how the same data could have been
+  // another set (an image folder is ordered one way held in memory, another way streamed). Empty
+  // when nothing but other data can be the cause.
+  virtual std::string other_dataset_note() const { return {}; }
 
   int64_t num_blocks() const { return static_cast<int64_t>(block_starts().size()) - 1; }
   int64_t block_rows(int64_t block_idx) const {
