@@ -256,6 +256,17 @@ def test_a_new_pass_ends_the_old_one(numbered):
 
 # ------------------------------------------------------------------------ resume
 
+def take_batches(loader, epoch, count):
+    """The labels of epoch `epoch`'s first `count` batches, its pass left there; all of them end it."""
+    loader.set_epoch(epoch)
+    it = iter(loader)
+    taken = [next(it)[1].tolist() for _ in range(count)]
+    if count == len(loader):
+        with pytest.raises(StopIteration):
+            next(it)
+    return taken
+
+
 @pytest.mark.parametrize("stop_after", [0, 1, 7, 10])
 def test_state_dict_resumes_with_the_batches_that_come_next(numbered, stop_after):
     reference = feeder.DataLoader(numbered, batch_size=100, seed=9)
@@ -263,18 +274,11 @@ def test_state_dict_resumes_with_the_batches_that_come_next(numbered, stop_after
     expected = epoch_labels(reference) + epoch_labels(reference)  # epoch 2, then epoch 3
 
     loader = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=2)
-    loader.set_epoch(2)
-    seen = []
-    it = iter(loader)
-    for _ in range(stop_after):
-        seen.append(next(it)[1].tolist())
-    if stop_after == 10:
-        with pytest.raises(StopIteration):
-            next(it)
+    seen = take_batches(loader, 2, stop_after)
     state = json.loads(json.dumps(loader.state_dict()))  # plain values: it survives a file
     assert state["_num_yielded"] == stop_after
     assert state["_iterator_finished"] == (stop_after == 10)
-    del loader, it
+    del loader
 
     resumed = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=1)
     resumed.load_state_dict(state)
@@ -330,13 +334,7 @@ def test_the_documented_loop_resumes_from_next_epoch_wherever_the_state_was_take
     if stop_after is not None:
         loader.set_epoch(0)
         seen += epoch_labels(loader)
-        loader.set_epoch(1)
-        it = iter(loader)
-        for _ in range(stop_after):
-            seen.append(next(it)[1].tolist())
-        if stop_after == 10:
-            with pytest.raises(StopIteration):
-                next(it)
+        seen += take_batches(loader, 1, stop_after)
     state = json.loads(json.dumps(loader.state_dict()))
 
     resumed = feeder.DataLoader(numbered, batch_size=100, seed=9, num_workers=1)
@@ -350,9 +348,7 @@ def test_the_documented_loop_resumes_from_next_epoch_wherever_the_state_was_take
 
 def test_a_state_dict_whose_counts_are_not_its_loader_states_is_refused(numbered):
     loader = feeder.DataLoader(numbered, batch_size=100, seed=9)
-    loader.set_epoch(4)
-    it = iter(loader)
-    next(it)
+    take_batches(loader, 4, 1)
     state = loader.state_dict()
     for key, value in [("epoch", 0), ("_num_yielded", 5), ("next_epoch", "x"), ("next_epoch", -1)]:
         edited = json.loads(json.dumps(state))
@@ -363,9 +359,7 @@ def test_a_state_dict_whose_counts_are_not_its_loader_states_is_refused(numbered
 
 def test_set_epoch_to_another_epoch_while_a_resume_is_pending_is_refused(numbered):
     loader = feeder.DataLoader(numbered, batch_size=100, seed=9)
-    loader.set_epoch(5)
-    it = iter(loader)
-    next(it)
+    take_batches(loader, 5, 1)
     state = loader.state_dict()
     resumed = feeder.DataLoader(numbered, batch_size=100, seed=9)
     resumed.load_state_dict(state)
