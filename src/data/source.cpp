@@ -21,23 +21,21 @@ int64_t SampleSource::held_bytes_for_rows(int64_t rows) const {
   std::sort(densest.begin(), densest.end(), [&](int64_t a, int64_t b) {
     return static_cast<__int128>(block_bytes(a)) * block_rows(b) > static_cast<__int128>(block_bytes(b)) * block_rows(a);
   });
+  // A block may be held twice at once (a window's and the epoch's padding re-read of it), or more
+  // often when the rows asked for exceed the set's: each densest block counts that many times.
+  const int64_t total = size();
+  const int64_t copies = std::max<int64_t>(2, total > 0 ? (rows + total - 1) / total : 1);
   int64_t bytes = 0;
   int64_t left = rows;
-  // More rows than the set holds (blocks read again, as the epoch's padding does) take the blocks
-  // once more, densest first.
-  while (left > 0 && blocks > 0) {
-    for (const int64_t b : densest) {
-      const int64_t block = block_rows(b);
-      if (block <= 0) continue;
-      if (left < block) {  // part of a block, rounded up
-        bytes += static_cast<int64_t>((static_cast<__int128>(block_bytes(b)) * left + block - 1) / block);
-        return bytes;
+  for (const int64_t b : densest) {
+    const int64_t block = block_rows(b);
+    for (int64_t copy = 0; copy < copies && block > 0; ++copy) {
+      if (left <= block) {  // the last rows: part of a block, rounded up
+        return bytes + static_cast<int64_t>((static_cast<__int128>(block_bytes(b)) * left + block - 1) / block);
       }
       bytes += block_bytes(b);
       left -= block;
-      if (left == 0) return bytes;
     }
-    if (left == rows) return bytes;  // no block has rows
   }
   return bytes;
 }

@@ -500,13 +500,15 @@ TEST(SampleSource, HeldBytesCountTheDensestBlocksFirst) {
   // Blocks of 10 rows: one of 10,000 bytes, the others of 100 and 50.
   const MixedEncodedBlocks source({100, 10000, 50, 100});
   EXPECT_EQ(source.held_bytes_for_rows(0), 0);
+  EXPECT_EQ(source.held_bytes_for_rows(3), 3000);            // part of the dense block, rounded up
   EXPECT_EQ(source.held_bytes_for_rows(10), 10000);
-  EXPECT_EQ(source.held_bytes_for_rows(15), 10050);       // half of a 100-byte block
-  EXPECT_EQ(source.held_bytes_for_rows(3), 3000);         // part of the dense block, rounded up
-  EXPECT_EQ(source.held_bytes_for_rows(40), 10250);       // every block
-  EXPECT_EQ(source.held_bytes_for_rows(45), 10250 + 5000);  // then again, densest first
+  EXPECT_EQ(source.held_bytes_for_rows(20), 20000);          // a block may be held twice at once
+  EXPECT_EQ(source.held_bytes_for_rows(25), 20050);          // then half of a 100-byte block
+  EXPECT_EQ(source.held_bytes_for_rows(80), 2 * 10250);      // every block twice
+  EXPECT_EQ(source.held_bytes_for_rows(130), 4 * 10000 + 8 * 100 + 50);  // more rows than the set: 4 copies each
   // Before: the densest block's bytes per row (1,000) times every row.
   EXPECT_LT(source.held_bytes_for_rows(40), 40 * 1000);
+  for (int64_t rows = 0; rows <= 200; ++rows) EXPECT_LE(source.held_bytes_for_rows(rows), rows * 1000) << rows;
   // Pixels: every row alike.
   auto store = numbered_store(30);
   const InMemorySource pixels(store);

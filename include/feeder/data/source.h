@@ -127,9 +127,10 @@ class SampleSource {
   }
   // The most bytes that blocks holding `rows` rows in all can take, for the memory budget: rows x
   // decoded_sample_bytes() for pixels. For encoded samples, whose blocks differ in bytes per row,
-  // the blocks densest in bytes per row first, the last in part (a fractional knapsack, so an
-  // upper bound for any set of whole blocks of that many rows): a few large photographs among
-  // small ones cost the budget their own bytes, not their density times every row.
+  // the blocks densest in bytes per row first, each twice (a block may be held twice at once), the
+  // last in part: a fractional knapsack, so an upper bound for any blocks of that many rows. A few
+  // large photographs among small ones cost the budget their own bytes, not their density times
+  // every row.
   int64_t held_bytes_for_rows(int64_t rows) const;
 };
 
