@@ -131,18 +131,11 @@ ImageStore load(const ConvertArgs& args) {
   }
   if (!fs::is_regular_file(args.input, error)) throw DataError(args.input.string() + ": no such file");
   const FileKind kind = input_kind(args.input);
-  if (kind == FileKind::kIdx) {
-    // Labels come from the file beside it when there is one: say so when there is none.
-    std::string labels = args.input.filename().string();
-    if (labels.ends_with(".gz")) labels.resize(labels.size() - 3);
-    if (const size_t at = labels.find("images-idx3"); at != std::string::npos) {
-      labels.replace(at, 11, "labels-idx1");
-      const fs::path beside = args.input.parent_path() / labels;
-      if (!fs::exists(beside, error) && !fs::exists(fs::path(beside.string() + ".gz"), error))
-        std::fprintf(stderr, "feeder convert: %s: no labels file beside it (%s[.gz]): the images are written unlabeled\n",
-                     args.input.string().c_str(), beside.string().c_str());
-    }
-  }
+  // Labels come from the file beside it when there is one: say so when there is none.
+  if (kind == FileKind::kIdx && is_idx_images_name(args.input.filename().string()) &&
+      find_idx_labels(args.input).empty())
+    std::fprintf(stderr, "feeder convert: %s: no labels file beside it (%s[.gz]): the images are written unlabeled\n",
+                 args.input.string().c_str(), idx_labels_name(args.input).string().c_str());
   if (!args.shape && kind != FileKind::kParquet) return load_images(args.input);
   switch (kind) {
     case FileKind::kCsv: {

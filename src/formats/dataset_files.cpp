@@ -23,18 +23,23 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+}  // namespace
+
 bool is_idx_images_name(std::string_view name) {
   if (ends_with(name, kGz)) name.remove_suffix(kGz.size());
   return ends_with(name, kIdxImagesTag);
 }
 
-// The labels file beside an IDX images file: same name with labels-idx1, raw or .gz (the same
-// compression as the images first). Empty when there is none: the set is then unlabeled.
-fs::path find_idx_labels(const fs::path& images) {
+fs::path idx_labels_name(const fs::path& images) {
   std::string name = images.filename().string();
   if (ends_with(name, kGz)) name.resize(name.size() - kGz.size());
   const size_t at = name.rfind(kIdxImagesPart);
   name.replace(at, kIdxImagesPart.size(), kIdxLabelsPart);
+  return images.parent_path() / name;
+}
+
+fs::path find_idx_labels(const fs::path& images) {
+  const std::string name = idx_labels_name(images).filename().string();
   const bool gz = ends_with(images.filename().string(), kGz);
   const std::string candidates[] = {gz ? name + std::string(kGz) : name, gz ? name : name + std::string(kGz)};
   for (const std::string& candidate : candidates) {
@@ -44,8 +49,6 @@ fs::path find_idx_labels(const fs::path& images) {
   }
   return {};
 }
-
-}  // namespace
 
 ImageStore load_images(const fs::path& file) {
   const std::string name = file.filename().string();
