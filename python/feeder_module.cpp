@@ -36,6 +36,7 @@
 #include "feeder/error.h"
 #include "feeder/util/interrupt.h"
 #include "feeder/data/loader.h"
+#include "feeder/data/sampler.h"
 #include "feeder/data/source.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/image/crop.h"
@@ -158,6 +159,22 @@ class PyLoader {
     std::lock_guard lock(mutex_);
     loader_->start_epoch(epoch);
   }
+  // An epoch over a sampler's indices (Loader::start_epoch with an order).
+  void start_epoch_with_order(int64_t epoch, std::vector<int64_t> order, int64_t first_batch) {
+    py::gil_scoped_release release;
+    std::lock_guard lock(mutex_);
+    loader_->start_epoch(epoch, std::move(order), first_batch);
+  }
+  void reseed(uint64_t seed) {
+    py::gil_scoped_release release;
+    std::lock_guard lock(mutex_);
+    loader_->reseed(seed);
+  }
+  int64_t epoch_batches() {
+    py::gil_scoped_release release;
+    std::lock_guard lock(mutex_);
+    return loader_->epoch_batches();
+  }
 
   // (images, labels, num_padding): the batch's buffer as two DLPack capsules, and how many of its
   // last rows are the padding of ranks (EpochPlan); None at the end of the epoch. The images are
@@ -244,6 +261,7 @@ std::shared_ptr<const SampleStage> make_image_stage(const py::dict& image) {
   const auto ratio = image["ratio"].cast<std::pair<double, double>>();
   options.random_crop = {scale.first, scale.second, ratio.first, ratio.second};
   options.flip = image["flip"].cast<bool>();
+  if (image.contains("horizontal_flip")) options.horizontal_flip = image["horizontal_flip"].cast<double>();
   options.resize = image["resize"].cast<int64_t>();
   options.mean = image["mean"].cast<std::array<float, 3>>();
   options.std = image["std"].cast<std::array<float, 3>>();
@@ -458,6 +476,29 @@ PYBIND11_MODULE(_feeder, m) {
                               folder.first_unsupported);
       },
       py::arg("path"), py::arg("memory_budget"));
+  m.def(
+      "open_image_files",
+      [](const std::string& name, const std::vector<std::string>& paths, std::vector<int64_t> labels,
+         std::vector<std::string> classes, int64_t memory_budget, bool mix_streamed) {
+        ImageFolder folder;
+        {
+          py::gil_scoped_release release;
+          std::vector<std::filesystem::path> files(paths.begin(), paths.end());
+          folder = open_image_listing(list_image_files(std::move(files), std::move(labels), std::move(classes)), name,
+                                      0, memory_budget, mix_streamed);
+        }
+        OpenedSet opened;
+        opened.spec = name;
+        opened.source = folder.source;
+        opened.decoded_bytes = folder.encoded_bytes;
+        opened.streaming = folder.streaming;
+        opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
+                        std::to_string(folder.source->size()) + " images, " + format_byte_size(folder.encoded_bytes) +
+                        " encoded" + (folder.streaming ? ", over the budget)" : ")");
+        return opened;
+      },
+      py::arg("name"), py::arg("paths"), py::arg("labels"), py::arg("classes"), py::arg("memory_budget"),
+      py::arg("mix_streamed"));
   m.def("from_arrays", &from_arrays<uint8_t>, py::arg("images"), py::arg("labels"));
   m.def("from_float_arrays", &from_arrays<float>, py::arg("images"), py::arg("labels"));
 
@@ -484,6 +525,10 @@ PYBIND11_MODULE(_feeder, m) {
         return py::make_tuple(shape.channels, shape.height, shape.width);
       })
       .def("start_epoch", &PyLoader::start_epoch)
+      .def("start_epoch_with_order", &PyLoader::start_epoch_with_order, py::arg("epoch"), py::arg("order"),
+           py::arg("first_batch") = 0)
+      .def("reseed", &PyLoader::reseed)
+      .def_property_readonly("epoch_batches", &PyLoader::epoch_batches)
       .def("next", &PyLoader::next)
       .def("state", &PyLoader::state)
       .def("restore", &PyLoader::restore)
@@ -499,6 +544,7 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("buffers_allocated", [](const PyLoader& l) { return l.loader().buffers_allocated(); })
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
+  m.def("epoch_order", &epoch_order, py::arg("num_samples"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"));
   m.def("find_split_file", [](const std::string& dir, bool train) {
     return find_split_file(dir, train ? Split::kTrain : Split::kTest).string();
   }, py::arg("dir"), py::arg("train"));

@@ -32,13 +32,18 @@ except ImportError as error:  # not a declared dependency: pip must not replace 
 from torch.utils.dlpack import from_dlpack as _from_dlpack
 
 from . import _feeder
+from . import datasets as _datasets
 from .cached import CachedDataset, cached
+from .order import draw_seed as _draw_seed, own_sampler as _own_sampler, sampler_padding as _sampler_padding
+from .transforms import UnsupportedTransform
+
+_default_collate = torch.utils.data.default_collate
 
 __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "Batch", "DataError", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "__version__"]
+__all__ = ["DataLoader", "Batch", "DataError", "UnsupportedTransform", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -68,10 +73,18 @@ def _memory_budget_bytes(memory_budget):
     return int(number)
 
 
+def _mean_std(normalize):
+    """normalize= as (mean, std): a pair, or torchvision's transforms.Normalize (v1 or v2) itself."""
+    if type(normalize).__name__ == "Normalize" and hasattr(normalize, "mean") and hasattr(normalize, "std"):
+        return normalize.mean, normalize.std
+    return normalize
+
+
 def _normalization(normalize):
     """(mean, std) as two floats; torchvision's one-channel form ((0.286,), (0.353,)) is accepted."""
     if normalize is None:
         return 0.0, 1.0
+    normalize = _mean_std(normalize)
     try:
         mean, std = normalize
         mean = float(mean[0] if isinstance(mean, (tuple, list)) and len(mean) == 1 else mean)
@@ -176,11 +189,10 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
 
 # torch.utils.data.DataLoader's arguments that have no meaning here, and what to use instead.
 _REFUSED = {
-    "sampler": "feeder orders the samples itself: shuffle=, seed=, and rank=/world_size= for "
-               "DistributedSampler's split",
-    "batch_sampler": "feeder makes the batches itself: batch_size=, drop_last=, shuffle=, seed=",
-    "collate_fn": "feeder assembles batches in C++ into (images, labels) tensors: pass transform=, a "
-                  "callable (images, labels) -> (images, labels) applied to each batch",
+    "collate_fn": "feeder assembles batches in C++ into (images, labels) tensors, as torch's default_collate "
+                  "would (collate_fn=torch.utils.data.default_collate is accepted): pass transform=, a callable "
+                  "(images, labels) -> (images, labels) applied to each batch, or keep a custom collate on torch's "
+                  "DataLoader",
     "worker_init_fn": "workers are C++ threads in this process, with nothing to initialise",
     "multiprocessing_context": "workers are C++ threads in this process, not processes",
 }
@@ -305,7 +317,7 @@ def _image_options(image_size, augment, channels, resize, scale, ratio, flip, dc
                          f"with augment={augment!r} it would be ignored")
     if resize is None:
         resize = round(max(height, width) * 256 / 224)  # torchvision's Resize(256) before CenterCrop(224)
-    mean, std = ((0.0,), (1.0,)) if normalize is None else normalize
+    mean, std = ((0.0,), (1.0,)) if normalize is None else _mean_std(normalize)
     return {"channels": channels, "height": height, "width": width, "crop": _AUGMENTS[augment],
             "scale": tuple(float(v) for v in scale), "ratio": tuple(float(v) for v in ratio), "flip": bool(flip),
             "resize": _check_int("resize", resize, 1), "mean": _per_channel("mean", mean, channels),
@@ -323,7 +335,11 @@ class DataLoader:
     """Iterates a dataset in batches of (images, labels) tensors, like torch.utils.data.DataLoader.
 
     Args:
-        source: a map-style Dataset read once through ``feeder.cached(dataset)``, a folder of images
+        source: a torchvision dataset as it is (an ImageFolder or a DatasetFolder of images;
+            MNIST, FashionMNIST, CIFAR10 and their kin; a Subset or random_split of any of them),
+            read from its own file list or arrays, its transform run per sample in C++ with
+            torchvision's semantics or refused by name (feeder/transforms.py), ``loader.dataset``
+            being the dataset itself; a map-style Dataset read once through ``feeder.cached(dataset)``; a folder of images
             (see image_size below), a path (an IDX ``*-images-idx3-ubyte[.gz]`` file, a CSV, a Parquet file, a directory
             of Parquet shards, or a glob), or in-memory data: uint8 images (N,C,H,W) or (N,H,W) as a
             torch tensor or NumPy array, with labels as ``(images, labels)`` or ``labels=``. A
@@ -331,17 +347,29 @@ class DataLoader:
             loader lives. Labels are copied (8 bytes an image).
         batch_size: samples per batch (of this rank); 1 by default, as torch's.
         shuffle: shuffle every epoch; False (the default, as torch's) keeps the data's order.
-        seed: the shuffle's seed (42 by default). The order is a function of (seed, epoch, rank,
-            world_size) only.
+        seed: the seed of the shuffle and of random augmentation. The order is a function of (seed,
+            epoch, rank, world_size) only. Not given: drawn from torch's global generator at every
+            iter(), making exactly the draws torch's DataLoader makes (its workers' base seed, and
+            RandomSampler's with shuffle), so ``torch.manual_seed(s)`` decides the order; with
+            rank=/world_size=, 42 on every rank, as DistributedSampler's fixed seed (the draws are
+            still made). ``loader.seed`` is the seed of the last pass.
         generator: a torch.Generator instead of seed: its initial_seed() becomes the seed (the
             order then depends on (that seed, epoch), not on the generator's later state).
+        sampler: a torch sampler (DistributedSampler, RandomSampler, SequentialSampler, or any
+            iterable of indices): the indices ``iter(sampler)`` yields at each iter() are the ones
+            served, so ``sampler.set_epoch(e)`` on it takes effect at the next iter(). A
+            DistributedSampler's repeats (its padding) are counted in ``batch.num_padding``. The set
+            must be in memory (a stream reads in an order of its own).
+        batch_sampler: torch's BatchSampler: its sampler, batch_size and drop_last, as above.
+        collate_fn: None or torch's default_collate (what feeder's batches are); others are refused.
         drop_last: drop the last, smaller batch.
         num_workers: C++ threads assembling batches (0: on the calling thread, inside next()).
             Threads, not processes: nothing is pickled or copied per worker.
         prefetch: batches assembled ahead of the training loop, at most (4 by default).
         prefetch_factor: torch's spelling, per worker: prefetch = prefetch_factor * num_workers.
-        persistent_workers: accepted for torch's sake; feeder's workers are threads that always
-            persist across epochs.
+        persistent_workers: feeder's workers are threads that always persist across epochs
+            (``loader.persistent_workers`` is True); the value given decides only torch's draws of
+            a base seed (once with persistent workers, else at every iter()).
         normalize: None (pixels / 255, the article's transform) or (mean, std), applied as
             (pixels / 255 - mean) / std while converting to float32.
         layout: "nchw", or "nhwc" for channels-last tensors (still shaped (B,C,H,W), with
@@ -382,11 +410,14 @@ class DataLoader:
             quarter of the memory and of the copy to it.
         timeout, pin_memory_device, in_order: torch's, accepted at their defaults only.
 
-    torch.utils.data.DataLoader's sampler, batch_sampler, collate_fn, worker_init_fn and
-    multiprocessing_context are refused with a ValueError that says what to use instead.
+    torch.utils.data.DataLoader's custom collate_fn, worker_init_fn and multiprocessing_context are
+    refused with a ValueError that says what to use instead. torch's attributes are there:
+    ``sampler``, ``batch_sampler``, ``batch_size``, ``drop_last``, ``collate_fn``, ``pin_memory``,
+    ``prefetch_factor``, ``persistent_workers``, ``generator``; a loader pickles and copies (made
+    again from its arguments), and one rebuilt from its attributes equals it.
 
-    Iterating yields ``(images, labels)`` as a ``feeder.Batch`` (a tuple with ``num_padding``: rows at
-    its end that pad the epoch for ranks): float32 (uint8 with dtype=torch.uint8) (B,C,H,W) and
+    Iterating yields ``[images, labels]`` as a ``feeder.Batch`` (a list, as torch's default collate
+    gives, with ``num_padding``: rows at its end that pad the epoch for ranks): float32 (uint8 with dtype=torch.uint8) (B,C,H,W) and
     int64 (B) CPU tensors that share the loader's buffers. A buffer returns to the loader when its
     tensors are freed, so keeping every batch of an epoch costs a new buffer each; an unlabeled set
     yields labels of -1.
@@ -400,7 +431,7 @@ class DataLoader:
     with or without ``set_epoch()`` of the saved epoch before it (see set_epoch).
     """
 
-    def __init__(self, source, batch_size=1, shuffle=False, seed=None, drop_last=False, num_workers=1,
+    def __init__(self, source, batch_size=1, shuffle=None, seed=None, drop_last=False, num_workers=1,
                  prefetch=None, normalize=None, layout="nchw", rank=0, world_size=1, memory_budget=None,
                  shuffle_window=0, pin_memory=False, labels=None, *, train=True, allow_unlabeled=False,
                  transform=None, generator=None, prefetch_factor=None, persistent_workers=False, timeout=0,
@@ -408,11 +439,13 @@ class DataLoader:
                  worker_init_fn=None, multiprocessing_context=None, image_size=None, augment=None, channels=3,
                  resize=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=True, dct_scaling=True,
                  on_error="raise", dtype=torch.float32):
-        refused = {"sampler": sampler, "batch_sampler": batch_sampler, "collate_fn": collate_fn,
-                   "worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}
-        for name, value in refused.items():
+        # Everything given, to re-open the loader when it is pickled or copied.
+        self._arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
+        for name, value in {"worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}.items():
             if value is not None:
                 raise ValueError(f"{name} is not supported by feeder.DataLoader: {_REFUSED[name]}")
+        if collate_fn is not None and collate_fn is not _default_collate:
+            raise ValueError(f"collate_fn is not supported by feeder.DataLoader: {_REFUSED['collate_fn']}")
         if timeout != 0:
             raise ValueError(f"timeout={timeout!r} is not supported: feeder's next() waits for the batch it "
                              f"needs, and a worker's error is raised by it")
@@ -422,12 +455,38 @@ class DataLoader:
             raise ValueError("in_order=False is not supported: batches always come in order")
         if transform is not None and not callable(transform):
             raise ValueError(f"transform must be a callable (images, labels) -> (images, labels), got {transform!r}")
+        # torch's rules for its sampler arguments, with torch's words.
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                                 "drop_last")
+            if not isinstance(batch_sampler, torch.utils.data.BatchSampler):
+                raise ValueError(f"batch_sampler must be torch's BatchSampler (its sampler's indices in batches of "
+                                 f"one size), got {type(batch_sampler).__name__}: feeder assembles batches of one "
+                                 f"size; pass sampler=, batch_size= and drop_last= instead")
+            sampler, batch_size, drop_last = batch_sampler.sampler, batch_sampler.batch_size, batch_sampler.drop_last
+            batch_sampler = None
+        own = getattr(sampler, "_feeder_own", None)  # a loader's own sampler, passed back (OwnSampler)
+        if own is not None:
+            if shuffle is not None and bool(shuffle) != own.shuffle:
+                raise ValueError("sampler option is mutually exclusive with shuffle")
+            shuffle, rank, world_size = own.shuffle, own.rank, own.world_size
+            if seed is None and generator is None:
+                seed = own.seed
+            sampler = None
+        if sampler is not None:
+            if shuffle:
+                raise ValueError("sampler option is mutually exclusive with shuffle")
+            if rank != 0 or world_size != 1:
+                raise ValueError("pass a sampler (DistributedSampler splits the epoch among ranks itself) or rank= and "
+                                 "world_size=, not both")
+            if not hasattr(sampler, "__iter__"):
+                raise ValueError(f"sampler must be an iterable of indices, got {type(sampler).__name__}")
+        shuffle = bool(shuffle)
         if generator is not None:
             if seed is not None:
                 raise ValueError("pass seed= or generator=, not both")
             seed = generator.initial_seed()
-        elif seed is None:
-            seed = 42
         if prefetch is not None and prefetch_factor is not None:
             raise ValueError("pass prefetch= (batches in flight) or prefetch_factor= (per worker), not both")
         num_workers = _check_int("num_workers", num_workers, 0)
@@ -436,7 +495,8 @@ class DataLoader:
         elif prefetch is None:
             prefetch = 4
         batch_size = _check_int("batch_size", batch_size, 1)
-        seed = _check_int("seed", seed, 0)
+        if seed is not None:
+            seed = _check_int("seed", seed, 0)
         prefetch = _check_int("prefetch", prefetch, 1)
         world_size = _check_int("world_size", world_size, 1)
         rank = _check_int("rank", rank, 0)
@@ -461,22 +521,59 @@ class DataLoader:
         budget = _memory_budget_bytes(memory_budget)
 
         self.batch_size = batch_size
-        self.shuffle = bool(shuffle)
-        self.seed = seed
+        self.shuffle = shuffle
+        self.seed = 42 if seed is None else seed  # the seed in effect; drawn at each iter() when not given
+        self._seed_given = seed is not None
+        self.generator = generator
         self.drop_last = bool(drop_last)
         self.num_workers = num_workers
         self.rank = rank
         self.world_size = world_size
-        self.persistent_workers = bool(persistent_workers)
+        # torch draws its workers' base seed once with persistent workers (and workers), else at every iter().
+        self._draw_base_once = bool(persistent_workers) and num_workers > 0
+        self.persistent_workers = True  # feeder's workers are threads that always persist
+        self.pin_memory = bool(pin_memory)
+        self.prefetch_factor = prefetch_factor if prefetch_factor is not None else max(1, prefetch // max(1, num_workers))
+        self.prefetch = prefetch
+        self.collate_fn = _default_collate
+        self.timeout = 0
+        self.worker_init_fn = None
+        self.multiprocessing_context = None
         self._transform = transform
-        self._source = _open_source(source, labels, budget, train, allow_unlabeled)
-        image = None
+        self._user_dataset = None     # a torch dataset given as the source: loader.dataset is it
+        self._indices = None          # a Subset's indices into the set opened
+        self._channel_norm = None     # (mean, std) tensors per channel, applied to each batch
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        image = None
+        if _datasets.is_torchvision_dataset(source):
+            given = {"image_size": image_size, "augment": augment, "normalize": normalize, "resize": resize,
+                     "labels": labels}
+            clashing = [name for name, value in given.items() if value is not None]
+            if clashing:
+                raise ValueError(f"{', '.join(clashing)}: a torchvision dataset's transform says how its images are "
+                                 f"cropped, converted and normalised; pass the dataset alone")
+            opened = _datasets.open_torchvision(source, budget, shuffle and sampler is None)
+            self._user_dataset = source
+            self._indices = opened.indices
+            self._source = opened.opened
+            image = opened.image
+            mean, std = opened.mean, opened.std
+            if opened.channel_mean is not None:
+                self._channel_norm = (opened.channel_mean, opened.channel_std)
+            if opened.dtype == "uint8":
+                dtype = torch.uint8
+            elif dtypes[dtype] == "uint8":
+                raise ValueError("dtype=torch.uint8: the dataset's transform makes float32 tensors (ToTensor); end it "
+                                 "with PILToTensor() instead to have uint8")
+        else:
+            self._source = _open_source(source, labels, budget, train, allow_unlabeled)
         if on_error == "skip" and not self._source.encoded:
             raise ValueError("on_error='skip' is for encoded images (JPEG, PNG, WebP), which may be corrupt; this "
                              "set's pixels are read whole or not at all")
-        if self._source.encoded:
+        if image is not None:
+            pass  # the dataset's transform, translated
+        elif self._source.encoded:
             image = _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize)
             mean, std = 0.0, 1.0  # the image stage normalises, per channel
         elif image_size is not None or augment is not None:
@@ -486,10 +583,18 @@ class DataLoader:
                              "(feeder.convert(..., layout='png')) to crop each image as it is decoded")
         elif mean is None:
             mean, std = _normalization(normalize)
-        self._loader = _feeder.Loader(self._source, batch_size, self.shuffle, seed, self.drop_last, num_workers,
-                                      prefetch, mean, std, layout.lower(), rank, world_size, budget,
+        # The order: the loader's own shuffle, or a sampler's indices (or a Subset's), given per epoch.
+        self._sampler = sampler
+        self._ordered = sampler is not None or self._indices is not None
+        if self._ordered and self._source.streaming:
+            raise ValueError(f"{self._source.name}: streamed (over memory_budget {budget} bytes), it is read in an "
+                             f"order of its own (pieces in shuffled windows), not in a sampler's or a Subset's: "
+                             f"give a memory_budget that holds it, or drop sampler=/Subset for shuffle= and seed=")
+        self._loader = _feeder.Loader(self._source, batch_size, self.shuffle and not self._ordered, self.seed,
+                                      self.drop_last, num_workers, prefetch, mean, std, layout.lower(),
+                                      0 if self._ordered else rank, 1 if self._ordered else world_size, budget,
                                       shuffle_window, image, on_error == "skip", dtypes[dtype])
-        self._pin_memory = bool(pin_memory) and torch.cuda.is_available()
+        self._pin_memory = self.pin_memory and torch.cuda.is_available()
         if self._loader.shuffle_advice:
             # The set streams in a window that mixes too few pieces for how its labels are laid out.
             warnings.warn(self._loader.shuffle_advice, RuntimeWarning, stacklevel=2)
@@ -499,17 +604,52 @@ class DataLoader:
         self._finished = False        # that pass reached its end
         self._resume_pending = False  # load_state_dict() placed the loader mid-epoch
         self._generation = 0          # which iter() is current
+        self._passes = 0              # iter()s begun (for torch's draws)
+        self._order = None            # an ordered loader's indices of the pass in progress
+        self._order_padding = 0       # how many of them are a DistributedSampler's repeats
+        self._own_sampler = None      # what ``sampler`` gives when none was given, made on first use
 
     # ---------------------------------------------------------------- what it holds
 
     def __len__(self):
-        """Batches per epoch of this rank."""
-        return self._loader.num_batches
+        """Batches per epoch of this rank (a sampler's: of its length)."""
+        if not self._ordered:
+            return self._loader.num_batches
+        count = self._order_length()
+        return count // self.batch_size if self.drop_last else -(-count // self.batch_size)
+
+    def _order_length(self):
+        return len(self._sampler) if self._sampler is not None else len(self._indices)
 
     @property
     def dataset(self):
-        """The set iterated: ``len(loader.dataset)`` is its size, as with torch's DataLoader."""
+        """The set iterated: the torch dataset given (the user's object itself), or a view of the set
+        opened from a path or arrays; ``len(loader.dataset)`` is its size, as with torch's DataLoader."""
+        if self._user_dataset is not None:
+            return self._user_dataset
         return _DatasetView(self._source, self._loader.sample_shape)
+
+    @property
+    def sampler(self):
+        """The sampler given, or a torch sampler saying what the loader does (RandomSampler,
+        SequentialSampler, or DistributedSampler for rank=/world_size=): ``len(loader.sampler)`` is
+        this rank's samples per epoch, as with torch's. Passed back as ``sampler=`` to a new loader,
+        it means this loader's own order (a loader rebuilt from its attributes equals it)."""
+        if self._sampler is not None:
+            return self._sampler
+        if self._own_sampler is None:
+            self._own_sampler = _own_sampler(self.dataset, self.shuffle, self.seed if self._seed_given else None,
+                                             self.rank, self.world_size, self.drop_last, self.generator)
+        return self._own_sampler
+
+    @property
+    def batch_sampler(self):
+        """torch's BatchSampler over ``sampler``, with batch_size and drop_last."""
+        return torch.utils.data.BatchSampler(self.sampler, self.batch_size, self.drop_last)
+
+    def __reduce__(self):
+        # Pickled and copied as what it was made of: re-opened, at the start (as torch's loader is).
+        return (_reopen, (self._arguments,))
 
     @property
     def num_samples(self):
@@ -572,14 +712,52 @@ class DataLoader:
                 f"to finish that epoch first; to start epoch {epoch} afresh, use a new DataLoader")
         self._next_epoch = epoch
 
+    def _draw_seed(self):
+        """The draws torch's DataLoader makes at an iter() (see feeder/order.py); the seed of the pass,
+        or None to keep the last."""
+        if self._seed_given:
+            return None
+        base = None
+        if not (self._draw_base_once and self._passes > 1):
+            base = _draw_seed()  # the workers' base seed: the random augmentation's
+        if self.shuffle and self._sampler is None:
+            shuffle_seed = _draw_seed()  # RandomSampler's
+            return None if self.world_size > 1 else shuffle_seed
+        return None if self.world_size > 1 else base
+
+    def _start_ordered(self, epoch, first_batch, order=None):
+        """Starts an ordered pass: the sampler's indices (or the Subset's), through the Subset's."""
+        if order is None:
+            if self._sampler is not None:
+                order = [int(i) for i in self._sampler]
+                self._order_padding = _sampler_padding(self._sampler)
+            else:
+                order = list(_feeder.epoch_order(len(self._indices), self.shuffle, self.seed, epoch))
+                self._order_padding = 0
+            if self._indices is not None:
+                try:
+                    order = [self._indices[i] for i in order]
+                except IndexError:
+                    raise ValueError(f"the sampler gave an index past the Subset's {len(self._indices)} samples") from None
+        self._order = order
+        self._loader.start_epoch_with_order(epoch, order, first_batch)
+
     def __iter__(self):
         self._generation += 1
         if self._resume_pending:
             self._resume_pending = False  # load_state_dict() already placed the loader
         else:
+            self._passes += 1
+            seed = self._draw_seed()
+            if seed is not None:
+                self.seed = seed
+                self._loader.reseed(seed)
             self._epoch = self._next_epoch
             self._num_yielded = 0
-            self._loader.start_epoch(self._epoch)
+            if self._ordered:
+                self._start_ordered(self._epoch, 0)
+            else:
+                self._loader.start_epoch(self._epoch)
         self._next_epoch = self._epoch + 1
         self._finished = False
         return _EpochIterator(self, self._generation)
@@ -594,14 +772,19 @@ class DataLoader:
     # ---------------------------------------------------------------- resume
 
     def state_dict(self):
-        """Where the loader stands, as a dict of plain values (json-serialisable)."""
+        """Where the loader stands, as a dict of plain values (json-serialisable). A pass over a
+        sampler's indices keeps them (``order``): a resume serves exactly the rest of them."""
         in_epoch = self._epoch is not None and not self._finished
         return {
             "_num_yielded": self._num_yielded,
             "_iterator_finished": self._epoch is not None and self._finished,
             "epoch": self._epoch,
-            "next_epoch": self._next_epoch,
+            # the epoch the next pass runs: this one, to finish it, while it is in progress
+            "next_epoch": self._epoch if in_epoch else self._next_epoch,
+            "seed": self.seed,
             "loader_state": json.loads(self._loader.state()) if in_epoch else None,
+            "order": list(self._order) if in_epoch and self._ordered else None,
+            "order_padding": self._order_padding if in_epoch and self._ordered else 0,
         }
 
     def load_state_dict(self, state_dict):
@@ -615,42 +798,67 @@ class DataLoader:
             loader_state = state_dict["loader_state"]
         except (KeyError, TypeError) as error:
             raise ValueError(f"not a feeder DataLoader state_dict (missing {error})") from None
+        order = state_dict.get("order")
         # The pass's own counts must be the loader state's, whose checks guard the order.
         if not isinstance(next_epoch, int) or isinstance(next_epoch, bool) or next_epoch < 0:
             raise ValueError(f"not a feeder DataLoader state_dict (next_epoch {next_epoch!r})")
-        if loader_state is not None and not finished:
+        resuming = loader_state is not None and not finished
+        if resuming:
             if not isinstance(loader_state, dict) or (epoch, num_yielded) != (
                     loader_state.get("epoch"), loader_state.get("batches_delivered")):
                 raise ValueError("not a feeder DataLoader state_dict: epoch and _num_yielded "
                                  f"({epoch!r}, {num_yielded!r}) are not its loader_state's")
+            if (order is not None) != self._ordered:
+                raise ValueError("cannot restore this state: it was saved by a loader " +
+                                 ("over a sampler's order, and this one orders the samples itself" if order is not None
+                                  else "that ordered the samples itself, and this one follows a sampler"))
+        seed = loader_state.get("seed") if resuming else state_dict.get("seed")
         self._generation += 1  # a pass in progress ends here
-        if loader_state is not None and not finished:
-            self._loader.restore(json.dumps(loader_state))
+        if resuming:
+            if not self._seed_given and isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+                self._loader.reseed(seed)  # a drawn seed: the state's
+                self.seed = seed
+            if order is not None:
+                if not isinstance(order, list) or not all(isinstance(i, int) for i in order):
+                    raise ValueError("not a feeder DataLoader state_dict: its order is not a list of indices")
+                self._order_padding = int(state_dict.get("order_padding", 0))
+                self._start_ordered(epoch, num_yielded, order)
+            else:
+                self._loader.restore(json.dumps(loader_state))
             self._resume_pending = True
         else:
             self._resume_pending = False
         self._epoch = epoch
         self._num_yielded = num_yielded
         self._finished = bool(finished)
-        self._next_epoch = next_epoch
+        self._next_epoch = next_epoch if not resuming else epoch + 1
 
 
-class Batch(tuple):
-    """A batch: the pair ``(images, labels)``, which unpacks as a tuple, and ``num_padding``: how many
-    of its last rows repeat samples only to give every rank the same number (DistributedSampler's
-    padding of the epoch to a multiple of world_size); 0 except in a rank's last batch. An evaluation
-    summed over ranks is exact when it counts ``labels[:len(labels) - batch.num_padding]``."""
+def _reopen(arguments):
+    """A DataLoader made again from its constructor's arguments (unpickling, copying)."""
+    return DataLoader(**arguments)
 
-    def __new__(cls, images, labels, num_padding):
-        batch = tuple.__new__(cls, (images, labels))
-        batch.num_padding = num_padding
-        return batch
+
+class Batch(list):
+    """A batch: ``[images, labels]``, which unpacks as ``images, labels`` and can be indexed and assigned
+    to as torch's default collate's list, and ``num_padding``: how many of its last rows repeat samples
+    only to give every rank the same number (DistributedSampler's padding of the epoch to a multiple
+    of world_size, whether the loader's rank=/world_size= or a DistributedSampler given as sampler=
+    made it); 0 except in a rank's last batch. An evaluation summed over ranks is exact when it counts
+    ``labels[:len(labels) - batch.num_padding]``."""
+
+    def __init__(self, images, labels, num_padding):
+        super().__init__((images, labels))
+        self.num_padding = num_padding
+
+    def __reduce__(self):
+        return (Batch, (self[0], self[1], self.num_padding))
 
 
 class _EpochIterator:
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
-    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform")
+    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform", "_channel_norm", "_first_padding")
 
     def __init__(self, owner, generation):
         self._owner = owner
@@ -658,6 +866,9 @@ class _EpochIterator:
         self._next = owner._loader.next
         self._pin = owner._pin_memory
         self._transform = owner._transform
+        self._channel_norm = owner._channel_norm
+        # An ordered pass: positions from here on are a DistributedSampler's repeats.
+        self._first_padding = len(owner._order) - owner._order_padding if owner._ordered else None
 
     def __iter__(self):
         return self
@@ -678,13 +889,21 @@ class _EpochIterator:
                               f"(on_error='skip'), e.g. {owner._loader.skipped_examples[0]}", RuntimeWarning,
                               stacklevel=2)
             raise StopIteration
+        index = owner._num_yielded
         owner._num_yielded += 1
         images, labels = _from_dlpack(batch[0]), _from_dlpack(batch[1])
+        num_padding = batch[2]
+        if self._first_padding is not None:
+            end = index * owner.batch_size + len(labels)
+            num_padding = min(len(labels), max(0, end - self._first_padding))
+        if self._channel_norm is not None:
+            mean, std = self._channel_norm  # a torchvision Normalize of one value per channel
+            images.sub_(mean).div_(std)
         if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
         if self._transform is not None:
             images, labels = self._transform(images, labels)
-        return Batch(images, labels, batch[2])
+        return Batch(images, labels, num_padding)
 
 
 # -------------------------------------------------------------------- the commands

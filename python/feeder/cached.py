@@ -195,6 +195,51 @@ class _Progress:
         return time.perf_counter() - self.start
 
 
+# torchvision's transforms that draw at random besides those named Random*.
+_RANDOM_TRANSFORMS = {"ColorJitter", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "GaussianBlur",
+                      "ElasticTransform", "ScaleJitter", "RandomShortestSize", "RandomIoUCrop"}
+# Items read twice each to see whether they change between reads.
+_ITEMS_READ_TWICE = 8
+
+
+def _random_steps(dataset):
+    """The random transforms of `dataset`'s transform (through Subsets), by name."""
+    from .transforms import _steps
+    while isinstance(dataset, torch.utils.data.Subset):
+        dataset = dataset.dataset
+    steps = _steps(getattr(dataset, "transform", None))
+    return [type(step).__name__ for step in steps
+            if type(step).__name__.startswith("Random") or type(step).__name__ in _RANDOM_TRANSFORMS]
+
+
+def _refuse_random_items(dataset, item, name):
+    """Raises ValueError when the dataset's items change between reads: caching them would freeze one
+    random draw (an augmentation) for every epoch, silently."""
+    why = None
+    random_steps = _random_steps(dataset)
+    if random_steps:
+        why = f"its transform draws at random ({', '.join(random_steps)})"
+    else:
+        reader = _Indexed(dataset, item)
+        for index in range(min(_ITEMS_READ_TWICE, len(dataset))):
+            _, first, _ = reader[index]
+            _, again, _ = reader[index]
+            if first.shape != again.shape or not np.array_equal(first, again):
+                why = f"item {index} differed between two reads (a random augmentation?)"
+                break
+    if why is None:
+        return
+    from .datasets import is_torchvision_dataset
+    advice = ("pass the dataset to feeder.DataLoader itself: it reads the dataset's files and runs its transform per "
+              "sample and epoch in C++ (docs/python.md, 'torchvision datasets')" if is_torchvision_dataset(dataset)
+              else "cache the dataset without its random transform and augment each batch instead, "
+                   "feeder.DataLoader(feeder.cached(dataset), transform=lambda images, labels: (augment(images), "
+                   "labels)), or keep it on torch's DataLoader")
+    raise ValueError(f"feeder.cached: {name}'s items change between reads: {why}. Caching would freeze one draw "
+                     f"for every epoch, and the model would train without its augmentation. Keep the deterministic "
+                     f"part cached and the random part per epoch: {advice}")
+
+
 def cached(dataset, *, num_workers=None, item=None, chunk_size=256, progress=None):
     """Reads every item of a map-style `dataset` once, in parallel, into memory, for feeder.DataLoader:
 
@@ -208,9 +253,9 @@ def cached(dataset, *, num_workers=None, item=None, chunk_size=256, progress=Non
     and served as the Dataset's float32 values within float rounding (a relative 1e-6); any other
     values are held and served exactly, as float32. Integer images become float32 values.
 
-    Caching freezes whatever an item's __getitem__ draws at random (an augmentation): each item is
-    read once, so every epoch sees the same draw. Augment the batches instead (DataLoader's
-    transform=), or keep such a Dataset on torch's DataLoader.
+    A Dataset whose items change between reads (a random augmentation: a transform with Random*,
+    ColorJitter, AutoAugment..., or items that differ when read twice) is refused, as caching would
+    freeze one draw for every epoch: the message says how to keep the random part per epoch.
 
     Args:
         num_workers: processes reading items, as torch's DataLoader workers (forked, so the dataset
@@ -240,6 +285,7 @@ def cached(dataset, *, num_workers=None, item=None, chunk_size=256, progress=Non
     # The first item fixes the shape, the type and whether there are labels; read here, so that a
     # Dataset of the wrong kind fails at once, not in a worker.
     _, first_image, first_label = _Indexed(dataset, item)[0]
+    _refuse_random_items(dataset, item, name)
     chunks = torch.utils.data.DataLoader(_Indexed(dataset, item), batch_size=chunk_size, shuffle=False,
                                          num_workers=num_workers, collate_fn=_collate)
     images = np.empty((total, *first_image.shape), dtype=first_image.dtype)

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -395,8 +396,8 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
 
   if (!options_.pin_memory && allocator && allocator->pinned()) allocator = nullptr;
   // No batch holds more than this rank's samples: a batch_size above them costs no memory.
-  const int64_t largest_batch = std::min(options_.batch_size, std::max<int64_t>(1, num_samples_));
-  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), largest_batch,
+  largest_batch_ = std::min(options_.batch_size, std::max<int64_t>(1, num_samples_));
+  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), largest_batch_,
                                                sample_shape_.num_pixels() * dtype_bytes(options_.dtype));
   for (int i = 0; i < options_.num_workers; ++i) shared_->workers.emplace_back([this] { worker_loop(); });
 }
@@ -423,7 +424,35 @@ int64_t Loader::peak_decoded_bytes() const { return shared_->stream ? shared_->s
 
 void Loader::start_epoch(int64_t epoch) { begin_epoch(epoch, 0); }
 
-void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
+void Loader::start_epoch(int64_t epoch, std::vector<int64_t> order, int64_t first_batch) {
+  if (!store_ && !source_->samples_in_memory())
+    throw OptionsError(source_->name() + ": a sampler's order needs the set in memory; this one is streamed in an "
+                       "order of its own (pieces read in shuffled windows): use shuffle= and seed=, or a memory "
+                       "budget that holds it");
+  if (options_.world_size != 1)
+    throw OptionsError("a sampler's order is already one rank's: the loader's world_size must be 1, got " +
+                       std::to_string(options_.world_size));
+  const int64_t size = source_->size();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] < 0 || order[i] >= size)
+      throw OptionsError("the sampler gave index " + std::to_string(order[i]) + " (its " + std::to_string(i) +
+                         "th) for " + source_->name() + ", which has " + std::to_string(size) + " samples");
+  }
+  // Batch buffers hold no more than the set's samples (the constructor's sizing).
+  if (std::min(options_.batch_size, static_cast<int64_t>(order.size())) > largest_batch_)
+    throw OptionsError("the sampler gave " + std::to_string(order.size()) + " indices for " + source_->name() +
+                       "'s " + std::to_string(size) + " samples, with batch_size " +
+                       std::to_string(options_.batch_size) + " above them: lower batch_size to at most " +
+                       std::to_string(largest_batch_));
+  const int64_t batches = EpochPlan::count_batches(static_cast<int64_t>(order.size()), options_.batch_size,
+                                                   options_.drop_last, 1);
+  if (first_batch < 0 || first_batch > batches)
+    throw OptionsError("cannot begin at batch " + std::to_string(first_batch) + " of an epoch of " +
+                       std::to_string(batches) + " batches");
+  begin_epoch(epoch, first_batch, std::move(order));
+}
+
+void Loader::begin_epoch(int64_t epoch, int64_t first_batch, std::optional<std::vector<int64_t>> given) {
   skipped_samples_ = 0;
   skipped_examples_.clear();
   detail::MutexLock lock(shared_->mutex);
@@ -434,14 +463,20 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
   if (shared_->stream) shared_->stream->cancel();
   while (shared_->busy != 0) shared_->batch_done.wait(shared_->mutex);
   shared_->plan = EpochPlan();  // free the last order before building the next
-  // A window covering the set gives epoch_order's full shuffle, the in-memory default.
-  BlockShuffle shuffled =
-      block_shuffle_order(source_->block_starts(), options_.shuffle_window, options_.shuffle, options_.seed, epoch);
+  if (next_seed_) options_.seed = *std::exchange(next_seed_, std::nullopt);  // no worker reads it now
   shared_->window_begins.clear();
-  for (const ShuffleWindow& window : shuffled.windows) shared_->window_begins.push_back(window.begin);
-  shared_->plan = EpochPlan(std::move(shuffled.order), options_.batch_size, options_.drop_last, options_.rank,
-                            options_.world_size);
+  if (given) {
+    shared_->plan = EpochPlan(std::move(*given), options_.batch_size, options_.drop_last, 0, 1);
+  } else {
+    // A window covering the set gives epoch_order's full shuffle, the in-memory default.
+    BlockShuffle shuffled =
+        block_shuffle_order(source_->block_starts(), options_.shuffle_window, options_.shuffle, options_.seed, epoch);
+    for (const ShuffleWindow& window : shuffled.windows) shared_->window_begins.push_back(window.begin);
+    shared_->plan = EpochPlan(std::move(shuffled.order), options_.batch_size, options_.drop_last, options_.rank,
+                              options_.world_size);
+  }
   if (shared_->window_begins.empty()) shared_->window_begins = {0};
+  epoch_batch_count_ = given ? shared_->plan.num_batches() : num_batches_;
   if (shared_->stream) {
     shared_->stream->start(shared_->plan, shared_->window_begins, first_batch);
     // Epochs usually follow each other: the next one's first window can be read during this one's
@@ -454,7 +489,7 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch) {
   shared_->epoch = epoch;
   shared_->next_to_claim = first_batch;
   shared_->next_to_deliver = first_batch;
-  shared_->epoch_batches = num_batches_;
+  shared_->epoch_batches = epoch_batch_count_;
   shared_->epoch_started = true;
   lock.unlock();
   shared_->work_available.notify_all();
@@ -578,6 +613,7 @@ void Loader::restore(const LoaderState& state) {
   const bool adopt = !window_given_ && options_.shuffle && state.shuffle && state.shuffle_window >= 1 &&
                      state.shuffle_window <= source_->size();
   LoaderState here = state_at(state.epoch, state.batches_delivered);
+  here.seed = next_seed_.value_or(options_.seed);  // a reseed() takes effect with the restored epoch
   // Unshuffled, the window changes no order: any restores.
   if (adopt || (!options_.shuffle && !state.shuffle)) here.shuffle_window = state.shuffle_window;
   // Blocks change the order only of a shuffle in windows smaller than the set; elsewhere a state

@@ -279,10 +279,29 @@ std::string describe_unsupported(int64_t count, const std::vector<std::string>& 
   return text + ")";
 }
 
-ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget,
-                              const std::vector<std::string>& classes) {
+ImageFolderListing list_image_files(std::vector<fs::path> files, std::vector<int64_t> labels,
+                                    std::vector<std::string> classes) {
+  if (files.size() != labels.size())
+    throw OptionsError("list_image_files: " + std::to_string(files.size()) + " files but " +
+                       std::to_string(labels.size()) + " labels");
+  ImageFolderListing listing;
+  listing.classes = std::move(classes);
+  listing.sizes.reserve(files.size());
+  for (const fs::path& file : files) {
+    std::error_code error;
+    const auto size = fs::file_size(file, error);
+    if (error) throw DataError(file.string() + ": cannot read it (" + error.message() + ")");
+    listing.sizes.push_back(static_cast<int64_t>(size));
+    listing.encoded_bytes += static_cast<int64_t>(size);
+  }
+  listing.files = std::move(files);
+  listing.labels = std::move(labels);
+  return listing;
+}
+
+ImageFolder open_image_listing(const ImageFolderListing& listing, const std::string& name, int num_threads,
+                               int64_t memory_budget, bool mix_streamed) {
   resolve_num_threads(num_threads, "image folder: num_threads");
-  ImageFolderListing listing = list_image_folder(root, classes);
   ImageFolder folder;
   folder.classes = listing.classes;
   folder.encoded_bytes = listing.encoded_bytes;
@@ -291,25 +310,32 @@ ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t mem
   folder.first_unsupported = listing.first_unsupported;
   const auto count = static_cast<int64_t>(listing.files.size());
   if (memory_budget > 0 && listing.encoded_bytes > memory_budget) {
-    // Too large to hold: streamed, in a fixed mixed order of the files.
-    const std::vector<int64_t> order = epoch_order(count, true, kFolderStreamSeed, 0);
-    std::vector<fs::path> mixed_files;
-    std::vector<int64_t> sizes, mixed_labels;
+    // Too large to hold: streamed, in a fixed mixed order of the files (or the listing's own).
+    std::vector<int64_t> order(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) order[static_cast<size_t>(i)] = i;
+    if (mix_streamed) order = epoch_order(count, true, kFolderStreamSeed, 0);
+    std::vector<fs::path> files;
+    std::vector<int64_t> sizes, labels;
     for (const int64_t i : order) {
       const auto at = static_cast<size_t>(i);
-      mixed_files.push_back(listing.files[at]);
+      files.push_back(listing.files[at]);
       sizes.push_back(listing.sizes[at]);
-      mixed_labels.push_back(listing.labels[at]);
+      labels.push_back(listing.labels[at]);
     }
-    folder.source = std::make_shared<StreamedImageFolder>(root.string(), std::move(mixed_files), std::move(sizes),
-                                                          std::move(mixed_labels));
+    folder.source = std::make_shared<StreamedImageFolder>(name, std::move(files), std::move(sizes), std::move(labels));
     folder.streaming = true;
     return folder;
   }
   std::vector<int64_t> all(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) all[static_cast<size_t>(i)] = i;
-  folder.source = read_image_files(listing, all, num_threads, root.string());
+  folder.source = read_image_files(listing, all, num_threads, name);
   return folder;
+}
+
+ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget,
+                              const std::vector<std::string>& classes) {
+  resolve_num_threads(num_threads, "image folder: num_threads");
+  return open_image_listing(list_image_folder(root, classes), root.string(), num_threads, memory_budget, true);
 }
 
 }  // namespace feeder

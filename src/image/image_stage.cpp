@@ -20,6 +20,9 @@ ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
     throw OptionsError("center crop: the resize (" + std::to_string(options_.resize) +
                        ", the shorter side before the crop) must be at least each side of the output (" +
                        std::to_string(options_.height) + "x" + std::to_string(options_.width) + ")");
+  if (!(options_.horizontal_flip <= 1.0))
+    throw OptionsError("horizontal flip: the probability must be at most 1, got " +
+                       std::to_string(options_.horizontal_flip));
   for (int c = 0; c < options_.channels; ++c)
     if (!(options_.std[static_cast<size_t>(c)] > 0.0f))
       throw OptionsError("image std must be positive, got " + std::to_string(options_.std[static_cast<size_t>(c)]) +
@@ -56,7 +59,7 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
       case ImageCrop::kRandomResizedCrop:
         box = random_resized_crop(image_width, image_height, o.random_crop, [&] { return rng.uniform_double(); });
         // RandomHorizontalFlip(0.5), drawn after the crop's draws.
-        output.mirror = o.flip && rng.uniform_double() < 0.5;
+        if (o.horizontal_flip < 0) output.mirror = o.flip && rng.uniform_double() < 0.5;
         break;
       case ImageCrop::kCenterCrop:
         box = center_crop(image_width, image_height, o.resize, o.height, o.width);
@@ -64,6 +67,7 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
       case ImageCrop::kResize:
         break;
     }
+    if (o.horizontal_flip > 0) output.mirror = rng.uniform_double() < o.horizontal_flip;
     return box;
   };
   decode_resized_crop(bytes, name, choose_box, crop_options, scratch, output);

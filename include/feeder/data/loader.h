@@ -249,6 +249,19 @@ class Loader {
 
   // Begins epoch `epoch` (any value; it seeds the shuffle), cancelling whatever is left of the last.
   void start_epoch(int64_t epoch);
+  // Begins epoch `epoch` over `order`, the caller's order instead of the loader's shuffle: a torch
+  // sampler's indices, already this rank's (so neither split among ranks nor padded), in batches
+  // of batch_size (drop_last as in the options), from batch `first_batch` on. For a source in
+  // memory (a stream reads in an order of its own) and world_size 1. num_batches() and
+  // num_samples() stay the loader's own; epoch_batches() is this epoch's. Throws OptionsError for
+  // an index that is not a sample's, saying which.
+  void start_epoch(int64_t epoch, std::vector<int64_t> order, int64_t first_batch = 0);
+  // The seed of the epochs started from now on (the shuffle and the samples' random draws), for
+  // callers that draw one per pass as torch's RandomSampler does. Consumer thread, any time: the
+  // epoch in progress keeps its seed.
+  void reseed(uint64_t seed) { next_seed_ = seed; }
+  // Batches of the epoch in progress: num_batches(), or those of the order start_epoch() was given.
+  int64_t epoch_batches() const { return epoch_batch_count_; }
   // The next batch of the current epoch, or nothing at its end. Rethrows a worker's exception.
   std::optional<Batch> next();
   // Waits at most `timeout` until next() would return without waiting for a worker: its batch is
@@ -280,7 +293,8 @@ class Loader {
   static constexpr size_t kSkippedExamples = 5;
   void transform(Batch& batch, int64_t epoch) const;
   void worker_loop();
-  void begin_epoch(int64_t epoch, int64_t first_batch);
+  // The order is the loader's shuffle when `given` is empty, else `given` itself (start_epoch).
+  void begin_epoch(int64_t epoch, int64_t first_batch, std::optional<std::vector<int64_t>> given = std::nullopt);
   // What this loader's state at batch `batches_delivered` of `epoch` is.
   LoaderState state_at(int64_t epoch, int64_t batches_delivered) const;
   // shuffle_advice_ for the options in effect.
@@ -291,7 +305,8 @@ class Loader {
   std::shared_ptr<const SampleSource> source_;
   const ImageStore* store_ = nullptr;  // source_->in_memory(), or nullptr when streaming or encoded
   // Resolved once by the constructor; restore() alone may replace a default shuffle_window (by
-  // the consumer thread, between epochs: workers never read it).
+  // the consumer thread, between epochs: workers never read it), and begin_epoch() the seed
+  // (reseed(), while no worker assembles).
   LoaderOptions options_;
   bool window_given_ = false;           // LoaderOptions::shuffle_window was set, not defaulted
   int64_t stream_block_budget_ = 0;     // streaming: what the stream may hold in blocks
@@ -299,6 +314,10 @@ class Loader {
   ImageShape sample_shape_;
   int64_t num_samples_ = 0;
   int64_t num_batches_ = 0;
+  int64_t largest_batch_ = 0;      // the rows a batch buffer holds
+  int64_t epoch_batch_count_ = 0;  // epoch_batches(); consumer only
+  // reseed()'s seed, taken into options_.seed by the next begin_epoch(), when no worker assembles.
+  std::optional<uint64_t> next_seed_;
   uint64_t block_layout_ = 0;  // LoaderState::block_layout
   std::string shuffle_advice_;
   int64_t skipped_samples_ = 0;                // in this epoch's delivered batches; consumer only

@@ -63,6 +63,18 @@ std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& l
 // Files per block of a streamed folder.
 inline constexpr int64_t kFolderBlockFiles = 64;
 
+// The listing of files someone else listed (torchvision's dataset.samples), with their labels and
+// class names, in that order; reads only their sizes. Throws DataError naming a file that cannot be
+// read, OptionsError when there are not as many labels as files.
+ImageFolderListing list_image_files(std::vector<std::filesystem::path> files, std::vector<int64_t> labels,
+                                    std::vector<std::string> classes);
+
+// The listed files, held in memory when they fit `memory_budget` (0: no limit), else streamed in
+// blocks of kFolderBlockFiles: in a fixed mixed order of the files with `mix_streamed` (see
+// open_image_folder), in the listing's order without it. `name` names the set in messages.
+ImageFolder open_image_listing(const ImageFolderListing& listing, const std::string& name, int num_threads,
+                               int64_t memory_budget, bool mix_streamed);
+
 // Throws DataError for a root that is missing or not a directory, one without class folders, a
 // class folder without images (naming it), or a file that cannot be read.
 //

@@ -5,7 +5,7 @@
 //   - kRandomResizedCrop: RandomResizedCrop(size, scale, ratio) + RandomHorizontalFlip(0.5), training;
 //   - kCenterCrop: Resize(resize) + CenterCrop(size), evaluation;
 //   - kResize: the whole image resized to the output size (a no-op for images of that size);
-// then ToTensor + Normalize(mean, std). Only what the crop needs is decoded (resized_crop.h). The
+// each then RandomHorizontalFlip(p) if asked (horizontal_flip); then ToTensor + Normalize(mean, std). Only what the crop needs is decoded (resized_crop.h). The
 // draws (crop, flip) come from the sample's generator: the same for any number of workers or ranks.
 //
 // Thread safety: run() is const and keeps its scratch per thread.
@@ -28,6 +28,9 @@ struct ImageStageOptions {
   ImageCrop crop = ImageCrop::kRandomResizedCrop;
   RandomResizedCropOptions random_crop;  // kRandomResizedCrop
   bool flip = true;                      // kRandomResizedCrop: flip half the samples left to right
+  // RandomHorizontalFlip(p) after any crop: mirror with probability p (in [0, 1]), one draw per
+  // sample after the crop's draws. Negative: `flip`'s rule above.
+  double horizontal_flip = -1.0;
   int64_t resize = 256;                  // kCenterCrop: the shorter side before the crop (>= height and width)
   // Per channel, on pixels scaled to [0, 1]: (x / 255 - mean) / std. Channels past `channels` unused.
   std::array<float, 3> mean{0.0f, 0.0f, 0.0f};

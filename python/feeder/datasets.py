@@ -1,0 +1,161 @@
+"""torchvision's datasets as feeder reads them: from the dataset's own file list or arrays.
+
+An ImageFolder (or a DatasetFolder with torchvision's image loader) is read from ``dataset.samples``,
+its labels passed through ``target_transform``; MNIST, FashionMNIST, KMNIST, EMNIST, QMNIST, CIFAR10
+and CIFAR100 from ``dataset.data`` and ``dataset.targets``; a ``Subset`` (what ``random_split`` makes)
+of any of them through its indices. The dataset's transform becomes the loader's per-sample stage
+(feeder/transforms.py) or is refused by name. The user's dataset object stays what
+``loader.dataset`` is.
+"""
+
+import os
+
+import numpy as np
+import torch
+
+from . import _feeder
+from .transforms import UnsupportedTransform, image_recipe, pixel_recipe
+
+__all__ = ["TorchvisionSet", "open_torchvision"]
+
+# Formats of torchvision's IMG_EXTENSIONS that feeder's decoders read.
+_DECODED = (".jpg", ".jpeg", ".png", ".webp")
+
+
+class TorchvisionSet:
+    """A torchvision dataset opened for the loader.
+
+    ``opened``: the C++ source over the base dataset's samples, in the base's order; ``indices``:
+    the Subset's indices into it (None: every sample, in order); ``image``: the image stage's
+    options for files, else None; ``dtype``: "float32" or "uint8"; ``mean``, ``std``: the loader's
+    one normalisation for pixels; ``channel_mean``, ``channel_std``: a per-channel normalisation of
+    pixel sets, applied to each batch's tensor (None when one mean and std do); ``classes``."""
+
+    def __init__(self):
+        self.opened = None
+        self.indices = None
+        self.image = None
+        self.dtype = "float32"
+        self.mean, self.std = 0.0, 1.0
+        self.channel_mean = self.channel_std = None
+        self.classes = None
+        self.kind = None
+
+
+def _unwrap(dataset):
+    """(the base dataset, the Subset indices into it or None) of a chain of Subsets."""
+    indices = None
+    while isinstance(dataset, torch.utils.data.Subset):
+        inner = [int(i) for i in dataset.indices]
+        indices = inner if indices is None else [inner[i] for i in indices]
+        dataset = dataset.dataset
+    return dataset, indices
+
+
+def _torchvision_datasets():
+    try:
+        import torchvision.datasets as datasets
+    except ImportError:
+        return None
+    return datasets
+
+
+def is_torchvision_dataset(dataset):
+    """Whether `dataset` (or the base of its Subsets) is one feeder reads itself."""
+    datasets = _torchvision_datasets()
+    if datasets is None:
+        return False
+    base, _ = _unwrap(dataset)
+    return isinstance(base, (datasets.DatasetFolder, datasets.MNIST, datasets.CIFAR10))
+
+
+def _labels(base, targets):
+    transform = getattr(base, "target_transform", None)
+    if transform is None:
+        return [int(t) for t in targets]
+    labels = []
+    for i, target in enumerate(targets):
+        label = transform(int(target))
+        if isinstance(label, torch.Tensor) and label.numel() == 1:
+            label = label.item()
+        if isinstance(label, (bool, np.bool_)) or not isinstance(label, (int, np.integer)):
+            raise UnsupportedTransform(
+                f"the dataset's target_transform makes {label!r} of sample {i}'s target {int(target)}; feeder's "
+                f"batches carry one integer label per sample")
+        labels.append(int(label))
+    return labels
+
+
+def _open_folder(base, memory_budget, mix_streamed, datasets):
+    loader = getattr(base, "loader", None)
+    if loader not in (datasets.folder.default_loader, datasets.folder.pil_loader):
+        raise UnsupportedTransform(
+            f"{type(base).__name__} at {base.root} reads its files with {getattr(loader, '__qualname__', loader)!r}; "
+            f"feeder decodes files as torchvision's default_loader does (JPEG, PNG, WebP to RGB): keep this dataset "
+            f"on torch's DataLoader, or use the default loader")
+    recipe = image_recipe(base.transform)
+    paths = [path for path, _ in base.samples]
+    other = [path for path in paths if not path.lower().endswith(_DECODED)]
+    if other:
+        raise _feeder.DataError(
+            f"{base.root}: {len(other)} of the dataset's {len(paths)} files are of formats feeder does not decode "
+            f"(it reads JPEG, PNG and WebP), e.g. {', '.join(other[:3])}: convert them, or leave them out with "
+            f"{type(base).__name__}(..., is_valid_file=...) (torchvision lists them; feeder never drops a file "
+            f"the dataset counts)")
+    labels = _labels(base, [target for _, target in base.samples])
+    classes = list(getattr(base, "classes", []) or [])
+    opened = _feeder.open_image_files(os.fspath(base.root), [os.fsencode(p) for p in paths], labels, classes,
+                                      memory_budget, mix_streamed)
+    opened.classes = classes or None
+    opened.image_folder = True
+    return opened, recipe
+
+
+def _open_arrays(base, datasets):
+    recipe = pixel_recipe(base.transform)
+    data = base.data
+    if isinstance(data, torch.Tensor):
+        data = data.numpy()
+    data = np.asarray(data)
+    if data.dtype != np.uint8 or data.ndim not in (3, 4):
+        raise UnsupportedTransform(f"{type(base).__name__}'s data is {data.dtype} {data.shape}; feeder reads uint8 "
+                                   f"(N,H,W) or (N,H,W,C) arrays")
+    # torchvision makes a PIL image of each item: (H,W) gray, or (H,W,C) RGB (CIFAR).
+    images = data[:, None] if data.ndim == 3 else np.ascontiguousarray(data.transpose(0, 3, 1, 2))
+    labels = np.asarray(_labels(base, np.asarray(base.targets).tolist()), dtype=np.int64)
+    opened = _feeder.from_arrays(np.ascontiguousarray(images), labels)
+    opened.classes = list(getattr(base, "classes", []) or []) or None
+    return opened, recipe
+
+
+def open_torchvision(dataset, memory_budget, shuffle):
+    """The TorchvisionSet of `dataset`; raises UnsupportedTransform (a ValueError) for a transform or
+    loader feeder cannot run as the dataset would, DataError for files it cannot read."""
+    datasets = _torchvision_datasets()
+    base, indices = _unwrap(dataset)
+    result = TorchvisionSet()
+    result.indices = indices
+    if isinstance(base, datasets.DatasetFolder):
+        # A stream cannot follow a sampler's order; unshuffled, it keeps the dataset's order.
+        result.opened, recipe = _open_folder(base, memory_budget, shuffle, datasets)
+        result.image = recipe.stage_options(3)
+        result.dtype = recipe.dtype
+        result.kind = "files"
+    else:
+        result.opened, recipe = _open_arrays(base, datasets)
+        result.dtype = recipe.dtype
+        channels = result.opened.shape[0]
+        mean = recipe.mean or [0.0]
+        std = recipe.std or [1.0]
+        if len(set(mean)) == 1 and len(set(std)) == 1:
+            result.mean, result.std = mean[0], std[0]
+        else:
+            if len(mean) not in (1, channels) or len(std) not in (1, channels):
+                raise UnsupportedTransform(f"the dataset's Normalize has {len(mean)} means and {len(std)} stds for "
+                                           f"{channels} channels")
+            shape = (1, channels, 1, 1)
+            result.channel_mean = torch.tensor(mean * (channels // len(mean)), dtype=torch.float32).reshape(shape)
+            result.channel_std = torch.tensor(std * (channels // len(std)), dtype=torch.float32).reshape(shape)
+        result.kind = "arrays"
+    result.classes = result.opened.classes
+    return result

@@ -1,0 +1,329 @@
+"""torchvision's datasets, transforms and torch's samplers given to feeder.DataLoader as a torch script
+writes them: read from the dataset's own files or arrays, the transform run in C++ with
+torchvision's semantics or refused by name, the sampler's indices served, torch's seeds followed."""
+
+import copy
+import gzip
+import os
+import pickle
+import re
+import shutil
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+import torchvision.transforms as T
+from PIL import Image
+
+import feeder
+from conftest import FASHION_MNIST
+from image_set import CLASSES, image_array, write_folder
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def train_transform(size=16):
+    return T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
+
+
+def eval_transform(size=16, resize=20):
+    return T.Compose([T.Resize(resize), T.CenterCrop(size), T.ToTensor(), T.Normalize(MEAN, STD)])
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return write_folder(tmp_path_factory.mktemp("folder") / "train", per_class=8)
+
+
+def epoch(loader, epoch_number=None):
+    if epoch_number is not None:
+        loader.set_epoch(epoch_number)
+    images, labels = [], []
+    for x, y in loader:
+        images.append(x.clone())
+        labels.append(y.clone())
+    return torch.cat(images), torch.cat(labels)
+
+
+# ------------------------------------------------------------------------ datasets as they are
+
+def test_an_image_folder_is_read_from_its_own_file_list_and_is_the_loaders_dataset(folder):
+    dataset = torchvision.datasets.ImageFolder(folder, transform=eval_transform())
+    loader = feeder.DataLoader(dataset, batch_size=5, num_workers=2)
+    assert loader.dataset is dataset
+    assert len(loader) == 5 and len(loader.dataset) == 24
+    images, labels = epoch(loader)
+    assert labels.tolist() == dataset.targets  # unshuffled: the dataset's order
+    assert images.shape == (24, 3, 16, 16)
+    # The evaluation pixels are torchvision's within a level (before Normalize's 1/std).
+    for i in range(len(dataset)):
+        expected = dataset[i][0]
+        difference = ((images[i] - expected) * torch.tensor(STD).reshape(3, 1, 1) * 255).abs()
+        assert difference.max() <= 1.01 and difference.mean() < 0.35, (i, difference.max())
+    # A script builds Subsets from loader.dataset.
+    subset = torch.utils.data.Subset(loader.dataset, [3, 17, 5])
+    _, subset_labels = epoch(feeder.DataLoader(subset, batch_size=2))
+    assert subset_labels.tolist() == [dataset.targets[i] for i in (3, 17, 5)]
+
+
+def test_target_transform_and_random_split_are_honoured(folder):
+    dataset = torchvision.datasets.ImageFolder(folder, transform=eval_transform(), target_transform=lambda y: 10 + y)
+    first, second = torch.utils.data.random_split(dataset, [16, 8], generator=torch.Generator().manual_seed(3))
+    _, labels = epoch(feeder.DataLoader(second, batch_size=3))
+    assert labels.tolist() == [10 + dataset.targets[i] for i in second.indices]
+    assert len(feeder.DataLoader(first, batch_size=3)) == 6
+
+
+def test_per_epoch_augmentation_differs_between_epochs_and_not_with_workers(folder):
+    dataset = torchvision.datasets.ImageFolder(folder, transform=train_transform())
+    by_workers = []
+    for workers in (0, 1, 3):
+        loader = feeder.DataLoader(dataset, batch_size=4, shuffle=True, seed=5, num_workers=workers)
+        by_workers.append([epoch(loader, 0), epoch(loader, 1)])
+    for other in by_workers[1:]:
+        for (images, labels), (other_images, other_labels) in zip(by_workers[0], other):
+            assert torch.equal(images, other_images) and torch.equal(labels, other_labels)
+    (first, first_labels), (second, second_labels) = by_workers[0]
+    # The same image crops and flips differently in epoch 1 (sorted by label, then compare per image).
+    assert not torch.equal(first[first_labels.argsort(stable=True)], second[second_labels.argsort(stable=True)])
+
+
+def test_random_resized_crop_and_flip_pixels_match_torchvisions_for_the_crops_draws(folder, monkeypatch):
+    # RandomResizedCrop(scale=(1, 1), ratio=(w/h, w/h)) takes the whole image: the crop is then
+    # torchvision's resize of it, and the flip shows as a mirror of it.
+    path = folder / "cat" / "cat_00.png"
+    height, width = image_array(0, 0).shape[:2]
+    single = torchvision.datasets.ImageFolder(folder, transform=T.Compose([
+        T.RandomResizedCrop((12, 10), scale=(1.0, 1.0), ratio=(width / height, width / height)),
+        T.RandomHorizontalFlip(p=1.0), T.ToTensor()]))
+    single.samples = single.imgs = [(str(path), 0)]
+    single.targets = [0]
+    images, _ = epoch(feeder.DataLoader(single))
+    expected = T.ToTensor()(Image.open(path).convert("RGB").resize((10, 12), Image.BILINEAR)).flip(-1)
+    assert ((images[0] - expected) * 255).abs().max() <= 1.01
+
+
+def test_transforms_feeder_cannot_run_are_refused_by_name(folder):
+    for transform, name in [
+            (T.Compose([T.RandomResizedCrop(16), T.ColorJitter(0.4), T.ToTensor()]), "ColorJitter"),
+            (T.Compose([T.Resize((16, 16)), T.Lambda(lambda x: x), T.ToTensor()]), "Lambda"),
+            (T.Compose([T.Resize(16), T.ToTensor()]), "Resize"),
+            (T.Compose([T.RandomResizedCrop(16, interpolation=T.InterpolationMode.BICUBIC), T.ToTensor()]), "bicubic"),
+            (None, "no transform")]:
+        dataset = torchvision.datasets.ImageFolder(folder, transform=transform)
+        with pytest.raises(feeder.UnsupportedTransform, match=name):
+            feeder.DataLoader(dataset)
+    with pytest.raises(ValueError, match="transform says"):
+        feeder.DataLoader(torchvision.datasets.ImageFolder(folder, transform=eval_transform()), image_size=16)
+
+
+def test_a_listed_file_feeder_does_not_decode_is_refused_by_name_not_dropped(tmp_path):
+    root = write_folder(tmp_path / "set", per_class=2)
+    Image.fromarray(image_array(0, 0)).save(root / "cat" / "extra.bmp")
+    dataset = torchvision.datasets.ImageFolder(root, transform=eval_transform())
+    assert len(dataset) == 7
+    with pytest.raises(feeder.DataError, match="extra.bmp"):
+        feeder.DataLoader(dataset)
+
+
+def test_normalize_takes_torchvisions_normalize(tmp_path):
+    root = write_folder(tmp_path / "set", per_class=2)
+    by_pair = feeder.DataLoader(str(root), image_size=8, augment="center_crop", normalize=(MEAN, STD))
+    by_object = feeder.DataLoader(str(root), image_size=8, augment="center_crop", normalize=T.Normalize(MEAN, STD))
+    assert torch.equal(epoch(by_pair)[0], epoch(by_object)[0])
+
+
+def fashion_mnist(tmp_path, train=False):
+    """torchvision's FashionMNIST over Debian's files (torchvision reads them uncompressed)."""
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                 "t10k-labels-idx1-ubyte"):
+        source = os.path.join(FASHION_MNIST, name + ".gz")
+        if name.startswith("train") and not train:
+            source = os.path.join(FASHION_MNIST, name.replace("train", "t10k") + ".gz")
+        with gzip.open(source) as compressed, open(raw / name, "wb") as out:
+            shutil.copyfileobj(compressed, out)
+    return tmp_path
+
+
+def test_an_in_memory_torchvision_dataset_is_read_from_its_arrays(tmp_path):
+    root = fashion_mnist(tmp_path)
+    dataset = torchvision.datasets.FashionMNIST(root, train=False, transform=T.Compose([
+        T.ToTensor(), T.Normalize((0.2860,), (0.3530,))]))
+    loader = feeder.DataLoader(dataset, batch_size=500)
+    images, labels = next(iter(loader))
+    assert labels.tolist() == dataset.targets[:500].tolist()
+    expected = torch.stack([dataset[i][0] for i in range(500)])
+    assert (images - expected).abs().max() < 1e-5
+    assert loader.dataset is dataset and loader.dataset.classes[0] == "T-shirt/top"
+    with pytest.raises(feeder.UnsupportedTransform, match="RandomRotation"):
+        feeder.DataLoader(torchvision.datasets.FashionMNIST(root, train=False, transform=T.Compose([
+            T.RandomRotation(10), T.ToTensor()])))
+
+
+# ------------------------------------------------------------------------ samplers and seeds
+
+def test_a_distributed_samplers_indices_are_served_and_its_set_epoch_takes_effect(folder):
+    dataset = torchvision.datasets.ImageFolder(folder, transform=eval_transform())
+    for rank in range(3):  # 24 samples on 5 ranks... on 3 here, and 23 below for padding
+        sampler = torch.utils.data.DistributedSampler(dataset, num_replicas=3, rank=rank, shuffle=True, seed=9)
+        loader = feeder.DataLoader(dataset, batch_size=3, sampler=sampler)
+        torch_loader = torch.utils.data.DataLoader(dataset, batch_size=3, sampler=sampler)
+        assert len(loader) == len(torch_loader) and len(loader.sampler) == 8 and loader.sampler is sampler
+        for e in (0, 1):
+            sampler.set_epoch(e)
+            assert epoch(loader)[1].tolist() == [label for _, y in torch_loader for label in y.tolist()]
+        sampler.set_epoch(0)
+        zero = epoch(loader)[1].tolist()
+        sampler.set_epoch(1)
+        assert zero != epoch(loader)[1].tolist()
+
+
+def test_distributed_evaluation_counts_each_sample_once_with_num_padding(folder):
+    dataset = torch.utils.data.Subset(torchvision.datasets.ImageFolder(folder, transform=eval_transform()),
+                                      list(range(23)))
+    counted = []
+    for rank in range(2):
+        sampler = torch.utils.data.DistributedSampler(dataset, num_replicas=2, rank=rank, shuffle=False)
+        loader = feeder.DataLoader(dataset, batch_size=5, sampler=sampler)
+        padding = [batch.num_padding for batch in loader]
+        assert sum(padding) == (1 if rank == 1 else 0) and padding[-1] == sum(padding)
+        for batch in loader:
+            images, labels = batch
+            counted += labels[:len(labels) - batch.num_padding].tolist()
+    assert sorted(counted) == sorted(dataset.dataset.targets[:23])
+
+
+def test_torch_manual_seed_decides_the_order_and_draws_as_torch_does(numbered):
+    def first_batch(seed):
+        torch.manual_seed(seed)
+        loader = feeder.DataLoader(numbered, batch_size=50, shuffle=True)
+        labels = next(iter(loader))[1].tolist()
+        return labels, torch.rand(1).item()
+
+    assert first_batch(1) == first_batch(1)
+    assert first_batch(1)[0] != first_batch(2)[0]
+    # torch's DataLoader makes the same draws from the global generator: the user's next draw matches.
+    for shuffle in (True, False):
+        torch.manual_seed(4)
+        for _ in feeder.DataLoader(numbered, batch_size=500, shuffle=shuffle):
+            pass
+        after_feeder = torch.rand(1).item()
+        torch.manual_seed(4)
+        for _ in torch.utils.data.DataLoader(list(range(1000)), batch_size=500, shuffle=shuffle):
+            pass
+        assert after_feeder == torch.rand(1).item()
+    # Each pass draws again: two epochs differ without set_epoch, and seed= draws nothing.
+    torch.manual_seed(4)
+    loader = feeder.DataLoader(numbered, batch_size=1000, shuffle=True)
+    assert next(iter(loader))[1].tolist() != next(iter(loader))[1].tolist()
+    torch.manual_seed(4)
+    feeder.DataLoader(numbered, batch_size=1000, shuffle=True, seed=3)
+    assert next(iter(feeder.DataLoader(numbered, batch_size=1000, shuffle=True, seed=3)))[1].tolist() == next(
+        iter(feeder.DataLoader(numbered, batch_size=1000, shuffle=True, seed=3)))[1].tolist()
+
+
+def test_ranks_of_feeders_own_split_shuffle_alike_whatever_torchs_seed(numbered):
+    seen = []
+    for rank in range(2):
+        torch.manual_seed(rank)  # ranks seeded differently must still not overlap
+        loader = feeder.DataLoader(numbered, batch_size=100, shuffle=True, rank=rank, world_size=2)
+        seen += [label for _, labels in loader for label in labels.tolist()]
+    assert sorted(seen) == list(range(1000))
+
+
+def test_a_batch_sampler_and_a_resume_over_a_samplers_order(folder):
+    dataset = torchvision.datasets.ImageFolder(folder, transform=eval_transform())
+    sampler = torch.utils.data.RandomSampler(dataset, generator=torch.Generator().manual_seed(1))
+    loader = feeder.DataLoader(dataset, batch_sampler=torch.utils.data.BatchSampler(sampler, 5, drop_last=True))
+    assert len(loader) == 4 and loader.batch_size == 5 and loader.drop_last
+    iterator = iter(loader)
+    next(iterator)
+    state = loader.state_dict()
+    rest = [labels.tolist() for _, labels in iterator]
+    resumed = feeder.DataLoader(dataset, batch_sampler=torch.utils.data.BatchSampler(sampler, 5, drop_last=True))
+    resumed.load_state_dict(copy.deepcopy(state))
+    assert [labels.tolist() for _, labels in resumed] == rest
+
+
+# ------------------------------------------------------------------------ torch's attributes
+
+def test_torchs_attributes_and_a_loader_rebuilt_from_them(numbered, folder):
+    dataset = torchvision.datasets.ImageFolder(folder, transform=eval_transform())
+    loader = feeder.DataLoader(dataset, batch_size=4, shuffle=True, num_workers=2, pin_memory=False, seed=3)
+    assert loader.persistent_workers and loader.prefetch_factor >= 1 and loader.pin_memory is False
+    assert loader.collate_fn is torch.utils.data.default_collate and loader.generator is None
+    assert isinstance(loader.sampler, torch.utils.data.RandomSampler) and len(loader.sampler) == 24
+    assert isinstance(loader.batch_sampler, torch.utils.data.BatchSampler)
+    assert loader.dataset[0][1] == dataset.targets[0]
+    # Lightning's way: a new loader from the old one's attributes.
+    rebuilt = feeder.DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=loader.sampler,
+                                num_workers=loader.num_workers, drop_last=loader.drop_last)
+    assert torch.equal(epoch(rebuilt, 1)[1], epoch(loader, 1)[1])
+    batch = next(iter(loader))
+    images, labels = batch
+    batch[0] = images * 2
+    assert len(batch) == 2 and torch.equal(batch[0], images * 2)
+    for clone in (pickle.loads(pickle.dumps(loader)), copy.deepcopy(loader)):
+        assert torch.equal(epoch(clone, 1)[1], epoch(loader, 1)[1])
+
+
+def test_cached_refuses_a_dataset_whose_items_change_between_reads(folder):
+    with pytest.raises(ValueError, match="RandomResizedCrop.*feeder.DataLoader"):
+        feeder.cached(torchvision.datasets.ImageFolder(folder, transform=train_transform()), num_workers=0)
+
+    class Noisy(torch.utils.data.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, index):
+            return torch.rand(1, 2, 2), 0
+
+    with pytest.raises(ValueError, match="differed between two reads"):
+        feeder.cached(Noisy(), num_workers=0)
+
+
+# ------------------------------------------------------------------------ a torch script, ported
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "imagenet_style.py")
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_script(path, train, val):
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, path, str(train), str(val), "--port", str(free_port())],
+                            capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Two processes print: lines are found wherever they are, not split at newlines.
+    found = re.findall(r"rank (\d) epoch (-?\d) acc1 ([\d.]+) count (\d+)(?: loss (nan|-?inf|[\d.]+))?", result.stdout)
+    return {(rank, epoch): (float(acc1), int(count), loss) for rank, epoch, acc1, count, loss in found}
+
+
+def test_an_imagenet_style_script_ported_by_one_line_evaluates_as_with_torch(tmp_path):
+    train = write_folder(tmp_path / "train", per_class=8)
+    val = write_folder(tmp_path / "val", per_class=8)
+    (val / "fox" / "fox_07.png").unlink()  # 23 images: 2 ranks pad one
+    source = open(SCRIPT).read()
+    ported = source.replace("from torch.utils.data import DataLoader\n", "from feeder import DataLoader\n")
+    changed = [a for a, b in zip(source.splitlines(), ported.splitlines()) if a != b]
+    assert len(changed) == 1 and len(source.splitlines()) == len(ported.splitlines())
+    (tmp_path / "ported.py").write_text(ported)
+    with_torch = run_script(SCRIPT, train, val)
+    with_feeder = run_script(tmp_path / "ported.py", train, val)
+    assert set(with_torch) == set(with_feeder) == {(r, e) for r in "01" for e in ("-1", "0", "1")}
+    for key, (acc1, count, _) in with_torch.items():
+        feeder_acc1, feeder_count, feeder_loss = with_feeder[key]
+        assert count == feeder_count == 23, key  # every image counted once, none of the padding
+        if key[1] == "-1":  # the same model evaluated on the same pixels: the same accuracy
+            assert acc1 == feeder_acc1, (key, acc1, feeder_acc1)
+        else:  # trained: the augmentations drew differently; trained all the same, with a finite loss
+            assert 0.0 <= feeder_acc1 <= 100.0 and np.isfinite(float(feeder_loss)), key
