@@ -649,7 +649,11 @@ class DataLoader:
 
     def __reduce__(self):
         # Pickled and copied as what it was made of: re-opened, at the start (as torch's loader is).
-        return (_reopen, (self._arguments,))
+        # A generator gives only its initial seed (and torch's generators do not pickle).
+        arguments = dict(self._arguments)
+        if arguments.get("generator") is not None:
+            arguments["seed"], arguments["generator"] = arguments["generator"].initial_seed(), None
+        return (_reopen, (arguments,))
 
     @property
     def num_samples(self):

@@ -128,11 +128,24 @@ def _open_arrays(base, datasets):
     return opened, recipe
 
 
+def _refuse_own_items(base, datasets):
+    """A subclass that makes its items itself would be bypassed by reading its files or arrays."""
+    kind = datasets.DatasetFolder if isinstance(base, datasets.DatasetFolder) else (
+        datasets.MNIST if isinstance(base, datasets.MNIST) else datasets.CIFAR10)
+    for method in ("__getitem__", "__len__"):
+        if getattr(type(base), method) is not getattr(kind, method):
+            raise UnsupportedTransform(
+                f"{type(base).__name__} overrides {kind.__name__}.{method}: feeder reads the files or arrays "
+                f"{kind.__name__} lists and would not run it. Keep this dataset on torch's DataLoader, or give "
+                f"feeder a {kind.__name__} whose items are its own")
+
+
 def open_torchvision(dataset, memory_budget, shuffle):
     """The TorchvisionSet of `dataset`; raises UnsupportedTransform (a ValueError) for a transform or
     loader feeder cannot run as the dataset would, DataError for files it cannot read."""
     datasets = _torchvision_datasets()
     base, indices = _unwrap(dataset)
+    _refuse_own_items(base, datasets)
     result = TorchvisionSet()
     result.indices = indices
     if isinstance(base, datasets.DatasetFolder):

@@ -118,6 +118,16 @@ def test_transforms_feeder_cannot_run_are_refused_by_name(folder):
         feeder.DataLoader(torchvision.datasets.ImageFolder(folder, transform=eval_transform()), image_size=16)
 
 
+def test_a_dataset_that_makes_its_own_items_is_refused_not_bypassed(folder):
+    class Pairs(torchvision.datasets.ImageFolder):
+        def __getitem__(self, index):
+            image, label = super().__getitem__(index)
+            return image, label, index
+
+    with pytest.raises(feeder.UnsupportedTransform, match="overrides DatasetFolder.__getitem__"):
+        feeder.DataLoader(Pairs(folder, transform=eval_transform()))
+
+
 def test_a_listed_file_feeder_does_not_decode_is_refused_by_name_not_dropped(tmp_path):
     root = write_folder(tmp_path / "set", per_class=2)
     Image.fromarray(image_array(0, 0)).save(root / "cat" / "extra.bmp")
@@ -268,6 +278,8 @@ def test_torchs_attributes_and_a_loader_rebuilt_from_them(numbered, folder):
     assert len(batch) == 2 and torch.equal(batch[0], images * 2)
     for clone in (pickle.loads(pickle.dumps(loader)), copy.deepcopy(loader)):
         assert torch.equal(epoch(clone, 1)[1], epoch(loader, 1)[1])
+    by_generator = feeder.DataLoader(numbered, batch_size=100, shuffle=True, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(epoch(pickle.loads(pickle.dumps(by_generator)), 2)[1], epoch(by_generator, 2)[1])
 
 
 def test_cached_refuses_a_dataset_whose_items_change_between_reads(folder):
@@ -327,3 +339,45 @@ def test_an_imagenet_style_script_ported_by_one_line_evaluates_as_with_torch(tmp
             assert acc1 == feeder_acc1, (key, acc1, feeder_acc1)
         else:  # trained: the augmentations drew differently; trained all the same, with a finite loss
             assert 0.0 <= feeder_acc1 <= 100.0 and np.isfinite(float(feeder_loss)), key
+
+
+def cifar_like(transform):
+    """A CIFAR10 over arrays made here (torchvision's checks the files' MD5s, which a test cannot make):
+    the object torchvision's constructor leaves, with 40 images of 32x32 RGB."""
+    dataset = torchvision.datasets.CIFAR10.__new__(torchvision.datasets.CIFAR10)
+    rng = np.random.default_rng(0)
+    dataset.data = rng.integers(0, 256, (40, 32, 32, 3), dtype=np.uint8)
+    dataset.targets = rng.integers(0, 10, 40).tolist()
+    dataset.transform, dataset.target_transform, dataset.transforms = transform, None, None
+    dataset.classes = [f"c{i}" for i in range(10)]
+    return dataset
+
+
+def test_cifar_with_a_per_channel_normalize_is_read_from_its_arrays():
+    dataset = cifar_like(T.Compose([T.ToTensor(), T.Normalize((0.4914, 0.4822, 0.4465), (0.247, 0.243, 0.261))]))
+    images, labels = epoch(feeder.DataLoader(dataset, batch_size=16, num_workers=2))
+    assert labels.tolist() == dataset.targets
+    expected = torch.stack([dataset[i][0] for i in range(40)])
+    assert (images - expected).abs().max() < 1e-5
+    uint8 = cifar_like(T.PILToTensor())
+    images, _ = epoch(feeder.DataLoader(uint8, batch_size=40))
+    assert images.dtype == torch.uint8 and torch.equal(images, torch.stack([uint8[i][0] for i in range(40)]))
+    with pytest.raises(feeder.UnsupportedTransform, match="RandomCrop"):
+        feeder.DataLoader(cifar_like(T.Compose([T.RandomCrop(32, padding=4), T.ToTensor()])))
+
+
+def test_transforms_v2_spellings_are_translated_as_v1s(folder):
+    v2 = pytest.importorskip("torchvision.transforms.v2", reason="torchvision before 0.15 has no transforms.v2")
+    pairs = [
+        (v2.Compose([v2.RandomResizedCrop(16), v2.RandomHorizontalFlip(), v2.ToImage(),
+                     v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)]), train_transform()),
+        (v2.Compose([v2.Resize(20), v2.CenterCrop(16), v2.ToTensor(), v2.Normalize(MEAN, STD)]), eval_transform()),
+        (v2.Compose([v2.Resize((12, 14)), v2.PILToTensor()]), T.Compose([T.Resize((12, 14)), T.PILToTensor()])),
+    ]
+    for new, old in pairs:
+        batches = [epoch(feeder.DataLoader(torchvision.datasets.ImageFolder(folder, transform=transform),
+                                           batch_size=6, shuffle=True, seed=2), 1) for transform in (new, old)]
+        assert torch.equal(batches[0][0], batches[1][0]) and torch.equal(batches[0][1], batches[1][1])
+    with pytest.raises(feeder.UnsupportedTransform, match="ColorJitter"):
+        feeder.DataLoader(torchvision.datasets.ImageFolder(folder, transform=v2.Compose([
+            v2.RandomResizedCrop(16), v2.ColorJitter(0.4), v2.ToImage()])))
