@@ -460,12 +460,16 @@ class DataLoader:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
                                  "drop_last")
-            if not isinstance(batch_sampler, torch.utils.data.BatchSampler):
-                raise ValueError(f"batch_sampler must be torch's BatchSampler (its sampler's indices in batches of "
-                                 f"one size), got {type(batch_sampler).__name__}: feeder assembles batches of one "
-                                 f"size; pass sampler=, batch_size= and drop_last= instead")
-            sampler, batch_size, drop_last = batch_sampler.sampler, batch_sampler.batch_size, batch_sampler.drop_last
-            batch_sampler = None
+            if isinstance(batch_sampler, torch.utils.data.BatchSampler):  # its parts, as if given apart
+                sampler, batch_size, drop_last = batch_sampler.sampler, batch_sampler.batch_size, batch_sampler.drop_last
+                batch_sampler = None
+            else:  # run as given, batch by batch: feeder's batches have one size (the last may be smaller)
+                batch_size = getattr(batch_sampler, "batch_size", None)
+                if not hasattr(batch_sampler, "__iter__") or not isinstance(batch_size, int) or batch_size < 1:
+                    raise ValueError(f"batch_sampler {type(batch_sampler).__name__} has no batch_size attribute: "
+                                     f"feeder assembles batches of one size (the last may be smaller), which it "
+                                     f"must know before the first; give the batch sampler a batch_size, or pass "
+                                     f"sampler=, batch_size= and drop_last=")
         own = getattr(sampler, "_feeder_own", None)  # a loader's own sampler, passed back (OwnSampler)
         if own is not None:
             if shuffle is not None and bool(shuffle) != own.shuffle:
@@ -542,7 +546,7 @@ class DataLoader:
         self._transform = transform
         self._user_dataset = None     # a torch dataset given as the source: loader.dataset is it
         self._indices = None          # a Subset's indices into the set opened
-        self._channel_norm = None     # (mean, std) tensors per channel, applied to each batch
+        self._batch_stage = None      # what runs on each batch in Python (transforms.BatchStage)
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         image = None
@@ -559,13 +563,11 @@ class DataLoader:
             self._source = opened.opened
             image = opened.image
             mean, std = opened.mean, opened.std
-            if opened.channel_mean is not None:
-                self._channel_norm = (opened.channel_mean, opened.channel_std)
-            if opened.dtype == "uint8":
-                dtype = torch.uint8
-            elif dtypes[dtype] == "uint8":
+            self._batch_stage = opened.batch_stage
+            if dtypes[dtype] == "uint8" and opened.dtype != "uint8":
                 raise ValueError("dtype=torch.uint8: the dataset's transform makes float32 tensors (ToTensor); end it "
                                  "with PILToTensor() instead to have uint8")
+            dtype = torch.uint8 if opened.dtype == "uint8" else torch.float32
         else:
             self._source = _open_source(source, labels, budget, train, allow_unlabeled)
         if on_error == "skip" and not self._source.encoded:
@@ -585,7 +587,8 @@ class DataLoader:
             mean, std = _normalization(normalize)
         # The order: the loader's own shuffle, or a sampler's indices (or a Subset's), given per epoch.
         self._sampler = sampler
-        self._ordered = sampler is not None or self._indices is not None
+        self._batch_sampler = batch_sampler  # a batch sampler other than torch's BatchSampler, run as given
+        self._ordered = sampler is not None or batch_sampler is not None or self._indices is not None
         if self._ordered and self._source.streaming:
             raise ValueError(f"{self._source.name}: streamed (over memory_budget {budget} bytes), it is read in an "
                              f"order of its own (pieces in shuffled windows), not in a sampler's or a Subset's: "
@@ -615,10 +618,14 @@ class DataLoader:
         """Batches per epoch of this rank (a sampler's: of its length)."""
         if not self._ordered:
             return self._loader.num_batches
+        if self._batch_sampler is not None:
+            return len(self._batch_sampler)
         count = self._order_length()
         return count // self.batch_size if self.drop_last else -(-count // self.batch_size)
 
     def _order_length(self):
+        if self._batch_sampler is not None:
+            return len(self._batch_sampler) * self.batch_size  # len() counts its batches: see __len__
         return len(self._sampler) if self._sampler is not None else len(self._indices)
 
     @property
@@ -637,6 +644,8 @@ class DataLoader:
         it means this loader's own order (a loader rebuilt from its attributes equals it)."""
         if self._sampler is not None:
             return self._sampler
+        if self._batch_sampler is not None and hasattr(self._batch_sampler, "sampler"):
+            return self._batch_sampler.sampler
         if self._own_sampler is None:
             self._own_sampler = _own_sampler(self.dataset, self.shuffle, self.seed if self._seed_given else None,
                                              self.rank, self.world_size, self.drop_last, self.generator)
@@ -644,7 +653,9 @@ class DataLoader:
 
     @property
     def batch_sampler(self):
-        """torch's BatchSampler over ``sampler``, with batch_size and drop_last."""
+        """The batch sampler given, or torch's BatchSampler over ``sampler``, with batch_size and drop_last."""
+        if self._batch_sampler is not None:
+            return self._batch_sampler
         return torch.utils.data.BatchSampler(self.sampler, self.batch_size, self.drop_last)
 
     def __reduce__(self):
@@ -668,7 +679,10 @@ class DataLoader:
     @property
     def image_shape(self):
         """(C, H, W) of one image in a batch."""
-        return self._loader.sample_shape
+        channels, height, width = self._loader.sample_shape
+        if self._batch_stage is not None:  # a dataset transform's RandomCrop may change it
+            height, width = self._batch_stage.output_size(height, width)
+        return channels, height, width
 
     @property
     def streaming(self):
@@ -724,15 +738,31 @@ class DataLoader:
         base = None
         if not (self._draw_base_once and self._passes > 1):
             base = _draw_seed()  # the workers' base seed: the random augmentation's
-        if self.shuffle and self._sampler is None:
+        if self.shuffle and self._sampler is None and self._batch_sampler is None:
             shuffle_seed = _draw_seed()  # RandomSampler's
             return None if self.world_size > 1 else shuffle_seed
         return None if self.world_size > 1 else base
 
+    def _batch_sampler_order(self):
+        """The batch sampler's batches of this pass, one after the other, checked to be feeder's batches."""
+        order = []
+        batches = [[int(i) for i in batch] for batch in self._batch_sampler]
+        for number, batch in enumerate(batches):
+            last = number == len(batches) - 1
+            if len(batch) != self.batch_size and not (last and 0 < len(batch) < self.batch_size):
+                raise ValueError(f"batch {number} of {type(self._batch_sampler).__name__} has {len(batch)} indices, "
+                                 f"its batch_size {self.batch_size}: feeder assembles batches of one size (only the "
+                                 f"last may be smaller); keep this batch sampler on torch's DataLoader")
+            order += batch
+        return order
+
     def _start_ordered(self, epoch, first_batch, order=None):
         """Starts an ordered pass: the sampler's indices (or the Subset's), through the Subset's."""
         if order is None:
-            if self._sampler is not None:
+            if self._batch_sampler is not None:
+                order = self._batch_sampler_order()
+                self._order_padding = _sampler_padding(getattr(self._batch_sampler, "sampler", None))
+            elif self._sampler is not None:
                 order = [int(i) for i in self._sampler]
                 self._order_padding = _sampler_padding(self._sampler)
             else:
@@ -862,7 +892,7 @@ class Batch(list):
 class _EpochIterator:
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
-    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform", "_channel_norm", "_first_padding")
+    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform", "_batch_stage", "_first_padding")
 
     def __init__(self, owner, generation):
         self._owner = owner
@@ -870,7 +900,7 @@ class _EpochIterator:
         self._next = owner._loader.next
         self._pin = owner._pin_memory
         self._transform = owner._transform
-        self._channel_norm = owner._channel_norm
+        self._batch_stage = owner._batch_stage
         # An ordered pass: positions from here on are a DistributedSampler's repeats.
         self._first_padding = len(owner._order) - owner._order_padding if owner._ordered else None
 
@@ -900,9 +930,8 @@ class _EpochIterator:
         if self._first_padding is not None:
             end = index * owner.batch_size + len(labels)
             num_padding = min(len(labels), max(0, end - self._first_padding))
-        if self._channel_norm is not None:
-            mean, std = self._channel_norm  # a torchvision Normalize of one value per channel
-            images.sub_(mean).div_(std)
+        if self._batch_stage is not None:  # the dataset transform's steps the C++ stage does not run
+            images = self._batch_stage(images, owner.seed, owner._epoch, owner.rank, index)
         if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
         if self._transform is not None:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from . import _feeder
-from .transforms import UnsupportedTransform, image_recipe, pixel_recipe
+from .transforms import BatchStage, UnsupportedTransform, image_recipe, pixel_recipe
 
 __all__ = ["TorchvisionSet", "open_torchvision"]
 
@@ -27,9 +27,9 @@ class TorchvisionSet:
 
     ``opened``: the C++ source over the base dataset's samples, in the base's order; ``indices``:
     the Subset's indices into it (None: every sample, in order); ``image``: the image stage's
-    options for files, else None; ``dtype``: "float32" or "uint8"; ``mean``, ``std``: the loader's
-    one normalisation for pixels; ``channel_mean``, ``channel_std``: a per-channel normalisation of
-    pixel sets, applied to each batch's tensor (None when one mean and std do); ``classes``."""
+    options for files, else None; ``dtype``: what the C++ loader makes, "float32" or "uint8";
+    ``mean``, ``std``: its one normalisation for pixels; ``batch_stage``: what then runs on each
+    batch in Python (feeder/transforms.py's BatchStage), or None; ``classes``."""
 
     def __init__(self):
         self.opened = None
@@ -37,7 +37,7 @@ class TorchvisionSet:
         self.image = None
         self.dtype = "float32"
         self.mean, self.std = 0.0, 1.0
-        self.channel_mean = self.channel_std = None
+        self.batch_stage = None
         self.classes = None
         self.kind = None
 
@@ -153,22 +153,27 @@ def open_torchvision(dataset, memory_budget, shuffle):
         result.opened, recipe = _open_folder(base, memory_budget, shuffle, datasets)
         result.image = recipe.stage_options(3)
         result.dtype = recipe.dtype
+        if recipe.batch_steps:  # a vertical flip after the crop
+            result.batch_stage = BatchStage(recipe.batch_steps, False, None, None, 3)
         result.kind = "files"
     else:
         result.opened, recipe = _open_arrays(base, datasets)
-        result.dtype = recipe.dtype
         channels = result.opened.shape[0]
         mean = recipe.mean or [0.0]
         std = recipe.std or [1.0]
-        if len(set(mean)) == 1 and len(set(std)) == 1:
+        if len(mean) not in (1, channels) or len(std) not in (1, channels):
+            raise UnsupportedTransform(f"the dataset's Normalize has {len(mean)} means and {len(std)} stds for "
+                                       f"{channels} channels")
+        if recipe.batch_steps:  # crops and flips of the pixels: the loader serves them as they are
+            result.dtype = "uint8"
+            result.batch_stage = BatchStage(recipe.batch_steps, recipe.dtype == "float32", recipe.mean,
+                                            recipe.std, channels)
+        elif len(set(mean)) == 1 and len(set(std)) == 1:
+            result.dtype = recipe.dtype
             result.mean, result.std = mean[0], std[0]
-        else:
-            if len(mean) not in (1, channels) or len(std) not in (1, channels):
-                raise UnsupportedTransform(f"the dataset's Normalize has {len(mean)} means and {len(std)} stds for "
-                                           f"{channels} channels")
-            shape = (1, channels, 1, 1)
-            result.channel_mean = torch.tensor(mean * (channels // len(mean)), dtype=torch.float32).reshape(shape)
-            result.channel_std = torch.tensor(std * (channels // len(std)), dtype=torch.float32).reshape(shape)
+        else:  # one value per channel: the loader scales, the batch is normalised per channel
+            result.dtype = recipe.dtype
+            result.batch_stage = BatchStage([], False, mean, std, channels)
         result.kind = "arrays"
     result.classes = result.opened.classes
     return result

@@ -10,17 +10,27 @@ stage's terms. Supported, in the orders scripts write them (transforms and trans
     then ToTensor() | PILToTensor() [+ ConvertImageDtype(torch.float32)] | ToImage() + ToDtype(float32,
     scale=True), then Normalize(mean, std)
 
-with bilinear interpolation (torchvision's default; PIL images are always resized with antialias).
-Anything else (ColorJitter, AutoAugment, RandomCrop, a Lambda, another order) raises
-UnsupportedTransform naming the transform and what to do: feeder never freezes or drops a
-transform. For sets of fixed-size pixels (MNIST, CIFAR10) only the conversion and Normalize apply.
+with bilinear interpolation (torchvision's default; PIL images are always resized with antialias),
+and RandomVerticalFlip(p) after the crop. For sets of fixed-size pixels (MNIST, CIFAR10):
+RandomCrop(size, padding, pad_if_needed, fill, padding_mode), RandomHorizontalFlip(p) and
+RandomVerticalFlip(p) in any order, then the conversion and Normalize. Anything else (ColorJitter,
+AutoAugment, a Lambda, another order) raises UnsupportedTransform naming the transform and what to
+do: feeder never freezes or drops a transform.
+
+What the C++ stage does not do (the pixel sets' crops and flips, a vertical flip, a Normalize of one
+value per channel on pixels) runs on each batch's tensor in Python (BatchStage), vectorised, its
+draws from a generator of (seed, epoch, rank, batch): the same for any number of workers, different
+in every epoch.
 """
 
 import numbers
 
 import torch
 
-__all__ = ["UnsupportedTransform", "ImageRecipe", "image_recipe", "pixel_recipe"]
+__all__ = ["UnsupportedTransform", "ImageRecipe", "BatchStage", "image_recipe", "pixel_recipe"]
+
+# RandomCrop's padding modes and torch.nn.functional.pad's names for them.
+_PADDING_MODES = {"constant": "constant", "edge": "replicate", "reflect": "reflect"}
 
 
 class UnsupportedTransform(ValueError):
@@ -42,6 +52,7 @@ class ImageRecipe:
         self.dtype = None       # None: still a PIL image; "uint8" or "float32" once converted
         self.mean = None
         self.std = None
+        self.batch_steps = []   # the random steps run on each batch (BatchStage), in order
 
     def stage_options(self, channels):
         """The options dict of the C++ image stage (DataLoader's image options)."""
@@ -199,6 +210,11 @@ def image_recipe(transform):
             recipe.height, recipe.width = _size_pair(step.size, step)
             if recipe.resize < max(recipe.height, recipe.width):
                 _refuse(step, f"crops more than Resize({recipe.resize}) leaves (torchvision pads with zeros there)")
+        elif kind == "RandomVerticalFlip":
+            if recipe.crop is None or recipe.dtype is not None or any(
+                    type(step_).__name__ == kind for step_ in recipe.batch_steps):
+                _refuse(step, "comes before the crop, after a conversion, or twice")
+            recipe.batch_steps.append(step)
         elif kind == "RandomHorizontalFlip":
             if recipe.crop is None or recipe.flip or recipe.dtype is not None:
                 _refuse(step, "comes before the crop, after a conversion, or twice (feeder flips once, after "
@@ -242,8 +258,105 @@ def pixel_recipe(transform):
                 _refuse(step, "normalises what is not a float image tensor here")
             recipe.mean, recipe.std = _per_channel(step.mean), _per_channel(step.std)
             continue
-        _refuse(step, "changes the pixels of a set of fixed-size images; feeder's per-sample stage for such "
-                      "sets converts and normalises only")
+        if kind in ("RandomCrop", "RandomHorizontalFlip", "RandomVerticalFlip"):
+            if recipe.dtype is not None:
+                _refuse(step, "comes after the conversion to a tensor (feeder runs it on the pixels, before)")
+            if kind == "RandomCrop" and getattr(step, "padding_mode", "constant") not in _PADDING_MODES:
+                _refuse(step, f"pads with padding_mode={step.padding_mode!r} (feeder pads 'constant', 'edge' and "
+                              f"'reflect')")
+            recipe.batch_steps.append(step)
+            continue
+        _refuse(step, "changes the pixels of a set of fixed-size images; feeder runs RandomCrop, "
+                      "RandomHorizontalFlip, RandomVerticalFlip, the conversion and Normalize for such sets")
     if recipe.dtype is None:
         _refuse(steps[-1], "ends with a PIL image, not a tensor (add ToTensor())")
     return recipe
+
+
+def _padding(step):
+    """RandomCrop's padding as (left, top, right, bottom)."""
+    padding = step.padding
+    if padding is None:
+        return 0, 0, 0, 0
+    if isinstance(padding, numbers.Integral):
+        return (int(padding),) * 4
+    padding = [int(v) for v in padding]
+    if len(padding) == 1:
+        return (padding[0],) * 4
+    if len(padding) == 2:
+        return padding[0], padding[1], padding[0], padding[1]
+    return tuple(padding)
+
+
+class BatchStage:
+    """The steps of a dataset's transform that run on each batch's tensor, in Python: RandomCrop and
+    the flips of a pixel set on its uint8 pixels (then the conversion and Normalize), a vertical flip
+    after an image stage's crop, a Normalize of one value per channel. Draws come from a generator
+    seeded by (seed, epoch, rank, batch), one draw per sample and step, as torchvision draws them
+    per item; called on the thread that iterates, so the batches are the same for any number of
+    workers."""
+
+    def __init__(self, steps, to_float, mean, std, channels):
+        self.steps = list(steps)
+        self.to_float = to_float  # uint8 pixels in, float32 out: ToTensor's scaling, then Normalize
+        shape = (1, channels, 1, 1)
+        self.mean = None if mean is None else torch.tensor(
+            (mean * channels)[:channels] if len(mean) == 1 else mean, dtype=torch.float32).reshape(shape)
+        self.std = None if std is None else torch.tensor(
+            (std * channels)[:channels] if len(std) == 1 else std, dtype=torch.float32).reshape(shape)
+
+    def output_size(self, height, width):
+        """(height, width) of the images it makes of images of this size."""
+        for step in self.steps:
+            if type(step).__name__ == "RandomCrop":
+                height, width = _size_pair(step.size, step)
+        return height, width
+
+    def __call__(self, images, seed, epoch, rank, batch):
+        generator = torch.Generator()
+        # A mix of the four numbers (Python's hash of ints is not salted): a seed of its own per batch.
+        generator.manual_seed(hash((seed, epoch, rank, batch)) & (2**63 - 1))
+        for step in self.steps:
+            kind = type(step).__name__
+            if kind == "RandomCrop":
+                images = self._crop(images, step, generator)
+            else:
+                flip = torch.rand(len(images), generator=generator) < step.p
+                dimension = -1 if kind == "RandomHorizontalFlip" else -2
+                images = torch.where(flip.reshape(-1, 1, 1, 1), images.flip(dimension), images)
+        if self.to_float:
+            images = images.float().div_(255)
+        if self.mean is not None:
+            images = images.sub_(self.mean).div_(self.std)
+        return images
+
+    @staticmethod
+    def _crop(images, step, generator):
+        height, width = _size_pair(step.size, step)
+        left, top, right, bottom = _padding(step)
+        if step.pad_if_needed:  # as torchvision: both sides by what is missing
+            missing_h = max(0, height - (images.shape[-2] + top + bottom))
+            missing_w = max(0, width - (images.shape[-1] + left + right))
+            left, right, top, bottom = left + missing_w, right + missing_w, top + missing_h, bottom + missing_h
+        if left or top or right or bottom:
+            mode = _PADDING_MODES[step.padding_mode]
+            if mode == "constant":
+                fill = step.fill if isinstance(step.fill, (tuple, list)) else [step.fill] * images.shape[1]
+                padded = images.new_empty((*images.shape[:2], images.shape[2] + top + bottom,
+                                           images.shape[3] + left + right))
+                padded[:] = torch.tensor(fill, dtype=images.dtype).reshape(1, -1, 1, 1)
+                padded[:, :, top:top + images.shape[2], left:left + images.shape[3]] = images
+                images = padded
+            else:
+                images = torch.nn.functional.pad(images.float(), (left, right, top, bottom), mode=mode).to(images.dtype)
+        full_h, full_w = images.shape[-2:]
+        if full_h < height or full_w < width:
+            raise ValueError(f"RandomCrop({height}, {width}) of images of {full_h}x{full_w} after padding: "
+                             f"torchvision raises too (give padding or pad_if_needed)")
+        count = len(images)
+        tops = torch.randint(0, full_h - height + 1, (count,), generator=generator)
+        lefts = torch.randint(0, full_w - width + 1, (count,), generator=generator)
+        rows = (tops[:, None] + torch.arange(height))[:, :, None]
+        columns = (lefts[:, None] + torch.arange(width))[:, None, :]
+        picked = images[torch.arange(count)[:, None, None], :, rows, columns]  # (B, h, w, C)
+        return picked.permute(0, 3, 1, 2).contiguous()

@@ -102,6 +102,9 @@ def test_random_resized_crop_and_flip_pixels_match_torchvisions_for_the_crops_dr
     images, _ = epoch(feeder.DataLoader(single))
     expected = T.ToTensor()(Image.open(path).convert("RGB").resize((10, 12), Image.BILINEAR)).flip(-1)
     assert ((images[0] - expected) * 255).abs().max() <= 1.01
+    single.transform.transforms.insert(2, T.RandomVerticalFlip(p=1.0))  # after the crop: the batch's rows
+    images, _ = epoch(feeder.DataLoader(single))
+    assert ((images[0] - expected.flip(-2)) * 255).abs().max() <= 1.01
 
 
 def test_transforms_feeder_cannot_run_are_refused_by_name(folder):
@@ -258,6 +261,35 @@ def test_a_batch_sampler_and_a_resume_over_a_samplers_order(folder):
     assert [labels.tolist() for _, labels in resumed] == rest
 
 
+class ByLabel:
+    """A batch sampler of one's own: batches of one class each, as some scripts write them."""
+
+    def __init__(self, targets, batch_size, uneven=False):
+        self.targets, self.batch_size, self.uneven = targets, batch_size, uneven
+
+    def __iter__(self):
+        for label in sorted(set(self.targets)):
+            indices = [i for i, t in enumerate(self.targets) if t == label]
+            for start in range(0, len(indices), self.batch_size):
+                yield indices[start:start + self.batch_size - (1 if self.uneven and start == 0 else 0)]
+
+    def __len__(self):
+        return sum(-(-self.targets.count(t) // self.batch_size) for t in set(self.targets))
+
+
+def test_a_batch_sampler_of_ones_own_is_run_as_given(numbered):
+    targets = [i % 3 for i in range(12)]
+    images = np.arange(12, dtype=np.uint8).reshape(12, 1, 1, 1)
+    loader = feeder.DataLoader((images, np.array(targets)), batch_sampler=ByLabel(targets, 4))
+    assert len(loader) == 3 and loader.batch_sampler.batch_size == 4
+    assert [(x.flatten() * 255).round().long().tolist() for x, _ in loader] == list(ByLabel(targets, 4))
+    uneven = feeder.DataLoader((images, np.array(targets)), batch_sampler=ByLabel(targets, 4, uneven=True))
+    with pytest.raises(ValueError, match="batch 0 of ByLabel has 3 indices"):
+        iter(uneven)
+    with pytest.raises(ValueError, match="no batch_size"):
+        feeder.DataLoader(numbered, batch_sampler=[[0, 1], [2, 3]])
+
+
 # ------------------------------------------------------------------------ torch's attributes
 
 def test_torchs_attributes_and_a_loader_rebuilt_from_them(numbered, folder):
@@ -362,8 +394,41 @@ def test_cifar_with_a_per_channel_normalize_is_read_from_its_arrays():
     uint8 = cifar_like(T.PILToTensor())
     images, _ = epoch(feeder.DataLoader(uint8, batch_size=40))
     assert images.dtype == torch.uint8 and torch.equal(images, torch.stack([uint8[i][0] for i in range(40)]))
-    with pytest.raises(feeder.UnsupportedTransform, match="RandomCrop"):
-        feeder.DataLoader(cifar_like(T.Compose([T.RandomCrop(32, padding=4), T.ToTensor()])))
+    with pytest.raises(feeder.UnsupportedTransform, match="symmetric"):
+        feeder.DataLoader(cifar_like(T.Compose([T.RandomCrop(32, padding=4, padding_mode="symmetric"), T.ToTensor()])))
+    with pytest.raises(feeder.UnsupportedTransform, match="RandomRotation"):
+        feeder.DataLoader(cifar_like(T.Compose([T.RandomRotation(10), T.ToTensor()])))
+
+
+def test_cifars_training_transform_crops_and_flips_each_image_per_epoch():
+    mean, std = (0.4914, 0.4822, 0.4465), (0.247, 0.243, 0.261)
+    dataset = cifar_like(T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(),
+                                    T.Normalize(mean, std)]))
+    runs = []
+    for workers in (0, 1, 3):
+        loader = feeder.DataLoader(dataset, batch_size=16, shuffle=True, seed=8, num_workers=workers)
+        runs.append([epoch(loader, 0), epoch(loader, 1)])
+    for run in runs[1:]:
+        assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(runs[0], run))
+    (first, first_labels), (second, _) = runs[0]
+    assert first.shape == (40, 3, 32, 32) and not torch.equal(first, second)
+    # Each image is one of torchvision's possible outputs: a 32x32 window of the image padded by 4
+    # zeros, mirrored or not, scaled and normalised.
+    normalize = T.Normalize(mean, std)
+    assert sorted(first_labels.tolist()) == sorted(dataset.targets)
+    loader = feeder.DataLoader(dataset, batch_size=40, seed=8)  # unshuffled: row i is image i
+    images, _ = epoch(loader, 0)
+    flips = 0
+    for i in range(8):
+        padded = torch.nn.functional.pad(torch.from_numpy(dataset.data[i]).permute(2, 0, 1), (4, 4, 4, 4))
+        candidates = [normalize(window.float() / 255) for top in range(9) for left in range(9)
+                      for window in (padded[:, top:top + 32, left:left + 32],
+                                     padded[:, top:top + 32, left:left + 32].flip(-1))]
+        distances = [(images[i] - candidate).abs().max().item() for candidate in candidates]
+        best = int(np.argmin(distances))
+        assert distances[best] < 1e-5, (i, min(distances))
+        flips += best % 2
+    assert 0 < flips < 8  # some mirrored, some not
 
 
 def test_transforms_v2_spellings_are_translated_as_v1s(folder):
