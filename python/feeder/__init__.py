@@ -199,16 +199,44 @@ _REFUSED = {
 
 
 class _DatasetView:
-    """What DataLoader.dataset gives: the set's size (``len(loader.dataset)``, as with torch's
-    DataLoader), its image shape, whether it is labeled, its labels (``targets``), class names
-    (``classes``, ``class_to_idx``) and its name."""
+    """What DataLoader.dataset gives for a set opened from a path or arrays: the set's size
+    (``len(loader.dataset)``, as with torch's DataLoader), ``dataset[i]`` (sample i as the loader
+    makes it: an image tensor and its label, augmentation drawn for epoch 0), its image shape,
+    whether it is labeled, its labels (``targets``), class names (``classes``, ``class_to_idx``),
+    ``root`` (the path opened) and its name. A map-style Dataset itself, so ``Subset(loader.dataset,
+    ...)`` works."""
 
-    __slots__ = ("_source", "_shape", "_targets")
+    __slots__ = ("_source", "_shape", "_targets", "_item_loader", "_make_item_loader")
 
-    def __init__(self, source, shape):
+    def __init__(self, source, shape, make_item_loader=None):
         self._source = source
         self._shape = shape
         self._targets = None
+        self._item_loader = None
+        self._make_item_loader = make_item_loader
+
+    def __getitem__(self, index):
+        if isinstance(index, slice) or not isinstance(_scalar(index), numbers.Integral):
+            raise TypeError(f"dataset indices must be integers, got {type(index).__name__}")
+        index = int(_scalar(index))
+        size = len(self)
+        if not -size <= index < size:
+            raise IndexError(f"index {index} is out of range for a dataset of {size} samples")
+        if self._source.streaming:
+            raise ValueError(f"{self._source.name} is streamed (over the memory budget): it is read in pieces, "
+                             f"in an order of its own, not one sample at a time")
+        if self._item_loader is None:
+            self._item_loader = self._make_item_loader()
+        self._item_loader.start_epoch_with_order(0, [index % size], 0)
+        images, labels, _ = self._item_loader.next()
+        return _from_dlpack(images)[0].clone(), int(_from_dlpack(labels)[0])
+
+    @property
+    def root(self):
+        return self._source.name
+
+    transform = None
+    target_transform = None
 
     def __len__(self):
         return self._source.num_samples
@@ -550,7 +578,18 @@ class DataLoader:
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         image = None
-        if _datasets.is_torchvision_dataset(source):
+        view, view_indices = _datasets.unwrap(source)
+        if isinstance(view, _DatasetView):  # a Subset of another loader's dataset: the same set
+            if view_indices is None:
+                raise ValueError("a loader's dataset view is given to a DataLoader through a Subset of it; for "
+                                 "the whole set, give what that loader was made of")
+            self._source = view._source
+            self._indices = view_indices
+            if self._source.encoded:
+                image = _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling,
+                                       normalize)
+                mean, std = 0.0, 1.0
+        elif _datasets.is_torchvision_dataset(source):
             given = {"image_size": image_size, "augment": augment, "normalize": normalize, "resize": resize,
                      "labels": labels}
             clashing = [name for name, value in given.items() if value is not None]
@@ -597,6 +636,10 @@ class DataLoader:
                                       self.drop_last, num_workers, prefetch, mean, std, layout.lower(),
                                       0 if self._ordered else rank, 1 if self._ordered else world_size, budget,
                                       shuffle_window, image, on_error == "skip", dtypes[dtype])
+        # loader.dataset[i]: one sample at a time, made as the batches' samples are, on this thread.
+        self._make_item_loader = lambda: _feeder.Loader(
+            self._source, 1, False, self.seed, False, 0, 1, mean, std, "nchw", 0, 1, budget, 0, image, False,
+            dtypes[dtype])
         self._pin_memory = self.pin_memory and torch.cuda.is_available()
         if self._loader.shuffle_advice:
             # The set streams in a window that mixes too few pieces for how its labels are laid out.
@@ -611,6 +654,7 @@ class DataLoader:
         self._order = None            # an ordered loader's indices of the pass in progress
         self._order_padding = 0       # how many of them are a DistributedSampler's repeats
         self._own_sampler = None      # what ``sampler`` gives when none was given, made on first use
+        self._view = None             # ``dataset`` of a set opened from a path or arrays, made on first use
 
     # ---------------------------------------------------------------- what it holds
 
@@ -634,7 +678,9 @@ class DataLoader:
         opened from a path or arrays; ``len(loader.dataset)`` is its size, as with torch's DataLoader."""
         if self._user_dataset is not None:
             return self._user_dataset
-        return _DatasetView(self._source, self._loader.sample_shape)
+        if self._view is None:
+            self._view = _DatasetView(self._source, self._loader.sample_shape, self._make_item_loader)
+        return self._view
 
     @property
     def sampler(self):

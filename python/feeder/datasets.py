@@ -42,7 +42,7 @@ class TorchvisionSet:
         self.kind = None
 
 
-def _unwrap(dataset):
+def unwrap(dataset):
     """(the base dataset, the Subset indices into it or None) of a chain of Subsets."""
     indices = None
     while isinstance(dataset, torch.utils.data.Subset):
@@ -65,7 +65,7 @@ def is_torchvision_dataset(dataset):
     datasets = _torchvision_datasets()
     if datasets is None:
         return False
-    base, _ = _unwrap(dataset)
+    base, _ = unwrap(dataset)
     return isinstance(base, (datasets.DatasetFolder, datasets.MNIST, datasets.CIFAR10))
 
 
@@ -144,7 +144,7 @@ def open_torchvision(dataset, memory_budget, shuffle):
     """The TorchvisionSet of `dataset`; raises UnsupportedTransform (a ValueError) for a transform or
     loader feeder cannot run as the dataset would, DataError for files it cannot read."""
     datasets = _torchvision_datasets()
-    base, indices = _unwrap(dataset)
+    base, indices = unwrap(dataset)
     _refuse_own_items(base, datasets)
     result = TorchvisionSet()
     result.indices = indices

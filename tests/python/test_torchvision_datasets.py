@@ -67,6 +67,20 @@ def test_an_image_folder_is_read_from_its_own_file_list_and_is_the_loaders_datas
     assert subset_labels.tolist() == [dataset.targets[i] for i in (3, 17, 5)]
 
 
+def test_an_image_folder_over_the_budget_streams_in_its_order_and_refuses_a_sampler(tmp_path):
+    dataset = torchvision.datasets.ImageFolder(write_folder(tmp_path / "large", per_class=100),
+                                               transform=eval_transform())
+    budget = 35000  # under the 300 files' 47 KB, over what a stream of 64-file pieces needs
+    loader = feeder.DataLoader(dataset, batch_size=4, memory_budget=budget, prefetch=1)
+    assert loader.streaming and loader.dataset is dataset
+    assert epoch(loader)[1].tolist() == dataset.targets  # unshuffled: the dataset's order, streamed
+    shuffled = feeder.DataLoader(dataset, batch_size=4, shuffle=True, seed=1, memory_budget=budget, prefetch=1)
+    assert sorted(epoch(shuffled)[1].tolist()) == sorted(dataset.targets)
+    with pytest.raises(ValueError, match="streamed.*order of its own"):
+        feeder.DataLoader(dataset, batch_size=4, memory_budget=budget, prefetch=1,
+                          sampler=torch.utils.data.SequentialSampler(dataset))
+
+
 def test_target_transform_and_random_split_are_honoured(folder):
     dataset = torchvision.datasets.ImageFolder(folder, transform=eval_transform(), target_transform=lambda y: 10 + y)
     first, second = torch.utils.data.random_split(dataset, [16, 8], generator=torch.Generator().manual_seed(3))
@@ -312,6 +326,21 @@ def test_torchs_attributes_and_a_loader_rebuilt_from_them(numbered, folder):
         assert torch.equal(epoch(clone, 1)[1], epoch(loader, 1)[1])
     by_generator = feeder.DataLoader(numbered, batch_size=100, shuffle=True, generator=torch.Generator().manual_seed(5))
     assert torch.equal(epoch(pickle.loads(pickle.dumps(by_generator)), 2)[1], epoch(by_generator, 2)[1])
+
+
+def test_the_dataset_of_a_path_or_arrays_is_indexed_and_subset_as_torchs(numbered, folder):
+    loader = feeder.DataLoader(numbered, batch_size=10, normalize=(0.5, 0.25))
+    image, label = loader.dataset[7]
+    batch_images, batch_labels = next(iter(feeder.DataLoader(numbered, batch_size=10, normalize=(0.5, 0.25))))
+    assert label == 7 and torch.equal(image, batch_images[7])
+    assert loader.dataset[-1][1] == 999 and loader.dataset is loader.dataset
+    with pytest.raises(IndexError):
+        loader.dataset[1000]
+    subset = torch.utils.data.Subset(loader.dataset, range(990, 1000))
+    _, labels = epoch(feeder.DataLoader(subset, batch_size=4))
+    assert labels.tolist() == list(range(990, 1000))
+    images = feeder.DataLoader(str(folder), image_size=8, augment="center_crop")
+    assert images.dataset.root == str(folder) and images.dataset[3][0].shape == (3, 8, 8)
 
 
 def test_cached_refuses_a_dataset_whose_items_change_between_reads(folder):
