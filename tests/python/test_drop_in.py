@@ -49,7 +49,7 @@ def test_a_generator_gives_the_order_of_its_seed(numbered):
 
 @pytest.mark.parametrize("name,value,advice", [
     ("sampler", object(), "iterable of indices"),
-    ("batch_sampler", object(), "BatchSampler"),
+    ("batch_sampler", object(), "no batch_size"),
     ("collate_fn", lambda batch: batch, "transform="),
     ("worker_init_fn", lambda worker: None, "C\\+\\+ threads"),
     ("multiprocessing_context", "spawn", "C\\+\\+ threads"),
