@@ -166,6 +166,18 @@ bool is_image_folder(const fs::path& directory) {
 
 bool is_image_file_name(const std::string& name) { return ends_with_any(lower(name), {".jpg", ".jpeg", ".png", ".webp"}); }
 
+namespace {
+
+// A directory's identity, whatever path reaches it: (0, 0) when it cannot be stat'ed (the walk
+// then reports the error itself).
+std::pair<dev_t, ino_t> directory_id(const fs::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return {0, 0};
+  return {info.st_dev, info.st_ino};
+}
+
+}  // namespace
+
 ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std::string>& classes) {
   std::error_code error;
   if (!fs::is_directory(root, error))
@@ -204,9 +216,23 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
     const int64_t label = folder_labels[folder];
     std::vector<std::pair<std::string, std::string>> found;  // (directory, file name)
     const fs::path class_dir = root / listing.classes[folder];
+    // The directories from the class folder down to the entry's, by (device, inode): a directory
+    // that is one of its own ancestors (a symlink loop) is listed once, not entered again; with two
+    // such loops the walk would otherwise grow without end.
+    std::vector<std::pair<dev_t, ino_t>> ancestors{directory_id(class_dir)};
     for (auto it = fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink, error);
          !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
-      if (it->is_directory(error)) continue;
+      if (it->is_directory(error)) {
+        if (it.depth() >= kMaxFolderDepth)
+          throw DataError(it->path().string() + ": more than " + std::to_string(kMaxFolderDepth) +
+                          " folders deep in the class folder (a loop of symbolic links?)");
+        ancestors.resize(static_cast<size_t>(it.depth()) + 1);
+        const auto id = directory_id(it->path());
+        if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end())
+          it.disable_recursion_pending();  // a loop back to an ancestor
+        ancestors.push_back(id);
+        continue;
+      }
       const std::string name = it->path().filename().string();
       if (is_image_file_name(name))
         found.emplace_back(it->path().parent_path().string(), name);

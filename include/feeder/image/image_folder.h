@@ -60,6 +60,11 @@ ImageFolderListing list_image_folder(const std::filesystem::path& root, const st
 std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& listing, std::span<const int64_t> rows,
                                                      int num_threads, const std::string& name);
 
+// The deepest a class folder's subfolders are listed; deeper is refused (a loop of symbolic links
+// through other paths, or a tree no image set has). A subfolder that is one of its own ancestors
+// (a link to "." or to a parent) is listed once and not entered again.
+inline constexpr int kMaxFolderDepth = 64;
+
 // Files per block of a streamed folder.
 inline constexpr int64_t kFolderBlockFiles = 64;
 
