@@ -443,7 +443,7 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--workers", args->num_workers, "loader worker threads")->check(at_least(0))->capture_default_str();
   app->add_option("--num-classes", args->num_classes,
                   "the model's outputs (default: the sets' classes, from their names or labels; at least 10)")
-      ->check(sane_range(1, 1 << 20));
+      ->check(sane_range(1, kMaxClasses));
   app->add_option("--precision", *precision, "auto, fp32 or bf16")
       ->check(parsed_by(parse_precision, "auto|fp32|bf16"))
       ->capture_default_str();

@@ -237,12 +237,32 @@ std::shared_ptr<const SampleStage> image_stage_for(const SampleSource& source, c
 
 int64_t classes_needed(const TrainTestSets& sets) {
   int64_t classes = 10;
+  // A label no model can have: refused, naming where it is (`sample`: one of the samples that may hold it).
+  const auto check = [](const OpenedSet& set, int64_t label, const std::string& sample) {
+    if (label >= kMaxClasses)
+      throw DataError(sample + ": label " + std::to_string(label) + " is over the " + std::to_string(kMaxClasses) +
+                      " classes feeder train builds a model for: labels are class indices 0..N-1 (" +
+                      set.source->name() + ")");
+  };
   for (const OpenedSet* set : {&sets.train, &sets.test}) {
+    if (set->source == nullptr) continue;
     classes = std::max(classes, static_cast<int64_t>(set->classes.size()));
     if (const ImageStore* store = set->source->in_memory()) {
-      for (const int64_t label : store->labels()) classes = std::max(classes, label + 1);
+      const auto& labels = store->labels();
+      for (size_t i = 0; i < labels.size(); ++i) {
+        check(*set, labels[i], set->source->sample_name(static_cast<int64_t>(i)));
+        classes = std::max(classes, labels[i] + 1);
+      }
     } else {
-      for (const auto& [low, high] : set->source->block_label_ranges()) classes = std::max(classes, high + 1);
+      const auto ranges = set->source->block_label_ranges();
+      for (size_t b = 0; b < ranges.size(); ++b) {
+        const int64_t first = set->source->block_starts()[b];
+        const int64_t rows = set->source->block_rows(static_cast<int64_t>(b));
+        check(*set, ranges[b].second,
+              rows == 1 ? set->source->sample_name(first)
+                        : "one of the " + std::to_string(rows) + " samples from " + set->source->sample_name(first));
+        classes = std::max(classes, ranges[b].second + 1);
+      }
     }
   }
   return classes;

@@ -182,3 +182,45 @@ TEST_F(TrainSets, ATestFolderIsLabeledByTheTrainingSetsClassNames) {
 
 }  // namespace
 }  // namespace feeder
+
+namespace feeder {
+namespace {
+
+// A label far beyond any class count sized the model by it: 1,500,001 classes (4.8 GB) for six
+// images, or an overflow in LibTorch. Refused before anything is allocated, naming the sample.
+TEST(ClassesNeeded, ALabelOverTheMostClassesIsRefusedNamingItsSample) {
+  for (const bool streamed : {false, true}) {
+    testing::TempDir dir;
+    auto store = testing::make_store(ImageShape{1, 4, 4}, 200, true);
+    for (size_t i = 0; i < 200; ++i) store.labels()[i] = static_cast<int64_t>(i % 10);
+    store.labels()[37] = 1500000;
+    ShardWriteOptions write;
+    write.shard_rows = 200;
+    write.parquet.row_group_size = 10;
+    write_sharded(store, dir / "train", write);
+    // Held in memory: the label itself; streamed: its row group's statistics.
+    const TrainTestSets sets = open_train_test((dir / "train").string(), (dir / "train").string(),
+                                               ImageShape{1, 4, 4}, streamed ? 4000 : 1 << 20);
+    ASSERT_EQ(sets.train.streaming, streamed);
+    try {
+      classes_needed(sets);
+      FAIL() << "no error for label 1500000";
+    } catch (const DataError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("label 1500000"), std::string::npos) << message;
+      EXPECT_NE(message.find(streamed ? "samples from " : "sample 37"), std::string::npos) << message;
+      if (streamed) EXPECT_NE(message.find("row group 3 row 0"), std::string::npos) << message;
+    }
+  }
+  // The largest label allowed sizes the model as before.
+  testing::TempDir dir;
+  auto store = testing::make_store(ImageShape{1, 4, 4}, 20, true);
+  for (size_t i = 0; i < 20; ++i) store.labels()[i] = static_cast<int64_t>(i % 10);
+  store.labels()[3] = kMaxClasses - 1;
+  parquet::write_parquet(store, dir / "set.parquet");
+  const std::string path = (dir / "set.parquet").string();
+  EXPECT_EQ(classes_needed(open_train_test(path, path, ImageShape{1, 4, 4}, 1 << 20)), kMaxClasses);
+}
+
+}  // namespace
+}  // namespace feeder

@@ -64,10 +64,15 @@ struct TrainTestSets {
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
                               const ImageShape& model_shape, int64_t memory_budget, bool require_labels = true);
 
+// The most classes `feeder train` builds a model for (--num-classes and classes_needed alike).
+inline constexpr int64_t kMaxClasses = int64_t{1} << 20;
+
 // The outputs a classifier of these sets needs: their class names' count, or their largest label
 // plus one where that is known without reading samples (a set in memory, Parquet statistics of
-// the label column); at least the article's 10. A label found later outside it is an error of the
-// training loop (Trainer::run_epoch), not a crash.
+// the label column, tar shards' labels); at least the article's 10. Throws DataError, naming the
+// set and a sample, for a label over kMaxClasses - 1: labels are class indices, and a model sized
+// by such a value would take gigabytes (or overflow) before training began. A label found later
+// outside it is an error of the training loop (Trainer::run_epoch), not a crash.
 int64_t classes_needed(const TrainTestSets& sets);
 
 // The sample stage that turns `source`'s encoded images into the model's input: each image decoded
