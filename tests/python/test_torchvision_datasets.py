@@ -373,8 +373,9 @@ def free_port():
 def run_script(path, train, val):
     import subprocess
     import sys
+    # Debian 13's torch 2.6 is built without libuv, which its TCPStore asks for unless told not to.
     result = subprocess.run([sys.executable, path, str(train), str(val), "--port", str(free_port())],
-                            capture_output=True, text=True, timeout=240)
+                            capture_output=True, text=True, timeout=240, env={**os.environ, "USE_LIBUV": "0"})
     assert result.returncode == 0, result.stderr[-3000:]
     # Two processes print: lines are found wherever they are, not split at newlines.
     found = re.findall(r"rank (\d) epoch (-?\d) acc1 ([\d.]+) count (\d+)(?: loss (nan|-?inf|[\d.]+))?", result.stdout)
