@@ -358,14 +358,22 @@ bool is_sharded_spec(const std::string& spec) {
 
 namespace {
 
+// A set feeder convert has not finished writing (its marker beside `files`, or in `directory`):
+// some of its shards may be missing, and what is there would read as a whole set.
+void refuse_unfinished(const std::string& spec, const fs::path& directory) {
+  std::error_code error;
+  if (!fs::exists(directory / kUnfinishedMarker, error)) return;
+  throw DataError(spec + ": feeder convert has not finished writing " +
+                  (spec == directory.string() ? std::string("this set") : "the set in " + directory.string()) + " (" +
+                  std::string(kUnfinishedMarker) + " is there): it is being written, or it was cut short (the "
+                  "process killed), and shards may be missing; then convert it again into an empty directory");
+}
+
 ShardedDataset open_sharded_spec(const std::string& spec, const ParquetImageOptions& options) {
   const fs::path path(spec);
   std::error_code error;
   if (fs::is_directory(path, error)) {
-    if (fs::exists(path / kUnfinishedMarker, error))
-      throw DataError(spec + ": feeder convert has not finished writing this set (" + std::string(kUnfinishedMarker) +
-                      " is there): it is being written, or it was cut short (the process killed); then convert it "
-                      "again into an empty directory");
+    refuse_unfinished(spec, path);
     if (fs::exists(path / kShardIndexName, error)) return open_indexed(path, options);
     const std::vector<fs::path> paths = list_parquet_files(path);
     if (paths.empty()) {
@@ -381,8 +389,15 @@ ShardedDataset open_sharded_spec(const std::string& spec, const ParquetImageOpti
     return describe_from_footers(path, paths, options);
   }
   const fs::path root = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  if (has_glob_chars(path.filename().string())) return describe_from_footers(root, match_glob(spec), options);
-  if (fs::is_regular_file(path, error)) return describe_from_footers(root, {path}, options);
+  if (has_glob_chars(path.filename().string())) {
+    const std::vector<fs::path> files = match_glob(spec);
+    for (const fs::path& file : files) refuse_unfinished(spec, file.parent_path().empty() ? "." : file.parent_path());
+    return describe_from_footers(root, files, options);
+  }
+  if (fs::is_regular_file(path, error)) {
+    refuse_unfinished(spec, root);
+    return describe_from_footers(root, {path}, options);
+  }
   throw DataError(spec + ": no such file or directory");
 }
 

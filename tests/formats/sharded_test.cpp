@@ -180,8 +180,15 @@ TEST(ShardedWrite, ASetLeftMarkedUnfinishedIsRefused) {
   testing::write_text(dir / std::string(kUnfinishedMarker), "x");
   EXPECT_EQ(data_error_of([&] { open_sharded_dataset(dir.path().string()); }),
             dir.path().string() + ": feeder convert has not finished writing this set (.feeder-convert-unfinished is "
-                                  "there): it is being written, or it was cut short (the process killed); then "
-                                  "convert it again into an empty directory");
+                                  "there): it is being written, or it was cut short (the process killed), and shards "
+                                  "may be missing; then convert it again into an empty directory");
+  // Its shards through a glob or one by one: refused too (they read as a whole set of fewer rows).
+  const std::string glob = (dir / "part-*.parquet").string();
+  EXPECT_NE(data_error_of([&] { open_sharded_dataset(glob); }).find(glob + ": feeder convert has not finished writing "
+                                                                     "the set in " + dir.path().string()),
+            std::string::npos);
+  const std::string shard = (dir / "part-00001.parquet").string();
+  EXPECT_NE(data_error_of([&] { open_sharded_dataset(shard); }).find("shards may be missing"), std::string::npos);
 }
 
 TEST(ShardedWrite, RefusesADirectoryHoldingParquetFilesOrAnIndex) {
