@@ -294,6 +294,9 @@ class TarShardSource final : public SampleSource {
         members_.push_back({name, reader.header_position(0), size});
         labels_.push_back(kNoLabel);
       } else if (extension == "cls") {
+        if (found.label)  // which one is the label? WebDataset refuses a key's duplicates too
+          throw DataError(shard.string() + ": " + name + ": a second label for the key '" + key + "' (" +
+                          found.label_member + ")");
         const int64_t size = archive_entry_size(entry);
         if (size > 64) throw DataError(shard.string() + ": " + name + ": a label of " + std::to_string(size) + " bytes");
         char text[65] = {};

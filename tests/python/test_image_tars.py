@@ -144,6 +144,16 @@ def test_bad_shards_and_members_say_what_is_wrong(tmp_path):
     with pytest.raises(feeder.DataError, match=r"s\.tar: k\.cls: label 'cat' is not an integer"):
         feeder.DataLoader(str(bad_label), image_size=8)
 
+    two_labels = tmp_path / "two_labels"  # the last one silently won
+    two_labels.mkdir()
+    with tarfile.open(two_labels / "s.tar", "w") as tar:
+        for name, payload in (("k.png", image_set.png_bytes(0, 0)), ("k.cls", b"1"), ("k.CLS", b"2")):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    with pytest.raises(feeder.DataError, match=r"s\.tar: k\.CLS: a second label for the key 'k' \(k\.cls\)"):
+        feeder.DataLoader(str(two_labels), image_size=8)
+
     unlabeled = write_tars(tmp_path / "unlabeled", labels=False)
     with pytest.raises(feeder.DataError, match="no labels"):
         feeder.DataLoader(str(unlabeled), image_size=8)
