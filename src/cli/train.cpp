@@ -174,6 +174,8 @@ void print_totals(const std::vector<EpochReport>& epochs) {
     char accuracy[32];
     std::snprintf(accuracy, sizeof(accuracy), "%.4f", *totals.final_accuracy);
     std::cout << "Test Accuracy: " << accuracy << "\n";
+  } else if (!epochs.empty() && epochs.back().num_test_samples == 0) {
+    std::cout << "Test Accuracy: n/a (no test image was read: every one was left out as bad)\n";
   } else {
     std::cout << "Test Accuracy: n/a (the test set has no labels)\n";
   }

@@ -44,6 +44,13 @@ output=$(timeout 300 "$feeder" train --train "$work/train" --test "$work/test" -
   { echo "FAIL: --skip-bad-images did not train:"; echo "$output" | tail -3; exit 1; }
 grep -qF "skipped 1 bad training images, e.g. $work/train/class3/$victim: bad PNG" <<<"$output" ||
   { echo "FAIL: the skipped image was not reported:"; echo "$output" | tail -5; exit 1; }
+# A test set whose every image is left out has no accuracy, and says why (not "no labels").
+mkdir -p "$work/bad_test/class0"
+for i in 1 2 3; do head -c 60 "$work/train/class3/$victim" >"$work/bad_test/class0/$i.png"; done
+output=$(timeout 300 "$feeder" train --train "$work/train" --test "$work/bad_test" --epochs 1 --skip-bad-images 2>&1) ||
+  { echo "FAIL: a test set of bad images did not train with --skip-bad-images:"; echo "$output" | tail -3; exit 1; }
+grep -qF "Test Accuracy: n/a (no test image was read: every one was left out as bad)" <<<"$output" ||
+  { echo "FAIL: an empty evaluation was not said to be one:"; echo "$output" | tail -3; exit 1; }
 
 # More classes than the article's 10: the model gets an output for each (LibTorch's loss used to
 # fail with "Target 13 is out of bounds" and a stack trace).
