@@ -371,6 +371,17 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
 // folder is listed first; each shard's files are read when it is written.
 int run_image_folder_convert(const ConvertArgs& args) {
   check_encoded_convert_args(args, "an image folder");
+  // Shards inside the folder would make it a folder with a class "out" of no images: unreadable.
+  std::error_code error;
+  const auto resolved = [&error](const fs::path& path) {
+    fs::path full = fs::weakly_canonical(path, error);
+    return full.has_filename() ? full : full.parent_path();  // "dir/" as "dir"
+  };
+  const fs::path folder = resolved(args.input);
+  const fs::path output = resolved(args.output);
+  if (!error && std::mismatch(folder.begin(), folder.end(), output.begin(), output.end()).first == folder.end())
+    throw OptionsError("the output " + args.output.string() + " is inside the image folder " + args.input.string() +
+                       ": its shards would become a class folder of the input; write them outside it");
   if (show_progress()) std::cerr << "feeder convert: listing " << args.input.string() << std::endl;
   ImageFolderListing listing = list_image_folder(args.input);
   if (show_progress())

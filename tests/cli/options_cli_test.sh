@@ -67,6 +67,12 @@ if ! grep -qF "no labels file beside it ($work/idx/t10k-labels-idx1-ubyte[.gz]):
   echo "FAIL: an IDX file converted without its labels was not said to be unlabeled:"; echo "$output" | head -3
   failures=$((failures + 1))
 fi
+# Shards written inside the image folder converted would make it unreadable (a class of no images).
+mkdir -p "$work/folder/cat"
+/usr/bin/python3 -c "from PIL import Image; Image.new('RGB', (8, 8)).save('$work/folder/cat/x.png')"
+expect_refused "is inside the image folder $work/folder/: its shards would become a class folder" \
+  convert "$work/folder/" "$work/folder/out/"
+[ ! -e "$work/folder/out" ] || { echo "FAIL: a refused convert wrote $work/folder/out"; failures=$((failures + 1)); }
 
 # Outputs written after training are checked before it: they used to fail after the whole run.
 for output_option in "--save $work/no-such-dir/model.pt" "--report-json $work"; do
