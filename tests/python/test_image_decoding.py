@@ -175,6 +175,30 @@ def test_a_png_whose_image_data_crc_is_wrong_decodes_as_pil_decodes_it():
         feeder._feeder.decode_image(bad_data, 3, "x")
 
 
+def png_chunk(kind, payload):
+    import struct
+    import zlib
+    return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+
+def test_text_chunks_are_skipped_unread_not_inflated():
+    """1,000 zTXt chunks of 7,000,000 zeros each (a 7 MB file): libpng inflated every one, 27 ms
+    each (8 s for 300 of them); PIL refuses such chunks. feeder never uses text: it skips them. The
+    bound below is on work (a decode that inflated them would take half a minute), not a speed."""
+    import time
+    import zlib
+    data = pngs()["RGB"]
+    zeros = zlib.compress(b"\0" * 7_000_000, 9)
+    text = b"".join(png_chunk(b"zTXt", b"k%d\0\0" % i + zeros) for i in range(1000))
+    text += png_chunk(b"tEXt", b"Comment\0plain") + png_chunk(b"iTXt", b"k\0\1\0\0\0" + zeros)
+    ihdr_at, ihdr_length = chunk_at(data, b"IHDR")
+    crafted = data[:ihdr_at + 12 + ihdr_length] + text + data[ihdr_at + 12 + ihdr_length:]
+    start = time.monotonic()
+    pixels = feeder.decode_image(crafted, 3)
+    assert time.monotonic() - start < 5.0
+    assert np.array_equal(pixels, pil_rgb(data))
+
+
 def sof_with_size(data, width, height):
     """The JPEG with its frame header's size replaced."""
     at = data.index(b"\xff\xc0") + 5
