@@ -37,6 +37,10 @@ std::optional<ImageFormat> sniff_image_format(std::span<const uint8_t> bytes);
 // (its DecompressionBombError), enough for a 16384 x 10922 photograph.
 inline constexpr int64_t kDefaultMaxImagePixels = 178956970;
 
+// The most scans a progressive JPEG may have: libjpeg reads them all before the first row, and a
+// file of thousands of repeated scans costs a minute to decode (a DataError beyond it).
+inline constexpr int kMaxJpegScans = 1000;
+
 struct ImageHeader {
   ImageFormat format = ImageFormat::kJpeg;
   int64_t width = 0;
