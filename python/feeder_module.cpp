@@ -140,6 +140,21 @@ py::capsule export_tensor(const void* data, DLDataType dtype, std::initializer_l
   return py::reinterpret_steal<py::capsule>(capsule);
 }
 
+// A name or a message that holds one, as Python's os.fsdecode gives it: bytes that are not UTF-8
+// become lone surrogates, so any name a POSIX file system allows reaches Python (and goes back,
+// through os.fsencode, to the same bytes) where a UTF-8 decode would raise UnicodeDecodeError.
+py::str fs_str(const std::string& text) {
+  PyObject* decoded = PyUnicode_DecodeFSDefaultAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+py::list fs_strs(const std::vector<std::string>& texts) {
+  py::list list;
+  for (const std::string& text : texts) list.append(fs_str(text));
+  return list;
+}
+
 // How often next() looks for a signal (Ctrl-C) while it waits for a batch.
 constexpr std::chrono::milliseconds kSignalCheckInterval{20};
 
@@ -379,9 +394,13 @@ std::string convert(const std::vector<std::string>& args) {
   return report;
 }
 
-std::string inspect(const std::string& path) {
-  py::gil_scoped_release release;
-  return cli::inspect_report(path);
+py::str inspect(const std::string& path) {
+  std::string report;
+  {
+    py::gil_scoped_release release;
+    report = cli::inspect_report(path);
+  }
+  return fs_str(report);
 }
 
 }  // namespace
@@ -400,20 +419,22 @@ PYBIND11_MODULE(_feeder, m) {
     try {
       if (error) std::rethrow_exception(error);
     } catch (const DataError& e) {
-      PyErr_SetString(data_error.ptr(), e.what());
+      PyErr_SetObject(data_error.ptr(), fs_str(e.what()).ptr());
+    } catch (const std::invalid_argument& e) {  // OptionsError: pybind11 would decode it as UTF-8
+      PyErr_SetObject(PyExc_ValueError, fs_str(e.what()).ptr());
     } catch (const std::system_error& e) {
-      PyErr_SetString(PyExc_OSError, e.what());
+      PyErr_SetObject(PyExc_OSError, fs_str(e.what()).ptr());
     }
   });
 
   py::class_<OpenedSet>(m, "Source", py::dynamic_attr())  // the package adds an image folder's classes
       .def_property_readonly("streaming", [](const OpenedSet& s) { return s.streaming; })
-      .def_property_readonly("choice", [](const OpenedSet& s) { return s.choice; })
-      .def_property_readonly("name", [](const OpenedSet& s) { return s.source->name(); })
+      .def_property_readonly("choice", [](const OpenedSet& s) { return fs_str(s.choice); })
+      .def_property_readonly("name", [](const OpenedSet& s) { return fs_str(s.source->name()); })
       .def_property_readonly("num_samples", [](const OpenedSet& s) { return s.source->size(); })
       .def_property_readonly("labeled", [](const OpenedSet& s) { return s.source->labeled(); })
       .def_property_readonly("encoded", [](const OpenedSet& s) { return s.source->encoded(); })
-      .def_property_readonly("class_names", [](const OpenedSet& s) { return s.classes; })
+      .def_property_readonly("class_names", [](const OpenedSet& s) { return fs_strs(s.classes); })
       .def("read_labels",
            [](const OpenedSet& s) {
              std::vector<int64_t> labels;
@@ -427,7 +448,7 @@ PYBIND11_MODULE(_feeder, m) {
            [](const OpenedSet& s) {
              std::vector<std::string> names(static_cast<size_t>(s.source->size()));
              for (int64_t i = 0; i < s.source->size(); ++i) names[static_cast<size_t>(i)] = s.source->sample_name(i);
-             return names;
+             return fs_strs(names);
            })
       .def_property_readonly("shape", [](const OpenedSet& s) {
         const ImageShape shape = s.source->shape();
@@ -472,8 +493,8 @@ PYBIND11_MODULE(_feeder, m) {
         opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
                         std::to_string(folder.source->size()) + " images, " + format_byte_size(folder.encoded_bytes) +
                         " encoded" + (folder.streaming ? ", over the budget)" : ")");
-        return py::make_tuple(opened, folder.classes, folder.skipped_other, folder.skipped_unsupported,
-                              folder.first_unsupported);
+        return py::make_tuple(opened, fs_strs(folder.classes), folder.skipped_other, folder.skipped_unsupported,
+                              fs_strs(folder.first_unsupported));
       },
       py::arg("path"), py::arg("memory_budget"));
   m.def(
@@ -537,18 +558,18 @@ PYBIND11_MODULE(_feeder, m) {
       .def_property_readonly("num_samples", [](const PyLoader& l) { return l.loader().num_samples(); })
       .def_property_readonly("streaming", [](const PyLoader& l) { return l.loader().streaming(); })
       .def_property_readonly("shuffle_window", [](const PyLoader& l) { return l.loader().shuffle_window(); })
-      .def_property_readonly("shuffle_advice", [](const PyLoader& l) { return l.loader().shuffle_advice(); })
+      .def_property_readonly("shuffle_advice", [](const PyLoader& l) { return fs_str(l.loader().shuffle_advice()); })
       .def_property_readonly("skipped_samples", [](const PyLoader& l) { return l.loader().skipped_samples(); })
-      .def_property_readonly("skipped_examples", [](const PyLoader& l) { return l.loader().skipped_examples(); })
+      .def_property_readonly("skipped_examples", [](const PyLoader& l) { return fs_strs(l.loader().skipped_examples()); })
       .def_property_readonly("memory_budget", [](const PyLoader& l) { return l.loader().memory_budget(); })
       .def_property_readonly("buffers_allocated", [](const PyLoader& l) { return l.loader().buffers_allocated(); })
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
   m.def("epoch_order", &epoch_order, py::arg("num_samples"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"));
   m.def("find_split_file", [](const std::string& dir, bool train) {
-    return find_split_file(dir, train ? Split::kTrain : Split::kTest).string();
+    return py::bytes(find_split_file(dir, train ? Split::kTrain : Split::kTest).string());
   }, py::arg("dir"), py::arg("train"));
-  m.def("convert", &convert, py::arg("args"));
+  m.def("convert", [](const std::vector<std::string>& args) { return fs_str(convert(args)); }, py::arg("args"));
   m.def("inspect", &inspect, py::arg("path"));
   // For bench/images/images_bench.py: decodes every image of `images` (a list of bytes) to RGB at
   // full size on `num_threads` C++ threads, each taking the next image, with the GIL released; the

@@ -148,12 +148,13 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
         path = os.fspath(source)
-        if _feeder.is_tar_spec(path):
-            opened, _ = _feeder.open_tar_shards(path)
+        # Paths cross as os.fsencode gives them: any name a POSIX file system allows.
+        if _feeder.is_tar_spec(os.fsencode(path)):
+            opened, _ = _feeder.open_tar_shards(os.fsencode(path))
             return _labeled_or_allowed(opened, path, allow_unlabeled)
-        if _feeder.is_image_folder(path):
+        if _feeder.is_image_folder(os.fsencode(path)):
             opened, classes, skipped_other, skipped_unsupported, first_unsupported = _feeder.open_image_folder(
-                path, memory_budget)
+                os.fsencode(path), memory_budget)
             if skipped_unsupported:
                 warnings.warn(f"{path}: {skipped_unsupported} images of formats feeder does not decode (.bmp, .ppm, "
                               f".pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them. "
@@ -164,8 +165,8 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
             return opened
         if _is_idx_directory(path):
             # torchvision's `train=`: the training or the test split of the directory
-            path = _feeder.find_split_file(path, bool(train))
-        opened = _labeled_or_allowed(_feeder.open_path(path, memory_budget), path, allow_unlabeled)
+            path = os.fsdecode(_feeder.find_split_file(os.fsencode(path), bool(train)))
+        opened = _labeled_or_allowed(_feeder.open_path(os.fsencode(path), memory_budget), path, allow_unlabeled)
         if opened.class_names:  # a Hugging Face ClassLabel's, when the set has them
             opened.classes = opened.class_names
         return opened
@@ -1012,7 +1013,7 @@ def convert(input, output, *, layout=None, codec=None, level=None, row_group_siz
         except (TypeError, ValueError):
             raise ValueError(f"shape must be (C, H, W), got {shape!r}") from None
         args += ["--shape", f"{channels}x{height}x{width}"]
-    report = _feeder.convert(args)
+    report = _feeder.convert([os.fsencode(arg) for arg in args])
     print(report, end="")  # through sys.stdout: a notebook shows it
     # Images written as they are that a loader will fail on: a warning a notebook shows and a
     # program can catch (the command's own goes to the process's stderr).
@@ -1036,11 +1037,11 @@ def decode_image(data, channels=3):
             data = f.read()
     if channels not in (1, 3):
         raise ValueError(f"channels must be 1 (gray) or 3 (RGB), got {channels!r}")
-    pixels, _, _ = _feeder.decode_image(data, channels, name)
+    pixels, _, _ = _feeder.decode_image(data, channels, os.fsencode(name))
     return pixels
 
 
 def inspect(path):
     """What ``feeder inspect PATH`` prints, as a string: a Parquet file's schema, row groups, codecs and
     encodings, or a summary of a sharded set (a directory or a glob)."""
-    return _feeder.inspect(os.fspath(path))
+    return _feeder.inspect(os.fsencode(os.fspath(path)))

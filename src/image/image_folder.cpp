@@ -168,6 +168,59 @@ bool is_image_file_name(const std::string& name) { return ends_with_any(lower(na
 
 namespace {
 
+// The code points Python sees in a name (os.fsdecode: UTF-8, each byte of an invalid sequence as
+// the lone surrogate U+DC80..U+DCFF), for sorting as torchvision's sorted() sorts: by bytes, a
+// name with such a byte (0xFF) would come after U+E000 (EE 80 80); in Python it comes before.
+std::vector<char32_t> python_code_points(const std::string& name) {
+  std::vector<char32_t> points;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(name.data());
+  const size_t size = name.size();
+  for (size_t i = 0; i < size;) {
+    const unsigned char lead = bytes[i];
+    size_t length = 0;
+    char32_t point = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the second byte's range (UTF-8's table, as Python decodes)
+    if (lead < 0x80) {
+      length = 1, point = lead;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2, point = lead & 0x1F;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3, point = lead & 0x0F;
+      if (lead == 0xE0) low = 0xA0;
+      if (lead == 0xED) high = 0x9F;  // no encoded surrogates
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4, point = lead & 0x07;
+      if (lead == 0xF0) low = 0x90;
+      if (lead == 0xF4) high = 0x8F;
+    }
+    bool valid = length > 0 && i + length <= size;
+    for (size_t k = 1; valid && k < length; ++k) {
+      const unsigned char next = bytes[i + k];
+      valid = next >= (k == 1 ? low : 0x80) && next <= (k == 1 ? high : 0xBF);
+      point = (point << 6) | (next & 0x3F);
+    }
+    if (!valid) {
+      points.push_back(0xDC00 + lead);  // surrogateescape: this byte alone
+      ++i;
+      continue;
+    }
+    points.push_back(point);
+    i += length;
+  }
+  return points;
+}
+
+bool python_less(const std::string& a, const std::string& b) {
+  // Bytes and code points order alike where the first difference is ASCII in both (the common
+  // prefix decodes alike): decoded only otherwise.
+  const auto [at_a, at_b] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  const bool a_ended = at_a == a.end(), b_ended = at_b == b.end();
+  const bool ascii_before = at_a == a.begin() || static_cast<unsigned char>(at_a[-1]) < 0x80;
+  if ((a_ended || b_ended) && ascii_before) return a_ended && !b_ended;  // a prefix of whole code points
+  if (!a_ended && !b_ended && static_cast<unsigned char>(*at_a) < 0x80 && static_cast<unsigned char>(*at_b) < 0x80) return *at_a < *at_b;
+  return python_code_points(a) < python_code_points(b);
+}
+
 // A directory's identity, whatever path reaches it: (0, 0) when it cannot be stat'ed (the walk
 // then reports the error itself).
 std::pair<dev_t, ino_t> directory_id(const fs::path& path) {
@@ -186,7 +239,7 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
   for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink, error))
     if (entry.is_directory(error)) listing.classes.push_back(entry.path().filename().string());
   if (error) throw DataError(root.string() + ": cannot list: " + error.message());
-  std::sort(listing.classes.begin(), listing.classes.end());
+  std::sort(listing.classes.begin(), listing.classes.end(), python_less);
   if (listing.classes.empty())
     throw DataError(root.string() + ": no class folders (an image folder has one folder of images per class: "
                     "root/<class>/<image>)");
@@ -243,7 +296,10 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
     }
     if (error) throw DataError(class_dir.string() + ": cannot list: " + error.message());
     if (found.empty()) empty_classes.push_back(listing.classes[folder]);
-    std::sort(found.begin(), found.end());
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      if (a.first != b.first) return python_less(a.first, b.first);  // os.walk's directories, sorted
+      return python_less(a.second, b.second);
+    });
     for (const auto& [directory, name] : found) {
       listing.files.push_back(fs::path(directory) / name);
       listing.labels.push_back(label);

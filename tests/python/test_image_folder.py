@@ -1,6 +1,7 @@
 """feeder.DataLoader over a folder of images in torchvision's ImageFolder layout, against torchvision."""
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -307,3 +308,34 @@ def test_images_of_formats_not_decoded_are_named_in_the_warning(tmp_path):
         loader = feeder.DataLoader(str(tmp_path), batch_size=2, image_size=4)
     images, labels = batches(loader)
     assert images.shape[0] == 2 and labels.tolist() == [0, 1]
+
+
+def test_names_that_are_not_utf8_open_sort_as_torchvisions_and_are_named_in_errors(tmp_path):
+    """Names cross into Python as os.fsdecode gives them: a class folder b"b\\xff\\xfe" made the
+    constructor raise UnicodeDecodeError, a bad file x\\xff.jpg raised a DataError naming nothing,
+    and \\xff.jpg sorted after \\xee\\x80\\x80.jpg, where torchvision's sorted() puts it before."""
+    root = os.fsencode(tmp_path / "set")
+    png = io.BytesIO()
+    Image.new("RGB", (6, 5), (30, 60, 90)).save(png, format="PNG")
+    for folder, names in ((b"a", [b"\xff.png", b"\xee\x80\x80.png", b"\xf0\x9f\x98\x80.png", b"z.png"]),
+                          (b"b\xff\xfe", [b"x.png"])):
+        os.makedirs(os.path.join(root, folder))
+        for name in names:
+            with open(os.path.join(root, folder, name), "wb") as f:
+                f.write(png.getvalue())
+    path = os.fsdecode(root)
+    reference = torchvision.datasets.ImageFolder(path)
+    loader = feeder.DataLoader(path, batch_size=2, image_size=4)
+    assert loader.dataset.classes == reference.classes == ["a", os.fsdecode(b"b\xff\xfe")]
+    assert loader.dataset.samples == reference.samples
+    assert len(batches(loader)[1]) == 5
+    assert os.fsdecode(b"b\xff\xfe") in feeder.inspect(path)
+
+    with open(os.path.join(root, b"a", b"x\xff.png"), "wb") as f:
+        f.write(png.getvalue()[:40])  # cut short
+    bad = os.fsdecode(os.path.join(root, b"a", b"x\xff.png"))
+    with pytest.raises(feeder.DataError) as raised:
+        batches(feeder.DataLoader(path, batch_size=2, image_size=4))
+    assert bad in str(raised.value)
+    with pytest.warns(RuntimeWarning, match="1 bad images"):
+        assert len(batches(feeder.DataLoader(path, batch_size=2, image_size=4, on_error="skip"))[1]) == 5
