@@ -270,6 +270,8 @@ std::shared_ptr<const SampleStage> make_image_stage(const py::dict& image) {
     options.crop = ImageCrop::kCenterCrop;
   else if (crop == "resize")
     options.crop = ImageCrop::kResize;
+  else if (crop == "random_crop")
+    options.crop = ImageCrop::kRandomCrop;
   else
     throw OptionsError("augment must be 'random_resized_crop', 'center_crop' or None, got '" + crop + "'");
   const auto scale = image["scale"].cast<std::pair<double, double>>();

@@ -7,6 +7,7 @@ stage's terms. Supported, in the orders scripts write them (transforms and trans
     RandomResizedCrop(size, scale, ratio) [+ RandomHorizontalFlip(p)]          training
     Resize(s) + CenterCrop(size) [+ RandomHorizontalFlip(p)]                   evaluation
     Resize((h, w)) [+ RandomHorizontalFlip(p)]                                 every image to one size
+    [Resize(s) +] RandomCrop(size) [+ RandomHorizontalFlip(p)]                 a crop at a random place
     then ToTensor() | PILToTensor() [+ ConvertImageDtype(torch.float32)] | ToImage() + ToDtype(float32,
     scale=True), then Normalize(mean, std)
 
@@ -64,7 +65,7 @@ class ImageRecipe:
             std = std * channels
         return {"channels": channels, "height": self.height, "width": self.width, "crop": self.crop,
                 "scale": tuple(self.scale), "ratio": tuple(self.ratio), "flip": False,
-                "horizontal_flip": float(self.flip), "resize": self.resize if self.resize else 1,
+                "horizontal_flip": float(self.flip), "resize": self.resize if self.resize or self.crop == "random_crop" else 1,
                 "mean": mean + [0.0] * (3 - channels), "std": std + [1.0] * (3 - channels),
                 # torchvision decodes the whole image: DCT scaling would move pixels further.
                 "dct_scaling": False}
@@ -178,7 +179,7 @@ def image_recipe(transform):
         kind = type(step).__name__ if _is_torchvision(step) else None
         if kind is None:
             _refuse(step, "is not one of torchvision's transforms")
-        if pending_resize is not None and kind != "CenterCrop":
+        if pending_resize is not None and kind not in ("CenterCrop", "RandomCrop"):
             _refuse(pending_resize, "resizes the shorter side only, which leaves images of different sizes "
                                     "without a CenterCrop right after it")
         if kind == "RandomResizedCrop":
@@ -202,6 +203,17 @@ def image_recipe(transform):
             else:
                 recipe.crop = "resize"
                 recipe.height, recipe.width = _size_pair(size, step)
+        elif kind == "RandomCrop":
+            if recipe.crop is not None or recipe.dtype is not None:
+                _refuse(step, "comes after another crop or a conversion")
+            if _padding(step) != (0, 0, 0, 0) or step.pad_if_needed:
+                _refuse(step, "pads images of files (feeder pads the crops of fixed-size pixel sets, not of files)")
+            pending_resize = None
+            recipe.crop = "random_crop"
+            recipe.height, recipe.width = _size_pair(step.size, step)
+            recipe.resize = recipe.resize or 0  # after Resize(s), or the image as it is
+            if recipe.resize and recipe.resize < max(recipe.height, recipe.width):
+                _refuse(step, f"crops more than Resize({recipe.resize}) leaves (torchvision raises there)")
         elif kind == "CenterCrop":
             if pending_resize is None:
                 _refuse(step, "crops images of any size without a Resize(s) before it")

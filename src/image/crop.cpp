@@ -50,6 +50,28 @@ CropBox random_resized_crop(int64_t width, int64_t height, const RandomResizedCr
           static_cast<double>(w)};
 }
 
+std::optional<CropBox> random_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_height,
+                                   int64_t crop_width, const std::function<double()>& uniform01) {
+  int64_t resized_width = width;
+  int64_t resized_height = height;
+  if (resize > 0) {  // Resize(resize) first, as center_crop sizes it
+    const int64_t shorter = std::min(width, height);
+    const int64_t longer = std::max(width, height);
+    const auto resized_long = static_cast<int64_t>(static_cast<double>(resize) * static_cast<double>(longer) /
+                                                   static_cast<double>(shorter));
+    resized_width = width <= height ? resize : resized_long;
+    resized_height = width <= height ? resized_long : resize;
+  }
+  if (resized_height < crop_height || resized_width < crop_width) return std::nullopt;
+  const auto below = [&](int64_t n) { return std::min(n - 1, static_cast<int64_t>(std::floor(static_cast<double>(n) * uniform01()))); };
+  const auto top = static_cast<double>(below(resized_height - crop_height + 1));
+  const auto left = static_cast<double>(below(resized_width - crop_width + 1));
+  const double sx = static_cast<double>(width) / static_cast<double>(resized_width);
+  const double sy = static_cast<double>(height) / static_cast<double>(resized_height);
+  return CropBox{top * sy, left * sx, static_cast<double>(crop_height) * sy, static_cast<double>(crop_width) * sx,
+                 /*resize_first=*/resize > 0};
+}
+
 CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_height, int64_t crop_width) {
   if (!(resize >= std::max(crop_height, crop_width) && crop_height > 0 && crop_width > 0))
     throw OptionsError("center crop: the resize (" + std::to_string(resize) + ") must be at least each side of the crop (" +

@@ -1,6 +1,7 @@
 #include "feeder/image/image_stage.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
     throw OptionsError("image size must be positive, got " + std::to_string(options_.height) + "x" +
                        std::to_string(options_.width));
   if (options_.crop == ImageCrop::kRandomResizedCrop) validate(options_.random_crop);
+  if (options_.crop == ImageCrop::kRandomCrop && options_.resize != 0 &&
+      options_.resize < std::max(options_.height, options_.width))
+    throw OptionsError("random crop: the resize (" + std::to_string(options_.resize) +
+                       ", the shorter side before the crop) must be 0 (none) or at least each side of the output (" +
+                       std::to_string(options_.height) + "x" + std::to_string(options_.width) + ")");
   if (options_.crop == ImageCrop::kCenterCrop && options_.resize < std::max(options_.height, options_.width))
     throw OptionsError("center crop: the resize (" + std::to_string(options_.resize) +
                        ", the shorter side before the crop) must be at least each side of the output (" +
@@ -66,6 +72,17 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
         break;
       case ImageCrop::kResize:
         break;
+      case ImageCrop::kRandomCrop: {
+        const std::optional<CropBox> random =
+            random_crop(image_width, image_height, o.resize, o.height, o.width, [&] { return rng.uniform_double(); });
+        if (!random)
+          throw DataError(name + ": RandomCrop(" + std::to_string(o.height) + ", " + std::to_string(o.width) +
+                          ") of an image of " + std::to_string(image_height) + "x" + std::to_string(image_width) +
+                          (o.resize > 0 ? " resized to a shorter side of " + std::to_string(o.resize) : "") +
+                          ": the crop is larger (torchvision raises too)");
+        box = *random;
+        break;
+      }
     }
     if (o.horizontal_flip > 0) output.mirror = rng.uniform_double() < o.horizontal_flip;
     return box;

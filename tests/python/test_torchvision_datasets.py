@@ -121,6 +121,28 @@ def test_random_resized_crop_and_flip_pixels_match_torchvisions_for_the_crops_dr
     assert ((images[0] - expected.flip(-2)) * 255).abs().max() <= 1.01
 
 
+def test_random_crop_of_files_is_a_window_of_torchvisions_image(folder):
+    for transform, prepare in [
+            (T.Compose([T.RandomCrop(10), T.ToTensor()]), T.ToTensor()),
+            (T.Compose([T.Resize(20), T.RandomCrop((16, 12)), T.RandomHorizontalFlip(), T.ToTensor()]),
+             T.Compose([T.Resize(20), T.ToTensor()]))]:
+        dataset = torchvision.datasets.ImageFolder(folder, transform=transform)
+        images, _ = epoch(feeder.DataLoader(dataset, batch_size=24, seed=3), 0)
+        height, width = images.shape[-2:]
+        for i in range(0, 24, 3):
+            whole = prepare(dataset.loader(dataset.samples[i][0]))  # torchvision's image before the crop
+            windows = [window for top in range(whole.shape[1] - height + 1) for left in range(whole.shape[2] - width + 1)
+                       for window in (whole[:, top:top + height, left:left + width],
+                                      whole[:, top:top + height, left:left + width].flip(-1))]
+            assert min((images[i] - w).abs().max().item() for w in windows) * 255 <= 1.01, i
+    small = torchvision.datasets.ImageFolder(folder, transform=T.Compose([T.RandomCrop(30), T.ToTensor()]))
+    with pytest.raises(feeder.DataError, match=r"RandomCrop\(30, 30\) of an image of \d+x\d+: the crop is larger"):
+        epoch(feeder.DataLoader(small, batch_size=24))
+    with pytest.raises(feeder.UnsupportedTransform, match="pads images of files"):
+        feeder.DataLoader(torchvision.datasets.ImageFolder(folder, transform=T.Compose([
+            T.RandomCrop(10, padding=2), T.ToTensor()])))
+
+
 def test_transforms_feeder_cannot_run_are_refused_by_name(folder):
     for transform, name in [
             (T.Compose([T.RandomResizedCrop(16), T.ColorJitter(0.4), T.ToTensor()]), "ColorJitter"),

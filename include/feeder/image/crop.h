@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace feeder {
 
@@ -51,6 +52,13 @@ CropBox random_resized_crop(int64_t width, int64_t height, const RandomResizedCr
 // central crop_height x crop_width of that, mapped back to the original's coordinates.
 // resize >= both crop sides > 0.
 CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_height, int64_t crop_width);
+// torchvision's RandomCrop(crop) of an image width x height, after Resize(resize) of its shorter
+// side when resize > 0 (resize 0: the image as it is): the crop's top and left drawn as
+// torch.randint(0, n + 1) draws them, top first, from `uniform01` (floor(n' u)). std::nullopt when
+// the (resized) image is smaller than the crop, which torchvision refuses too.
+std::optional<CropBox> random_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_height,
+                                   int64_t crop_width, const std::function<double()>& uniform01);
+
 // CenterCrop(crop): a square crop.
 inline CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop) {
   return center_crop(width, height, resize, crop, crop);

@@ -5,6 +5,8 @@
 //   - kRandomResizedCrop: RandomResizedCrop(size, scale, ratio) + RandomHorizontalFlip(0.5), training;
 //   - kCenterCrop: Resize(resize) + CenterCrop(size), evaluation;
 //   - kResize: the whole image resized to the output size (a no-op for images of that size);
+//   - kRandomCrop: [Resize(resize) +] RandomCrop(size), without padding (an image smaller than the
+//     crop is a DataError, as torchvision raises);
 // each then RandomHorizontalFlip(p) if asked (horizontal_flip); then ToTensor + Normalize(mean, std). Only what the crop needs is decoded (resized_crop.h). The
 // draws (crop, flip) come from the sample's generator: the same for any number of workers or ranks.
 //
@@ -19,7 +21,7 @@
 
 namespace feeder {
 
-enum class ImageCrop { kRandomResizedCrop, kCenterCrop, kResize };
+enum class ImageCrop { kRandomResizedCrop, kCenterCrop, kResize, kRandomCrop };
 
 struct ImageStageOptions {
   int channels = 3;  // 1 (gray) or 3 (RGB)
@@ -31,7 +33,9 @@ struct ImageStageOptions {
   // RandomHorizontalFlip(p) after any crop: mirror with probability p (in [0, 1]), one draw per
   // sample after the crop's draws. Negative: `flip`'s rule above.
   double horizontal_flip = -1.0;
-  int64_t resize = 256;                  // kCenterCrop: the shorter side before the crop (>= height and width)
+  // kCenterCrop: the shorter side before the crop (>= height and width); kRandomCrop: the same, or 0
+  // for RandomCrop of the image as it is.
+  int64_t resize = 256;
   // Per channel, on pixels scaled to [0, 1]: (x / 255 - mean) / std. Channels past `channels` unused.
   std::array<float, 3> mean{0.0f, 0.0f, 0.0f};
   std::array<float, 3> std{1.0f, 1.0f, 1.0f};
