@@ -155,6 +155,19 @@ py::list fs_strs(const std::vector<std::string>& texts) {
   return list;
 }
 
+// An image folder, or the files of a torchvision dataset, as the package's Source.
+OpenedSet opened_folder(const std::string& spec, const ImageFolder& folder) {
+  OpenedSet opened;
+  opened.spec = spec;
+  opened.source = folder.source;
+  opened.decoded_bytes = folder.encoded_bytes;
+  opened.streaming = folder.streaming;
+  opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") + std::to_string(folder.source->size()) +
+                  " images, " + format_byte_size(folder.encoded_bytes) + " encoded" +
+                  (folder.streaming ? ", over the budget)" : ")");
+  return opened;
+}
+
 // How often next() looks for a signal (Ctrl-C) while it waits for a batch.
 constexpr std::chrono::milliseconds kSignalCheckInterval{20};
 
@@ -487,15 +500,7 @@ PYBIND11_MODULE(_feeder, m) {
           py::gil_scoped_release release;
           folder = open_image_folder(path, 0, memory_budget);
         }
-        OpenedSet opened;
-        opened.spec = path;
-        opened.source = folder.source;
-        opened.decoded_bytes = folder.encoded_bytes;
-        opened.streaming = folder.streaming;
-        opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
-                        std::to_string(folder.source->size()) + " images, " + format_byte_size(folder.encoded_bytes) +
-                        " encoded" + (folder.streaming ? ", over the budget)" : ")");
-        return py::make_tuple(opened, fs_strs(folder.classes), folder.skipped_other, folder.skipped_unsupported,
+        return py::make_tuple(opened_folder(path, folder), fs_strs(folder.classes), folder.skipped_other, folder.skipped_unsupported,
                               fs_strs(folder.first_unsupported));
       },
       py::arg("path"), py::arg("memory_budget"));
@@ -510,15 +515,7 @@ PYBIND11_MODULE(_feeder, m) {
           folder = open_image_listing(list_image_files(std::move(files), std::move(labels), std::move(classes)), name,
                                       0, memory_budget, mix_streamed);
         }
-        OpenedSet opened;
-        opened.spec = name;
-        opened.source = folder.source;
-        opened.decoded_bytes = folder.encoded_bytes;
-        opened.streaming = folder.streaming;
-        opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") +
-                        std::to_string(folder.source->size()) + " images, " + format_byte_size(folder.encoded_bytes) +
-                        " encoded" + (folder.streaming ? ", over the budget)" : ")");
-        return opened;
+        return opened_folder(name, folder);
       },
       py::arg("name"), py::arg("paths"), py::arg("labels"), py::arg("classes"), py::arg("memory_budget"),
       py::arg("mix_streamed"));

@@ -136,13 +136,19 @@ class DrainedInCpp:
         return count / (time.perf_counter() - start)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(description):
+    """The options every image benchmark here takes: the set, the passes, the loaders' settings."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--cache", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "bench-images"))
+    return parser
+
+
+def main():
+    parser = arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(1)

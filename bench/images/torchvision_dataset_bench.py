@@ -12,7 +12,6 @@ processes for torch); batch 256.
     build/venv/bin/python3 bench/images/torchvision_dataset_bench.py [--images 2000] [--repeats 3]
 """
 
-import argparse
 import gc
 import glob
 import os
@@ -26,7 +25,7 @@ import torchvision.transforms as T
 
 sys.path.insert(0, os.path.dirname(__file__))
 import feeder  # noqa: E402
-from images_bench import MEAN, STD, build_set, rate  # noqa: E402
+from images_bench import MEAN, STD, arguments, build_set, rate  # noqa: E402
 
 
 def cpu_name():
@@ -37,13 +36,7 @@ def cpu_name():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--images", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--cache", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "bench-images"))
-    args = parser.parse_args()
+    args = arguments(__doc__.split("\n\n")[0]).parse_args()
     torch.set_num_threads(1)
     root = build_set(os.path.join(args.cache, f"wallpapers-{args.images}"), args.images)
     count = len(glob.glob(f"{root}/*/*.jpg"))

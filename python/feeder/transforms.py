@@ -163,6 +163,13 @@ def _per_channel(values):
     return [float(v) for v in values]
 
 
+def _normalize(recipe, step):
+    """Normalize(mean, std): after the conversion to float, once."""
+    if recipe.dtype != "float32" or recipe.mean is not None:
+        _refuse(step, "normalises what is not a float image tensor here")
+    recipe.mean, recipe.std = _per_channel(step.mean), _per_channel(step.std)
+
+
 def image_recipe(transform):
     """The recipe of `transform` for images decoded from files (PIL images in torchvision), or
     UnsupportedTransform. None (no transform) is refused: the items would be PIL images of any size,
@@ -235,9 +242,7 @@ def image_recipe(transform):
         elif _conversion(recipe, step, kind):
             pass
         elif kind == "Normalize":
-            if recipe.dtype != "float32" or recipe.mean is not None:
-                _refuse(step, "normalises what is not a float image tensor here")
-            recipe.mean, recipe.std = _per_channel(step.mean), _per_channel(step.std)
+            _normalize(recipe, step)
         else:
             _refuse(step)
     if pending_resize is not None:
@@ -266,9 +271,7 @@ def pixel_recipe(transform):
         if _conversion(recipe, step, kind):
             continue
         if kind == "Normalize":
-            if recipe.dtype != "float32" or recipe.mean is not None:
-                _refuse(step, "normalises what is not a float image tensor here")
-            recipe.mean, recipe.std = _per_channel(step.mean), _per_channel(step.std)
+            _normalize(recipe, step)
             continue
         if kind in ("RandomCrop", "RandomHorizontalFlip", "RandomVerticalFlip"):
             if recipe.dtype is not None:
