@@ -225,3 +225,45 @@ def test_class_names_come_from_the_hugging_face_class_label(folder):
     assert len(glob.dataset) == 30 and glob.dataset.classes == ["cat", "dog", "fox"]
     # A set without it has no names.
     assert feeder.DataLoader(str(DATA / "binary.parquet"), batch_size=8, image_size=14).dataset.classes is None
+
+
+def varint(value):
+    """Thrift's compact protocol: an i64 zigzag-encoded, as a varint."""
+    value = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def test_a_footer_claiming_more_than_its_codec_can_inflate_is_refused_naming_the_file(tmp_path):
+    """A 75 KB file whose image column claimed a total_uncompressed_size of 2e9 took 2 GB to inspect
+    and 4 GB for an epoch; 1e12 gave a bare std::bad_alloc. The claim is now checked against what the
+    column's compressed bytes can inflate to, when the set is opened."""
+    folder = image_set.write_folder(tmp_path / "folder", per_class=40)
+    feeder.convert(str(folder), str(tmp_path / "set") + "/", codec="none", shard_rows=1000)
+    shard = tmp_path / "set" / "part-00000.parquet"
+    data = bytearray(shard.read_bytes())
+    footer_length = int.from_bytes(data[-8:-4], "little")
+    footer_start = len(data) - 8 - footer_length
+    footer = bytes(data[footer_start:-8])
+    # ColumnMetaData's total_uncompressed_size (field 5) then total_compressed_size (6), equal for an
+    # uncompressed column of this size: two i64 fields, each a header byte 0x16 and a 3-byte varint.
+    patched = None
+    for size in range(8192, 1 << 19):  # sizes whose varint is 3 bytes
+        pattern = b"\x16" + varint(size) + b"\x16" + varint(size)
+        at = footer.find(pattern)
+        if at >= 0 and len(varint(size)) == 3:
+            claimed = 1_000_000  # within three bytes; more than size + the headers' slack
+            patched = footer[:at + 1] + varint(claimed) + footer[at + 4:]
+            break
+    assert patched is not None and len(patched) == len(footer)
+    data[footer_start:-8] = patched
+    shard.write_bytes(bytes(data))
+    (tmp_path / "set" / "index.json").unlink(missing_ok=True)  # read from the footers
+    with pytest.raises(feeder.DataError, match=r"part-00000\.parquet: row group 0: the image column claims 1000000 "
+                                               r"bytes uncompressed from \d+ compressed"):
+        feeder.DataLoader(str(tmp_path / "set"), image_size=8)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -284,10 +285,39 @@ void ParquetRowGroupReader::read_row_group(int64_t row_group_idx, std::vector<ui
   }
 }
 
+namespace {
+
+// The most a codec's stream of `compressed` bytes can inflate to, for files of encoded images
+// (already compressed: about 1x). The formats' own limits where they have one (a snappy copy of 64
+// bytes takes 3, an lz4 sequence of 255 bytes 1, deflate's 258 about a quarter of a byte), a
+// generous one for zstd and brotli, whose runs have none; page headers add a little.
+int64_t inflated_bound(Codec codec, int64_t compressed) {
+  constexpr int64_t kHeaderSlack = 1 << 16;
+  int64_t ratio = 4096;  // zstd, brotli, lzo, unknown
+  switch (codec) {
+    case Codec::kUncompressed: ratio = 1; break;
+    case Codec::kSnappy: ratio = 32; break;
+    case Codec::kLz4: case Codec::kLz4Raw: ratio = 256; break;
+    case Codec::kGzip: ratio = 1100; break;
+    default: break;
+  }
+  return compressed > (std::numeric_limits<int64_t>::max() - kHeaderSlack) / ratio ? std::numeric_limits<int64_t>::max()
+                                                                                   : compressed * ratio + kHeaderSlack;
+}
+
+}  // namespace
+
 int64_t ParquetRowGroupReader::encoded_bytes_bound(int64_t row_group_idx) const {
   if (encoded_idx_ < 0) return 0;
   const RowGroupInfo& group = metadata_.row_groups.at(static_cast<size_t>(row_group_idx));
-  return group.columns[static_cast<size_t>(encoded_idx_)].total_uncompressed_size_bytes;
+  const ColumnChunkInfo& chunk = group.columns[static_cast<size_t>(encoded_idx_)];
+  // What the budget and the stream's buffers are sized by: a footer's claim, checked first.
+  if (chunk.total_uncompressed_size_bytes > inflated_bound(chunk.codec, chunk.total_compressed_size_bytes))
+    throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": the image column claims " +
+                    std::to_string(chunk.total_uncompressed_size_bytes) + " bytes uncompressed from " +
+                    std::to_string(chunk.total_compressed_size_bytes) + " compressed (total_uncompressed_size), more "
+                    "than its codec can inflate them to: a damaged or hostile footer");
+  return chunk.total_uncompressed_size_bytes;
 }
 
 int64_t ParquetRowGroupReader::read_encoded_row_group(int64_t row_group_idx, std::vector<uint8_t>& scratch,
