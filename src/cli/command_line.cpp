@@ -4,6 +4,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/printable.h"
 #include "feeder/error.h"
 
 namespace feeder::cli {
@@ -50,11 +51,11 @@ int run_command_line(CLI::App& app, std::vector<std::string> args, const std::ve
     try {
       return command.run();
     } catch (const OptionsError& error) {
-      std::cerr << name << ": " << error.what() << "\n";
+      std::cerr << name << ": " << printable(error.what()) << "\n";
       return 2;
     } catch (const std::exception& error) {
       // Library messages already name the file and the place in it.
-      std::cerr << name << ": " << error.what() << "\n";
+      std::cerr << name << ": " << printable(error.what()) << "\n";
       return 1;
     }
   }

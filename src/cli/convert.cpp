@@ -21,6 +21,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/printable.h"
 #include "feeder/error.h"
 #include "feeder/formats/csv.h"
 #include "feeder/formats/dataset_files.h"
@@ -165,7 +166,8 @@ void print_report(const ConvertArgs& args, const ImageStore& store, double read_
   std::printf("| input | output | format | rows | shape | input MB | output MB | ratio | read s | write s | total s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| %s | %s | %s | %lld | %s | %.1f | %.1f | %.2fx | %.3f | %.3f | %.3f |\n",
-              args.input.filename().string().c_str(), args.output.filename().string().c_str(), format.c_str(),
+              printable(args.input.filename().string()).c_str(), printable(args.output.filename().string()).c_str(),
+              format.c_str(),
               static_cast<long long>(store.size()), to_string(store.shape()).c_str(), megabytes(input_bytes),
               megabytes(output_bytes), ratio, read_seconds, write_seconds, read_seconds + write_seconds);
 }
@@ -193,13 +195,14 @@ void print_sharded_report(const ConvertArgs& args, const ShardedDataset& dataset
   std::printf("| input | output | format | rows | shape | shards | input MB | output MB | ratio | read s | write s | total s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| %s | %s | %s | %lld | %s | %zu | %.1f | %.1f | %.2fx | %.3f | %.3f | %.3f |\n",
-              args.input.filename().string().c_str(), directory_name(args.output).c_str(), format.c_str(),
+              printable(args.input.filename().string()).c_str(), printable(directory_name(args.output)).c_str(),
+              format.c_str(),
               static_cast<long long>(dataset.num_rows), to_string(dataset.shape).c_str(), dataset.shards.size(),
               megabytes(input_bytes), megabytes(output_bytes), ratio, read_seconds, write_seconds,
               read_seconds + write_seconds);
   std::printf("\n| shard | rows | row groups | MB |\n|---|---|---|---|\n");
   for (const ShardInfo& shard : dataset.shards) {
-    std::printf("| %s | %lld | %zu | %.1f |\n", shard.path.filename().string().c_str(),
+    std::printf("| %s | %lld | %zu | %.1f |\n", printable(shard.path.filename().string()).c_str(),
                 static_cast<long long>(shard.num_rows), shard.row_group_rows.size(), megabytes(shard.size_bytes));
   }
 }
@@ -321,7 +324,7 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   std::printf("| input | output | images | classes | shards | row groups | encoded | output | read s | write s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| %s | %s | %lld | %zu | %zu | %lld | %s | %s | %.3f | %.3f |\n",
-              input_name(args.input).c_str(), directory_name(args.output).c_str(),
+              printable(input_name(args.input)).c_str(), printable(directory_name(args.output)).c_str(),
               static_cast<long long>(dataset.num_rows), input.rows->labeled() ? source_rows->labels_seen().size() : size_t{0},
               dataset.shards.size(), static_cast<long long>(dataset.num_row_groups()),
               format_byte_size(input.rows->encoded_bytes()).c_str(),
@@ -330,19 +333,19 @@ int write_encoded_set(const ConvertArgs& args, EncodedInput input) {
   if (!input.classes.empty()) {
     std::printf("\nlabels: ");
     for (size_t i = 0; i < input.classes.size(); ++i)
-      std::printf("%s%zu %s", i ? ", " : "", i, input.classes[i].c_str());
+      std::printf("%s%zu %s", i ? ", " : "", i, printable(input.classes[i]).c_str());
     std::printf("\n");
   } else if (!input.rows->labeled()) {
     std::printf("\nunlabeled: no .cls members\n");
   }
-  if (!input.skipped.empty()) std::printf("skipped: %s\n", input.skipped.c_str());
+  if (!input.skipped.empty()) std::printf("skipped: %s\n", printable(input.skipped).c_str());
   // Images a loader will fail on, written as they are: a warning on stderr naming the first few,
   // and a line of the report (which Python's convert() turns into a warning).
   const auto report_bad = [](const char* line, const char* what, int64_t count, const std::vector<std::string>& first) {
     std::string names, reasons;
-    for (const std::string& reason : first) {
-      names += (names.empty() ? "" : "; ") + reason;
-      reasons += "\n  " + reason;
+    for (const std::string& reason : first) {  // names from the data: shown escaped
+      names += (names.empty() ? "" : "; ") + printable(reason);
+      reasons += "\n  " + printable(reason);
     }
     std::fprintf(stderr,
                  "feeder convert: warning: %lld of the images %s; they are written as they are, and a loader fails "

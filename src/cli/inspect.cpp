@@ -10,6 +10,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/printable.h"
 #include "feeder/error.h"
 #include "feeder/formats/parquet/class_labels.h"
 #include "feeder/formats/parquet/reader.h"
@@ -152,7 +153,7 @@ Command add_inspect_command(CLI::App& parent) {
   app->add_option("FILE", *path, "a .parquet file, or a sharded set: a directory or a glob such as 'data/part-*.parquet'")
       ->required();
   return {app, [path] {
-            std::cout << inspect_report(*path);
+            std::cout << printable(inspect_report(*path));
             return 0;
           }};
 }

@@ -16,6 +16,7 @@
 #include "feeder/error.h"
 #include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
+#include "feeder/util/utf8.h"
 
 namespace fs = std::filesystem;
 
@@ -174,38 +175,11 @@ namespace {
 std::vector<char32_t> python_code_points(const std::string& name) {
   std::vector<char32_t> points;
   const auto* bytes = reinterpret_cast<const unsigned char*>(name.data());
-  const size_t size = name.size();
-  for (size_t i = 0; i < size;) {
-    const unsigned char lead = bytes[i];
-    size_t length = 0;
+  for (size_t i = 0; i < name.size();) {
     char32_t point = 0;
-    unsigned char low = 0x80, high = 0xBF;  // the second byte's range (UTF-8's table, as Python decodes)
-    if (lead < 0x80) {
-      length = 1, point = lead;
-    } else if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2, point = lead & 0x1F;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3, point = lead & 0x0F;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;  // no encoded surrogates
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4, point = lead & 0x07;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    }
-    bool valid = length > 0 && i + length <= size;
-    for (size_t k = 1; valid && k < length; ++k) {
-      const unsigned char next = bytes[i + k];
-      valid = next >= (k == 1 ? low : 0x80) && next <= (k == 1 ? high : 0xBF);
-      point = (point << 6) | (next & 0x3F);
-    }
-    if (!valid) {
-      points.push_back(0xDC00 + lead);  // surrogateescape: this byte alone
-      ++i;
-      continue;
-    }
-    points.push_back(point);
-    i += length;
+    const int length = utf8_sequence(bytes + i, name.size() - i, point);
+    points.push_back(length > 0 ? point : 0xDC00 + bytes[i]);  // surrogateescape: the byte alone
+    i += length > 0 ? static_cast<size_t>(length) : 1;
   }
   return points;
 }

@@ -73,6 +73,23 @@ mkdir -p "$work/folder/cat"
 expect_refused "is inside the image folder $work/folder/: its shards would become a class folder" \
   convert "$work/folder/" "$work/folder/out/"
 [ ! -e "$work/folder/out" ] || { echo "FAIL: a refused convert wrote $work/folder/out"; failures=$((failures + 1)); }
+# Names from the data are shown escaped: a class folder with an escape sequence and a file with a
+# CR cannot rewrite the terminal (they were printed raw by inspect and in errors).
+mkdir -p "$work/hostile/$(printf 'c\033[2J')"
+/usr/bin/python3 -c "from PIL import Image; Image.new('RGB', (8, 8)).save('$work/hostile/' + 'c\x1b[2J' + '/x.png')"
+printf 'not a png' >"$work/hostile/$(printf 'c\033[2J')/$(printf 'y\r').png"
+output=$("$feeder" inspect "$work/hostile" 2>&1)
+if grep -q $'\033' <<<"$output" || ! grep -qF 'c\x1B[2J' <<<"$output"; then
+  echo "FAIL: inspect printed a class name raw:"; echo "$output" | cat -v | head -5; failures=$((failures + 1))
+else
+  echo "ok: inspect escapes names"
+fi
+output=$("$feeder" train --train "$work/hostile" --test "$work/hostile" --epochs 1 2>&1)
+if grep -q $'\r' <<<"$output" || ! grep -qF 'y\x0D.png' <<<"$output"; then
+  echo "FAIL: an error printed a file name raw:"; echo "$output" | cat -v | tail -3; failures=$((failures + 1))
+else
+  echo "ok: errors escape names"
+fi
 
 # Outputs written after training are checked before it: they used to fail after the whole run.
 for output_option in "--save $work/no-such-dir/model.pt" "--report-json $work"; do
