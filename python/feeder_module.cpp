@@ -292,6 +292,16 @@ std::shared_ptr<const SampleStage> make_image_stage(const py::dict& image) {
   options.random_crop = {scale.first, scale.second, ratio.first, ratio.second};
   options.flip = image["flip"].cast<bool>();
   if (image.contains("horizontal_flip")) options.horizontal_flip = image["horizontal_flip"].cast<double>();
+  if (image.contains("padding")) {
+    options.padding = image["padding"].cast<std::array<int64_t, 4>>();
+    options.pad_if_needed = image["pad_if_needed"].cast<bool>();
+    options.fill = image["fill"].cast<std::array<uint8_t, 3>>();
+    const auto mode = image["padding_mode"].cast<std::string>();
+    if (mode == "constant") options.padding_mode = ImageStageOptions::Padding::kConstant;
+    else if (mode == "edge") options.padding_mode = ImageStageOptions::Padding::kEdge;
+    else if (mode == "reflect") options.padding_mode = ImageStageOptions::Padding::kReflect;
+    else throw OptionsError("padding_mode must be constant, edge or reflect, got '" + mode + "'");
+  }
   options.resize = image["resize"].cast<int64_t>();
   options.mean = image["mean"].cast<std::array<float, 3>>();
   options.std = image["std"].cast<std::array<float, 3>>();

@@ -54,6 +54,7 @@ class ImageRecipe:
         self.mean = None
         self.std = None
         self.batch_steps = []   # the random steps run on each batch (BatchStage), in order
+        self.padding = None     # a RandomCrop's padding of files: the stage's padding options
 
     def stage_options(self, channels):
         """The options dict of the C++ image stage (DataLoader's image options)."""
@@ -68,7 +69,7 @@ class ImageRecipe:
                 "horizontal_flip": float(self.flip), "resize": self.resize if self.resize or self.crop == "random_crop" else 1,
                 "mean": mean + [0.0] * (3 - channels), "std": std + [1.0] * (3 - channels),
                 # torchvision decodes the whole image: DCT scaling would move pixels further.
-                "dct_scaling": False}
+                "dct_scaling": False, **(self.padding or {})}
 
     def __repr__(self):
         return (f"ImageRecipe(crop={self.crop!r}, size=({self.height}, {self.width}), resize={self.resize}, "
@@ -213,8 +214,18 @@ def image_recipe(transform):
         elif kind == "RandomCrop":
             if recipe.crop is not None or recipe.dtype is not None:
                 _refuse(step, "comes after another crop or a conversion")
-            if _padding(step) != (0, 0, 0, 0) or step.pad_if_needed:
-                _refuse(step, "pads images of files (feeder pads the crops of fixed-size pixel sets, not of files)")
+            padded = _padding(step) != (0, 0, 0, 0) or step.pad_if_needed
+            if padded and pending_resize is not None:
+                _refuse(step, "pads the crop of a resized image (feeder pads the crop of the image as it is)")
+            if padded and getattr(step, "padding_mode", "constant") not in _PADDING_MODES:
+                _refuse(step, f"pads with padding_mode={step.padding_mode!r} (feeder pads 'constant', 'edge' and "
+                              f"'reflect')")
+            if padded:
+                fill = step.fill if isinstance(step.fill, (tuple, list)) else [step.fill] * 3
+                if len(fill) not in (1, 3) or not all(isinstance(v, numbers.Integral) and 0 <= v <= 255 for v in fill):
+                    _refuse(step, f"fills with {step.fill!r} (feeder fills with one level 0..255, or one per channel)")
+                recipe.padding = {"padding": _padding(step), "pad_if_needed": bool(step.pad_if_needed),
+                                  "fill": (list(fill) * 3)[:3], "padding_mode": step.padding_mode}
             pending_resize = None
             recipe.crop = "random_crop"
             recipe.height, recipe.width = _size_pair(step.size, step)

@@ -138,9 +138,39 @@ def test_random_crop_of_files_is_a_window_of_torchvisions_image(folder):
     small = torchvision.datasets.ImageFolder(folder, transform=T.Compose([T.RandomCrop(30), T.ToTensor()]))
     with pytest.raises(feeder.DataError, match=r"RandomCrop\(30, 30\) of an image of \d+x\d+: the crop is larger"):
         epoch(feeder.DataLoader(small, batch_size=24))
-    with pytest.raises(feeder.UnsupportedTransform, match="pads images of files"):
+    with pytest.raises(feeder.UnsupportedTransform, match="pads the crop of a resized image"):
         feeder.DataLoader(torchvision.datasets.ImageFolder(folder, transform=T.Compose([
-            T.RandomCrop(10, padding=2), T.ToTensor()])))
+            T.Resize(20), T.RandomCrop(16, padding=2), T.ToTensor()])))
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_a_padded_random_crop_of_files_is_a_window_of_torchvisions_padded_image(folder, mode):
+    crop = T.RandomCrop(24, padding=(3, 1, 5, 2), fill=(9, 99, 199), padding_mode=mode, pad_if_needed=True)
+    dataset = torchvision.datasets.ImageFolder(folder, transform=T.Compose([crop, T.RandomHorizontalFlip(),
+                                                                            T.PILToTensor()]))
+    images, _ = epoch(feeder.DataLoader(dataset, batch_size=24, seed=4), 0)
+    assert images.dtype == torch.uint8 and images.shape == (24, 3, 24, 24)
+    flips = 0
+    for i in range(0, 24, 2):
+        # torchvision's own padding of the same image (pad, then pad_if_needed's), every window of it
+        image = dataset.loader(dataset.samples[i][0])
+        padded = T.functional.pad(image, [3, 1, 5, 2], fill=(9, 99, 199), padding_mode=mode)
+        width, height = padded.size
+        extra_h, extra_w = max(0, 24 - height), max(0, 24 - width)
+        if extra_h or extra_w:
+            padded = T.functional.pad(padded, [extra_w, extra_h], fill=(9, 99, 199), padding_mode=mode)
+        whole = T.functional.pil_to_tensor(padded)
+        found = None
+        for top in range(whole.shape[1] - 23):
+            for left in range(whole.shape[2] - 23):
+                window = whole[:, top:top + 24, left:left + 24]
+                if torch.equal(images[i], window):
+                    found = 0
+                elif torch.equal(images[i], window.flip(-1)):
+                    found = 1
+        assert found is not None, i
+        flips += found
+    assert 0 < flips < 12
 
 
 def test_transforms_feeder_cannot_run_are_refused_by_name(folder):

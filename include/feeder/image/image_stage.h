@@ -36,6 +36,13 @@ struct ImageStageOptions {
   // kCenterCrop: the shorter side before the crop (>= height and width); kRandomCrop: the same, or 0
   // for RandomCrop of the image as it is.
   int64_t resize = 256;
+  // kRandomCrop of the image as it is (resize 0): torchvision's RandomCrop padding (left, top, right,
+  // bottom), pad_if_needed, and how the border is filled. With any of them the image is decoded
+  // whole and the window copied pixel for pixel (no resampling), the border as torchvision pads.
+  std::array<int64_t, 4> padding{0, 0, 0, 0};
+  bool pad_if_needed = false;
+  enum class Padding { kConstant, kEdge, kReflect } padding_mode = Padding::kConstant;
+  std::array<uint8_t, 3> fill{0, 0, 0};  // kConstant's value per channel
   // Per channel, on pixels scaled to [0, 1]: (x / 255 - mean) / std. Channels past `channels` unused.
   std::array<float, 3> mean{0.0f, 0.0f, 0.0f};
   std::array<float, 3> std{1.0f, 1.0f, 1.0f};
@@ -55,7 +62,11 @@ class ImageStage : public SampleStage {
   const ImageStageOptions& options() const { return options_; }
 
  private:
+  void run_padded_crop(std::span<const uint8_t> bytes, const std::string& name, SplitMix64& rng, ImageLayout layout,
+                       ImageDtype dtype, void* dst) const;
+
   ImageStageOptions options_;
+  bool padded_ = false;  // a random crop with padding (run_padded_crop)
   // Per channel, from mean and std: (value / 255 - mean) / std as value * scale_ + bias_.
   std::array<float, 3> scale_{};
   std::array<float, 3> bias_{};
