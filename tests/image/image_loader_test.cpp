@@ -141,5 +141,52 @@ TEST(ImageLoader, OptionsSayWhatIsMissing) {
   EXPECT_NO_THROW(ImageStage{bad});
 }
 
+// RandomCrop with padding (torchvision's RandomCrop(size, padding, fill, padding_mode)): the window of
+// the padded image, copied pixel for pixel, with the padding's own values where it is outside.
+TEST(ImageStage, APaddedRandomCropCopiesTheWindowOfThePaddedImage) {
+  const std::vector<uint8_t> png = png_of(4, 3, 5);  // pixel (y, x, c) is ((y*4 + x)*3 + c)*7 + 155 mod 251
+  const auto pixel = [](int64_t y, int64_t x, int64_t c) { return static_cast<uint8_t>((((y * 4 + x) * 3 + c) * 7 + 155) % 251); };
+  ImageStageOptions options;
+  options.crop = ImageCrop::kRandomCrop;
+  options.resize = 0;
+  options.height = 7;  // the whole padded image: the window has one place only
+  options.width = 10;
+  options.padding = {3, 2, 3, 2};  // left, top, right, bottom
+  options.fill = {1, 2, 3};
+  for (const auto mode : {ImageStageOptions::Padding::kConstant, ImageStageOptions::Padding::kEdge,
+                          ImageStageOptions::Padding::kReflect}) {
+    options.padding_mode = mode;
+    const ImageStage stage(options);
+    std::vector<uint8_t> out(7 * 10 * 3);
+    SplitMix64 rng(1);
+    stage.run(png, "p.png", rng, ImageLayout::kNhwc, ImageDtype::kUint8, out.data());
+    for (int64_t y = 0; y < 7; ++y) {
+      for (int64_t x = 0; x < 10; ++x) {
+        int64_t sy = y - 2, sx = x - 3;
+        const bool inside = sy >= 0 && sy < 3 && sx >= 0 && sx < 4;
+        if (mode == ImageStageOptions::Padding::kEdge) sy = std::clamp<int64_t>(sy, 0, 2), sx = std::clamp<int64_t>(sx, 0, 3);
+        if (mode == ImageStageOptions::Padding::kReflect) {
+          while (sy < 0 || sy > 2) sy = sy < 0 ? -sy : 4 - sy;
+          while (sx < 0 || sx > 3) sx = sx < 0 ? -sx : 6 - sx;
+        }
+        for (int64_t c = 0; c < 3; ++c) {
+          const uint8_t expected = mode == ImageStageOptions::Padding::kConstant && !inside
+                                       ? static_cast<uint8_t>(c + 1)
+                                       : pixel(sy, sx, c);
+          ASSERT_EQ(out[static_cast<size_t>((y * 10 + x) * 3 + c)], expected) << y << "," << x << "," << c;
+        }
+      }
+    }
+  }
+  // Larger than the padded image: named, as torchvision raises.
+  options.height = 8;
+  const ImageStage stage(options);
+  std::vector<uint8_t> out(8 * 10 * 3);
+  SplitMix64 rng(1);
+  EXPECT_THROW(stage.run(png, "p.png", rng, ImageLayout::kNhwc, ImageDtype::kUint8, out.data()), DataError);
+  options.resize = 16;  // padding after a resize is not torchvision's RandomCrop of the image as it is
+  EXPECT_THROW(ImageStage{options}, OptionsError);
+}
+
 }  // namespace
 }  // namespace feeder
