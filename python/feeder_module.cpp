@@ -198,11 +198,6 @@ class PyLoader {
     std::lock_guard lock(mutex_);
     loader_->reseed(seed);
   }
-  int64_t epoch_batches() {
-    py::gil_scoped_release release;
-    std::lock_guard lock(mutex_);
-    return loader_->epoch_batches();
-  }
 
   // (images, labels, num_padding): the batch's buffer as two DLPack capsules, and how many of its
   // last rows are the padding of ranks (EpochPlan); None at the end of the epoch. The images are
@@ -558,7 +553,6 @@ PYBIND11_MODULE(_feeder, m) {
       .def("start_epoch_with_order", &PyLoader::start_epoch_with_order, py::arg("epoch"), py::arg("order"),
            py::arg("first_batch") = 0)
       .def("reseed", &PyLoader::reseed)
-      .def_property_readonly("epoch_batches", &PyLoader::epoch_batches)
       .def("next", &PyLoader::next)
       .def("state", &PyLoader::state)
       .def("restore", &PyLoader::restore)

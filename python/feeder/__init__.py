@@ -669,8 +669,6 @@ class DataLoader:
         return count // self.batch_size if self.drop_last else -(-count // self.batch_size)
 
     def _order_length(self):
-        if self._batch_sampler is not None:
-            return len(self._batch_sampler) * self.batch_size  # len() counts its batches: see __len__
         return len(self._sampler) if self._sampler is not None else len(self._indices)
 
     @property

@@ -39,7 +39,6 @@ class TorchvisionSet:
         self.mean, self.std = 0.0, 1.0
         self.batch_stage = None
         self.classes = None
-        self.kind = None
 
 
 def unwrap(dataset):
@@ -155,7 +154,6 @@ def open_torchvision(dataset, memory_budget, shuffle):
         result.dtype = recipe.dtype
         if recipe.batch_steps:  # a vertical flip after the crop
             result.batch_stage = BatchStage(recipe.batch_steps, False, None, None, 3)
-        result.kind = "files"
     else:
         result.opened, recipe = _open_arrays(base, datasets)
         channels = result.opened.shape[0]
@@ -174,6 +172,5 @@ def open_torchvision(dataset, memory_budget, shuffle):
         else:  # one value per channel: the loader scales, the batch is normalised per channel
             result.dtype = recipe.dtype
             result.batch_stage = BatchStage([], False, mean, std, channels)
-        result.kind = "arrays"
     result.classes = result.opened.classes
     return result

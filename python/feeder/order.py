@@ -30,8 +30,7 @@ class OwnSampler:
     rank/world_size). Passed back as ``sampler=`` (a loader rebuilt from its attributes, as
     Lightning rebuilds loaders), it means the loader's own order again, not an order of its own."""
 
-    def __init__(self, sampler, shuffle, seed, rank, world_size):
-        self.sampler = sampler
+    def __init__(self, shuffle, seed, rank, world_size):
         self.shuffle = shuffle
         self.seed = seed
         self.rank = rank
@@ -47,7 +46,7 @@ def own_sampler(dataset, shuffle, seed, rank, world_size, drop_last, generator):
         sampler = torch.utils.data.RandomSampler(dataset, generator=generator)
     else:
         sampler = torch.utils.data.SequentialSampler(dataset)
-    sampler._feeder_own = OwnSampler(sampler, shuffle, seed, rank, world_size)
+    sampler._feeder_own = OwnSampler(shuffle, seed, rank, world_size)
     return sampler
 
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "feeder/error.h"
 
@@ -50,18 +51,24 @@ CropBox random_resized_crop(int64_t width, int64_t height, const RandomResizedCr
           static_cast<double>(w)};
 }
 
+namespace {
+
+// torchvision's Resize(resize) of an image: (width, height) with the shorter side `resize` and the
+// longer one scaled and truncated, as its int() does.
+std::pair<int64_t, int64_t> resized_size(int64_t width, int64_t height, int64_t resize) {
+  const int64_t shorter = std::min(width, height);
+  const int64_t longer = std::max(width, height);
+  const auto resized_long = static_cast<int64_t>(static_cast<double>(resize) * static_cast<double>(longer) /
+                                                 static_cast<double>(shorter));
+  return width <= height ? std::pair{resize, resized_long} : std::pair{resized_long, resize};
+}
+
+}  // namespace
+
 std::optional<CropBox> random_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_height,
                                    int64_t crop_width, const std::function<double()>& uniform01) {
-  int64_t resized_width = width;
-  int64_t resized_height = height;
-  if (resize > 0) {  // Resize(resize) first, as center_crop sizes it
-    const int64_t shorter = std::min(width, height);
-    const int64_t longer = std::max(width, height);
-    const auto resized_long = static_cast<int64_t>(static_cast<double>(resize) * static_cast<double>(longer) /
-                                                   static_cast<double>(shorter));
-    resized_width = width <= height ? resize : resized_long;
-    resized_height = width <= height ? resized_long : resize;
-  }
+  // Resize(resize) first, as center_crop sizes it; or the image as it is.
+  const auto [resized_width, resized_height] = resize > 0 ? resized_size(width, height, resize) : std::pair{width, height};
   if (resized_height < crop_height || resized_width < crop_width) return std::nullopt;
   const auto below = [&](int64_t n) { return std::min(n - 1, static_cast<int64_t>(std::floor(static_cast<double>(n) * uniform01()))); };
   const auto top = static_cast<double>(below(resized_height - crop_height + 1));
@@ -76,12 +83,7 @@ CropBox center_crop(int64_t width, int64_t height, int64_t resize, int64_t crop_
   if (!(resize >= std::max(crop_height, crop_width) && crop_height > 0 && crop_width > 0))
     throw OptionsError("center crop: the resize (" + std::to_string(resize) + ") must be at least each side of the crop (" +
                        std::to_string(crop_height) + "x" + std::to_string(crop_width) + "), and the crop positive");
-  const int64_t shorter = std::min(width, height);
-  const int64_t longer = std::max(width, height);
-  const auto resized_long = static_cast<int64_t>(static_cast<double>(resize) * static_cast<double>(longer) /
-                                                 static_cast<double>(shorter));
-  const int64_t resized_width = width <= height ? resize : resized_long;
-  const int64_t resized_height = width <= height ? resized_long : resize;
+  const auto [resized_width, resized_height] = resized_size(width, height, resize);
   // torchvision's CenterCrop: int(round((size - crop) / 2)) from the top and left.
   const double top = std::nearbyint(static_cast<double>(resized_height - crop_height) / 2.0);
   const double left = std::nearbyint(static_cast<double>(resized_width - crop_width) / 2.0);

@@ -390,7 +390,6 @@ ImageFolder open_image_listing(const ImageFolderListing& listing, const std::str
 
 ImageFolder open_image_folder(const fs::path& root, int num_threads, int64_t memory_budget,
                               const std::vector<std::string>& classes) {
-  resolve_num_threads(num_threads, "image folder: num_threads");
   return open_image_listing(list_image_folder(root, classes), root.string(), num_threads, memory_budget, true);
 }
 

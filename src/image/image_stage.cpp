@@ -48,6 +48,14 @@ ImageStage::ImageStage(const ImageStageOptions& options) : options_(options) {
 
 namespace {
 
+// torchvision raises for a crop larger than the image it crops; here the image is named.
+DataError crop_too_large(const std::string& name, const ImageStageOptions& o, int64_t height, int64_t width,
+                         const std::string& how) {
+  return DataError(name + ": RandomCrop(" + std::to_string(o.height) + ", " + std::to_string(o.width) +
+                   ") of an image of " + std::to_string(height) + "x" + std::to_string(width) + how +
+                   ": the crop is larger (torchvision raises too)");
+}
+
 // Index `i` of a padded axis (`before` added in front of `size`) in the image, by torchvision's
 // padding modes; -1 for a constant border.
 int64_t padded_index(int64_t i, int64_t before, int64_t size, ImageStageOptions::Padding mode) {
@@ -86,14 +94,14 @@ void ImageStage::run_padded_crop(std::span<const uint8_t> bytes, const std::stri
     const int64_t j = padded_index(i, extra, inner, o.padding_mode);
     return j < 0 ? j : padded_index(j, before, size, o.padding_mode);
   };
-  if (full_h < o.height || full_w < o.width)
-    throw DataError(name + ": RandomCrop(" + std::to_string(o.height) + ", " + std::to_string(o.width) +
-                    ") of an image of " + std::to_string(header.height) + "x" + std::to_string(header.width) +
-                    " padded to " + std::to_string(full_h) + "x" + std::to_string(full_w) +
-                    ": the crop is larger (torchvision raises too)");
-  const auto below = [&](int64_t n) { return std::min<int64_t>(n - 1, static_cast<int64_t>(rng.uniform_double() * n)); };
-  const int64_t window_top = below(full_h - o.height + 1);
-  const int64_t window_left = below(full_w - o.width + 1);
+  // The window's place in the padded image, drawn as an unpadded RandomCrop's.
+  const std::optional<CropBox> window =
+      random_crop(full_w, full_h, 0, o.height, o.width, [&] { return rng.uniform_double(); });
+  if (!window)
+    throw crop_too_large(name, o, header.height, header.width,
+                         " padded to " + std::to_string(full_h) + "x" + std::to_string(full_w));
+  const auto window_top = static_cast<int64_t>(window->top);
+  const auto window_left = static_cast<int64_t>(window->left);
   const bool mirror = o.horizontal_flip > 0 && rng.uniform_double() < o.horizontal_flip;
   const int64_t channels = o.channels;
   const int64_t plane = o.height * o.width;
@@ -154,10 +162,8 @@ void ImageStage::run(std::span<const uint8_t> bytes, const std::string& name, Sp
         const std::optional<CropBox> random =
             random_crop(image_width, image_height, o.resize, o.height, o.width, [&] { return rng.uniform_double(); });
         if (!random)
-          throw DataError(name + ": RandomCrop(" + std::to_string(o.height) + ", " + std::to_string(o.width) +
-                          ") of an image of " + std::to_string(image_height) + "x" + std::to_string(image_width) +
-                          (o.resize > 0 ? " resized to a shorter side of " + std::to_string(o.resize) : "") +
-                          ": the crop is larger (torchvision raises too)");
+          throw crop_too_large(name, o, image_height, image_width,
+                               o.resize > 0 ? " resized to a shorter side of " + std::to_string(o.resize) : "");
         box = *random;
         break;
       }
