@@ -304,6 +304,19 @@ def test_torch_manual_seed_decides_the_order_and_draws_as_torch_does(numbered):
         iter(feeder.DataLoader(numbered, batch_size=1000, shuffle=True, seed=3)))[1].tolist()
 
 
+def test_a_random_sampler_given_serves_torchs_exact_order_and_draws():
+    images = np.arange(50, dtype=np.uint8).reshape(50, 1, 1, 1)
+    labels = np.arange(50)
+    dataset = torch.utils.data.TensorDataset(torch.from_numpy(images), torch.from_numpy(labels))
+    runs = []
+    for make in (lambda sampler: feeder.DataLoader((images, labels), batch_size=50, sampler=sampler),
+                 lambda sampler: torch.utils.data.DataLoader(dataset, batch_size=50, sampler=sampler)):
+        torch.manual_seed(3)
+        loader = make(torch.utils.data.RandomSampler(range(50)))
+        runs.append(([batch[1].tolist() for batch in loader], torch.rand(1).item()))
+    assert runs[0] == runs[1]
+
+
 def test_ranks_of_feeders_own_split_shuffle_alike_whatever_torchs_seed(numbered):
     seen = []
     for rank in range(2):
