@@ -199,6 +199,36 @@ def test_text_chunks_are_skipped_unread_not_inflated():
     assert np.array_equal(pixels, pil_rgb(data))
 
 
+def test_palette_indices_beyond_the_palette_decode_as_pil_decodes_them():
+    """A PLTE of 2 colors and pixels indexing 200 and 255: PIL pads the palette with a gray ramp
+    (index i is gray i), libpng with black. feeder gives PIL's pixels, in RGB and in gray, at each
+    bit depth a palette can have."""
+    import io
+    import struct
+    import zlib
+    for depth in (2, 4, 8):
+        reach = 1 << depth
+        indices = [[0, 1, 2, reach - 1], [reach // 2, 1, 0, reach - 2]]
+        per_byte = 8 // depth
+        rows = []
+        for row in indices:
+            packed = bytearray()
+            for at in range(0, len(row), per_byte):
+                value = 0
+                for i in row[at:at + per_byte]:
+                    value = (value << depth) | i
+                packed.append(value << (depth * (per_byte - len(row[at:at + per_byte]))))
+            rows.append(b"\0" + bytes(packed))
+        data = (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 2, depth, 3, 0, 0, 0))
+                + png_chunk(b"PLTE", bytes([10, 20, 30, 40, 50, 60])) + png_chunk(b"IDAT", zlib.compress(b"".join(rows)))
+                + png_chunk(b"IEND", b""))
+        image = Image.open(io.BytesIO(data))
+        expected_rgb = np.array(image.convert("RGB"))
+        assert expected_rgb[0, 3].tolist() == [reach - 1] * 3, depth  # PIL's gray ramp, not black
+        assert np.array_equal(feeder.decode_image(data, 3), expected_rgb), depth
+        assert np.array_equal(feeder.decode_image(data, 1)[..., 0], np.array(image.convert("L"))), depth
+
+
 def sof_with_size(data, width, height):
     """The JPEG with its frame header's size replaced."""
     at = data.index(b"\xff\xc0") + 5
