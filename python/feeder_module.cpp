@@ -165,6 +165,7 @@ OpenedSet opened_folder(const std::string& spec, const ImageFolder& folder) {
   opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") + std::to_string(folder.source->size()) +
                   " images, " + format_byte_size(folder.encoded_bytes) + " encoded" +
                   (folder.streaming ? ", over the budget)" : ")");
+  opened.warning = folder.unreadable_note;
   return opened;
 }
 
@@ -450,6 +451,7 @@ PYBIND11_MODULE(_feeder, m) {
   py::class_<OpenedSet>(m, "Source", py::dynamic_attr())  // the package adds an image folder's classes
       .def_property_readonly("streaming", [](const OpenedSet& s) { return s.streaming; })
       .def_property_readonly("choice", [](const OpenedSet& s) { return fs_str(s.choice); })
+      .def_property_readonly("warning", [](const OpenedSet& s) { return fs_str(s.warning); })
       .def_property_readonly("name", [](const OpenedSet& s) { return fs_str(s.source->name()); })
       .def_property_readonly("num_samples", [](const OpenedSet& s) { return s.source->size(); })
       .def_property_readonly("labeled", [](const OpenedSet& s) { return s.source->labeled(); })

@@ -610,6 +610,8 @@ class DataLoader:
             dtype = torch.uint8 if opened.dtype == "uint8" else torch.float32
         else:
             self._source = _open_source(source, labels, budget, train, allow_unlabeled)
+        if self._source.warning:
+            warnings.warn(f"{self._source.name}: {self._source.warning}", RuntimeWarning, stacklevel=2)
         if on_error == "skip" and not self._source.encoded:
             raise ValueError("on_error='skip' is for encoded images (JPEG, PNG, WebP), which may be corrupt; this "
                              "set's pixels are read whole or not at all")

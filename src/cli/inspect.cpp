@@ -134,6 +134,7 @@ std::string inspect_report(const std::string& path) {
     if (folder.skipped_other + folder.skipped_unsupported > 0)
       text += "; skipped " + std::to_string(folder.skipped_other) + (folder.skipped_other == 1 ? " other file and " : " other files and ") +
               describe_unsupported(folder.skipped_unsupported, folder.first_unsupported);
+    if (!folder.unreadable_note.empty()) text += "; " + folder.unreadable_note;
     return text + ")\n" + describe_encoded_images(*folder.source, folder.classes);
   }
   if (is_sharded_spec(path)) {

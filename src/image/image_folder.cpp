@@ -77,8 +77,10 @@ class HeldImageFolder final : public EncodedImageSource {
 // blocks of kFolderBlockFiles, each block read file by file into the stream's buffer.
 class StreamedImageFolder final : public SampleSource {
  public:
-  StreamedImageFolder(std::string name, std::vector<fs::path> files, std::vector<int64_t> sizes, std::vector<int64_t> labels)
-      : name_(std::move(name)), files_(std::move(files)), sizes_(std::move(sizes)), labels_(std::move(labels)) {
+  StreamedImageFolder(std::string name, std::vector<fs::path> files, std::vector<int64_t> sizes, std::vector<int64_t> labels,
+                      std::map<int64_t, std::string> unreadable)
+      : name_(std::move(name)), files_(std::move(files)), sizes_(std::move(sizes)), labels_(std::move(labels)),
+        unreadable_(std::move(unreadable)) {
     const auto count = static_cast<int64_t>(files_.size());
     for (int64_t first = 0; first < count; first += kFolderBlockFiles) block_starts_.push_back(first);
     block_starts_.push_back(count);
@@ -123,7 +125,7 @@ class StreamedImageFolder final : public SampleSource {
     for (int64_t i = first; i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i) {
       const auto at = static_cast<size_t>(i);
       if (sizes_[at] > capacity - used) throw std::logic_error(name_ + ": block buffer too small");
-      read_whole(files_[at], bytes + used, sizes_[at]);
+      if (!unreadable_.contains(i)) read_whole(files_[at], bytes + used, sizes_[at]);
       used += sizes_[at];
       ends[i - first] = used;
       labels[i - first] = labels_[at];
@@ -145,6 +147,7 @@ class StreamedImageFolder final : public SampleSource {
   std::vector<fs::path> files_;  // in the stream's order
   std::vector<int64_t> sizes_;   // as listed
   std::vector<int64_t> labels_;
+  std::map<int64_t, std::string> unreadable_;  // by index in the stream's order: not read, 0 bytes
   std::vector<int64_t> block_starts_;
   uint64_t fingerprint_ = 0;
 };
@@ -201,6 +204,19 @@ std::pair<dev_t, ino_t> directory_id(const fs::path& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return {0, 0};
   return {info.st_dev, info.st_ino};
+}
+
+// The listing's sizes, each file's as it is now; a file whose size cannot be read is kept with 0
+// bytes and its reason.
+void add_sizes(ImageFolderListing& listing) {
+  listing.sizes.reserve(listing.files.size());
+  for (size_t i = 0; i < listing.files.size(); ++i) {
+    std::error_code error;
+    const auto size = fs::file_size(listing.files[i], error);
+    if (error) listing.unreadable.emplace(static_cast<int64_t>(i), error.message());
+    listing.sizes.push_back(error ? 0 : static_cast<int64_t>(size));
+    listing.encoded_bytes += listing.sizes.back();
+  }
 }
 
 }  // namespace
@@ -292,13 +308,17 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
     throw DataError(root.string() + ": no images (.jpg, .jpeg, .png, .webp) in the class folder" +
                     (empty_classes.size() > 1 ? "s " : " ") + list);
   }
-  for (const fs::path& file : listing.files) {
-    const auto size = fs::file_size(file, error);
-    if (error) throw DataError(file.string() + ": cannot read its size: " + error.message());
-    listing.sizes.push_back(static_cast<int64_t>(size));
-    listing.encoded_bytes += static_cast<int64_t>(size);
-  }
+  add_sizes(listing);
   return listing;
+}
+
+std::string ImageFolderListing::unreadable_note() const {
+  if (unreadable.empty()) return "";
+  const auto& [first, why] = *unreadable.begin();
+  return std::to_string(unreadable.size()) + " listed file" + (unreadable.size() > 1 ? "s" : "") +
+         " could not be read (the first: " + files[static_cast<size_t>(first)].string() + ": " + why +
+         "); each fails when it is decoded, as torchvision's read fails (or is left out with on_error=\"skip\", "
+         "--skip-bad-images)";
 }
 
 std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& listing, std::span<const int64_t> rows,
@@ -321,7 +341,8 @@ std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& l
     throw_if_interrupted();
     const auto at = static_cast<size_t>(r);
     const auto file = static_cast<size_t>(rows[at]);
-    read_whole(listing.files[file], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);
+    if (!listing.unreadable.contains(rows[at]))
+      read_whole(listing.files[file], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);
   });
   return std::make_shared<HeldImageFolder>(name, std::move(bytes), std::move(offsets), std::move(labels),
                                            std::move(names), true);
@@ -342,16 +363,9 @@ ImageFolderListing list_image_files(std::vector<fs::path> files, std::vector<int
                        std::to_string(labels.size()) + " labels");
   ImageFolderListing listing;
   listing.classes = std::move(classes);
-  listing.sizes.reserve(files.size());
-  for (const fs::path& file : files) {
-    std::error_code error;
-    const auto size = fs::file_size(file, error);
-    if (error) throw DataError(file.string() + ": cannot read it (" + error.message() + ")");
-    listing.sizes.push_back(static_cast<int64_t>(size));
-    listing.encoded_bytes += static_cast<int64_t>(size);
-  }
   listing.files = std::move(files);
   listing.labels = std::move(labels);
+  add_sizes(listing);
   return listing;
 }
 
@@ -364,6 +378,7 @@ ImageFolder open_image_listing(const ImageFolderListing& listing, const std::str
   folder.skipped_other = listing.skipped_other;
   folder.skipped_unsupported = listing.skipped_unsupported;
   folder.first_unsupported = listing.first_unsupported;
+  folder.unreadable_note = listing.unreadable_note();
   const auto count = static_cast<int64_t>(listing.files.size());
   if (memory_budget > 0 && listing.encoded_bytes > memory_budget) {
     // Too large to hold: streamed, in a fixed mixed order of the files (or the listing's own).
@@ -372,13 +387,17 @@ ImageFolder open_image_listing(const ImageFolderListing& listing, const std::str
     if (mix_streamed) order = epoch_order(count, true, kFolderStreamSeed, 0);
     std::vector<fs::path> files;
     std::vector<int64_t> sizes, labels;
+    std::map<int64_t, std::string> unreadable;
     for (const int64_t i : order) {
       const auto at = static_cast<size_t>(i);
+      if (const auto it = listing.unreadable.find(i); it != listing.unreadable.end())
+        unreadable.emplace(static_cast<int64_t>(files.size()), it->second);
       files.push_back(listing.files[at]);
       sizes.push_back(listing.sizes[at]);
       labels.push_back(listing.labels[at]);
     }
-    folder.source = std::make_shared<StreamedImageFolder>(name, std::move(files), std::move(sizes), std::move(labels));
+    folder.source = std::make_shared<StreamedImageFolder>(name, std::move(files), std::move(sizes), std::move(labels),
+                                                          std::move(unreadable));
     folder.streaming = true;
     return folder;
   }

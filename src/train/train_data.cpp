@@ -101,6 +101,8 @@ Candidate describe(const std::string& spec, int64_t memory_budget, const std::ve
                                    ? ", of them " + describe_unsupported(folder.skipped_unsupported, folder.first_unsupported)
                                    : std::string());
     candidate.set.choice += ")";
+    if (!folder.unreadable_note.empty()) candidate.set.choice += "; " + folder.unreadable_note;
+    candidate.set.warning = folder.unreadable_note;
     return candidate;
   }
   if (!is_parquet_set(spec)) {

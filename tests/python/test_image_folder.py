@@ -339,3 +339,44 @@ def test_names_that_are_not_utf8_open_sort_as_torchvisions_and_are_named_in_erro
     assert bad in str(raised.value)
     with pytest.warns(RuntimeWarning, match="1 bad images"):
         assert len(batches(feeder.DataLoader(path, batch_size=2, image_size=4, on_error="skip"))[1]) == 5
+
+
+def test_a_dangling_symbolic_link_is_listed_as_torchvision_lists_it_and_fails_when_read(tmp_path):
+    """A link named .jpg to a file that is gone refused the whole folder when it was listed;
+    torchvision lists it and fails when it reads it. feeder lists it in its place, warns naming it
+    and the reason, fails naming it when it is decoded and leaves it out with on_error="skip": held
+    in memory, streamed over the budget, and from torchvision's own dataset object."""
+    root = tmp_path / "set"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    for i in range(100):
+        picture(12, 10, i).save(root / "a" / f"{i:02d}.png")
+        picture(12, 10, 100 + i).save(root / "b" / f"{i:02d}.png")
+    link = root / "a" / "01b.jpg"
+    link.symlink_to(tmp_path / "gone.jpg")
+    reference = torchvision.datasets.ImageFolder(str(root))
+    assert len(reference) == 201
+    with pytest.raises(FileNotFoundError):
+        reference[2]
+    transformed = torchvision.datasets.ImageFolder(str(root), T.Compose([T.Resize(8), T.CenterCrop(8), T.ToTensor()]))
+    for source in (str(root), transformed):
+        for budget in (None, 52000):  # under the files' bytes: streamed
+            options = {"memory_budget": budget, "prefetch": 1} if budget else {}
+            if isinstance(source, str):
+                options["image_size"] = 8
+            with pytest.warns(RuntimeWarning, match=r"1 listed file could not be read \(the first: .*1b\.jpg: No such file"):
+                loader = feeder.DataLoader(source, batch_size=4, **options)
+            assert loader.streaming == (budget is not None), budget
+            samples = loader.dataset.samples
+            if isinstance(source, str) and budget:  # a folder streamed from its path: in a mixed order of its own
+                samples, expected = sorted(samples), sorted(reference.samples)
+            else:
+                expected = reference.samples
+            assert len(loader.dataset) == 201 and samples == expected
+            with pytest.raises(feeder.DataError, match=str(link)):
+                batches(loader)
+            with pytest.warns(RuntimeWarning):
+                skipping = feeder.DataLoader(source, batch_size=4, on_error="skip", **options)
+            with pytest.warns(RuntimeWarning, match="1 bad images"):
+                _, labels = batches(skipping)
+            assert sorted(labels.tolist()) == [0] * 100 + [1] * 100, (budget, type(source))

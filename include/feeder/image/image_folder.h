@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -30,6 +31,7 @@ struct ImageFolder {
   int64_t skipped_other = 0;         // files without an image extension
   int64_t skipped_unsupported = 0;   // images feeder does not decode (.bmp, .ppm, .pgm, .tif, .tiff)
   std::vector<std::string> first_unsupported;  // the first few of them (paths, sorted), to name
+  std::string unreadable_note;  // ImageFolderListing::unreadable_note(), for a warning
 };
 
 // The files of an image folder, listed (with their sizes) but not read.
@@ -42,6 +44,13 @@ struct ImageFolderListing {
   int64_t skipped_other = 0;
   int64_t skipped_unsupported = 0;
   std::vector<std::string> first_unsupported;
+  // Files whose size could not be read when listed (a dangling symbolic link, a file without
+  // permission), by index, with the reason: kept in their place with 0 bytes, as torchvision lists
+  // them; decoding one fails (a DataError, left out with skip_bad_samples), as torchvision's read does.
+  std::map<int64_t, std::string> unreadable;
+
+  // "" or what `unreadable` holds, for a warning: how many, the first with its reason.
+  std::string unreadable_note() const;
 };
 
 // "N images of formats feeder does not decode (the first: a, b, c)": what a listing left out that

@@ -42,6 +42,8 @@ struct OpenedSet {
   std::vector<std::string> classes;
   // "in memory (47.0 MiB decoded)" or "streaming: 47.0 MiB decoded > 12.0 MiB budget".
   std::string choice;
+  // What a user should be warned of ("" if nothing): files listed that could not be read.
+  std::string warning;
 };
 
 // Opens one set as open_train_test does, with all of `memory_budget` for it: IDX and CSV files in
