@@ -284,6 +284,28 @@ TEST(ParquetWriter, InvalidOptionsLeaveTheOldFileUntouched) {
   EXPECT_EQ(std::string(contents.begin(), contents.end()), "old contents");
 }
 
+// Row groups of one image of 785 columns held 24 GB while 60,000 of them were written: a file of
+// more column chunks than a reader can hold is refused before anything is written.
+TEST(ParquetWriter, RejectsMoreColumnChunksThanAFileMayHave) {
+  TempDir dir;
+  const ImageStore store = testing::make_store(ImageShape{1, 28, 28}, 3000, true);  // 785 columns
+  ParquetWriteOptions options;
+  options.row_group_size = 1;
+  try {
+    write_parquet(store, dir / "groups.parquet", options);
+    FAIL() << "expected OptionsError";
+  } catch (const OptionsError& error) {
+    EXPECT_STREQ(error.what(),
+                 "parquet writer: 3000 rows in row groups of 1 make 3000 row groups of 785 columns, more than the "
+                 "2097152 column chunks a file may have (each costs memory to write and to read): use row groups of "
+                 "at least 2 rows, or the image layout (one column for all pixels)");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "groups.parquet"));
+  options.layout = ParquetLayout::kImage;  // 2 columns: 6000 chunks
+  write_parquet(store, dir / "groups.parquet", options);
+  EXPECT_EQ(parquet::ParquetFile::open(dir / "groups.parquet").metadata().row_groups.size(), 3000u);
+}
+
 TEST(ParquetWriter, RejectsPageSizesTheHeaderCannotHold) {
   TempDir dir;
   for (const int64_t page_size_bytes : {int64_t{0}, (int64_t{1} << 30) + 1}) {

@@ -34,6 +34,10 @@ constexpr int64_t kTransposeRows = 64;
 // Labels are class indexes; past this many distinct values a dictionary stops paying off.
 constexpr size_t kMaxLabelDictionaryEntries = 4096;
 constexpr int64_t kMaxPageSizeBytes = int64_t{1} << 30;
+// Column chunks a file may have (row groups x columns). Each is about 50 bytes of footer and
+// several hundred once a reader parses it: 60,000 row groups of 785 pixel columns (row groups of
+// one image) held 24 GB while being written. Two million make a footer of about 100 MB.
+constexpr int64_t kMaxColumnChunks = int64_t{1} << 21;
 
 // Options resolved and checked once; immutable while writing.
 struct WriteConfig {
@@ -451,6 +455,16 @@ void write_file(const std::filesystem::path& path, const WriteConfig& config, st
                 std::vector<fmt::KeyValue> key_values, int64_t num_rows,
                 const std::function<std::vector<EncodedChunk>(int64_t, int64_t)>& encode_group) {
   const int64_t num_leaves = static_cast<int64_t>(schema.size());
+  const int64_t num_groups = (num_rows + config.rows_per_group - 1) / config.rows_per_group;
+  if (num_leaves > 0 && num_groups > kMaxColumnChunks / num_leaves) {
+    const int64_t fewest_rows = (num_rows * num_leaves + kMaxColumnChunks - 1) / kMaxColumnChunks;
+    throw OptionsError("parquet writer: " + std::to_string(num_rows) + " rows in row groups of " +
+                       std::to_string(config.rows_per_group) + " make " + std::to_string(num_groups) + " row groups of " +
+                       std::to_string(num_leaves) + " columns, more than the " + std::to_string(kMaxColumnChunks) +
+                       " column chunks a file may have (each costs memory to write and to read): use row groups of at "
+                       "least " + std::to_string(fewest_rows) + " rows" +
+                       (num_leaves > 2 ? ", or the image layout (one column for all pixels)" : ""));
+  }
   fmt::SchemaElement root;
   root.__set_name("schema");
   root.__set_num_children(static_cast<int32_t>(num_leaves));
