@@ -112,7 +112,10 @@ Candidate describe(const std::string& spec, int64_t memory_budget, const std::ve
     candidate.set.choice = "in memory (" + format_byte_size(candidate.set.decoded_bytes) + " decoded)";
     return candidate;
   }
-  candidate.dataset = open_sharded_dataset(spec);
+  // A footer must fit the budget once parsed: refused before it is read, not after.
+  parquet::ParquetImageOptions options;
+  options.max_metadata_bytes = memory_budget;
+  candidate.dataset = open_sharded_dataset(spec, options);
   candidate.set.decoded_bytes = candidate.dataset->decoded_bytes();
   candidate.set.num_files = static_cast<int64_t>(candidate.dataset->shards.size());
   candidate.set.num_row_groups = candidate.dataset->num_row_groups();

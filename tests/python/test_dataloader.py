@@ -452,3 +452,18 @@ def test_a_shard_that_vanishes_fails_the_next_batch_that_needs_it(tmp_path, idx_
         for _ in loader:
             delivered += 1
     assert 0 < delivered < 100
+
+
+def test_a_footer_larger_than_the_budget_once_parsed_is_refused_before_it_is_read(tmp_path):
+    """A file of 20,000 row groups of one image has a 2.6 MB footer that takes about 60 MB once
+    parsed; a 200,000-row-group file took 678 MB under memory_budget=64MiB, counted nowhere. The
+    footer's memory is checked against the budget before it is parsed."""
+    images = np.random.default_rng(0).integers(0, 256, (20000, 2, 2), dtype=np.uint8)
+    source = write_idx(str(tmp_path / "train"), images, np.arange(20000) % 10)
+    out = str(tmp_path / "groups.parquet")
+    feeder.convert(source, out, layout="image", row_group_size=1)
+    with pytest.raises(feeder.DataError, match=r"groups\.parquet: its footer of .* takes up to .* in memory once read, "
+                                               r"more than the 32 MiB memory budget"):
+        feeder.DataLoader(out, batch_size=1000, memory_budget=32 << 20)
+    loader = feeder.DataLoader(out, batch_size=1000, memory_budget=256 << 20)
+    assert sum(len(labels) for _, labels in loader) == 20000

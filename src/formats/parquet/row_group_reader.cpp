@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "feeder/error.h"
+#include "feeder/util/byte_size.h"
 #include "formats/parquet/detail/chunk_reader.h"
 #include "formats/parquet/detail/footer.h"
 #include "formats/parquet/detail/image_columns.h"
@@ -87,6 +88,13 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
   if (footer_bytes > kMaxFooterBytes) {
     throw DataError(n + ": footer of " + std::to_string(footer_bytes) + " bytes is larger than the " +
                     std::to_string(kMaxFooterBytes) + " bytes this reader accepts");
+  }
+  const int64_t footer_memory = int64_t{footer_bytes} * kFooterMemoryPerByte;
+  if (options.max_metadata_bytes > 0 && footer_memory > options.max_metadata_bytes) {
+    throw DataError(n + ": its footer of " + format_byte_size(footer_bytes) + " (" + std::to_string(footer_bytes) +
+                    " bytes) takes up to " + format_byte_size(footer_memory) + " in memory once read, more than the " +
+                    format_byte_size(options.max_metadata_bytes) + " memory budget: raise the budget, or write the "
+                    "set in fewer, larger row groups (a footer grows with row groups times columns)");
   }
   const int64_t footer_start = size - static_cast<int64_t>(detail::kFooterTailBytes) - footer_bytes;
   if (static_cast<int64_t>(footer_bytes + detail::kFooterTailBytes) <= tail_bytes) {

@@ -112,7 +112,15 @@ struct ParquetImageOptions {
   // system refuses a thread, the read fails with ThreadStartError (feeder/util/parallel_for.h).
   int num_threads = 0;
   int64_t max_decoded_bytes = int64_t{8} << 30;
+  // The most memory one file's footer may take once parsed (kFooterMemoryPerByte times its bytes),
+  // checked before it is parsed; 0: no limit. A loader's memory budget, so that a file of 200,000
+  // row groups (a 27 MB footer, 600 MB parsed) is refused by name instead of overrunning it.
+  int64_t max_metadata_bytes = 0;
 };
+
+// What a parsed footer takes in memory per byte of footer, at most (measured: a 27 MB footer of
+// 200,000 row groups of two columns peaks at 560 MB while parsed).
+inline constexpr int64_t kFooterMemoryPerByte = 24;
 
 // Loads an image dataset: `label` (optional: without it the set is unlabeled, labels kNoLabel) plus
 // either every other number column in file order as pixels (pixel column k of row r -> image r byte k)
