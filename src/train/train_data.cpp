@@ -127,6 +127,19 @@ Candidate describe(const std::string& spec, int64_t memory_budget, const std::ve
 // Reads a Parquet set into memory when it fits `share`, else leaves it streaming within it.
 void open_parquet(Candidate& candidate, int64_t share) {
   OpenedSet& set = candidate.set;
+  // Every loader holds an epoch order of 8 bytes a row: a row count beyond the budget (an index
+  // that claims 10^12 rows for a 2 MB shard) is refused before any table of rows or pieces is made.
+  const int64_t rows = candidate.dataset->num_rows;
+  if (share > 0 && rows > share / static_cast<int64_t>(sizeof(int64_t))) {
+    const auto largest = std::max_element(candidate.dataset->shards.begin(), candidate.dataset->shards.end(),
+                                          [](const ShardInfo& a, const ShardInfo& b) { return a.num_rows < b.num_rows; });
+    throw DataError(set.spec + ": " + std::to_string(rows) + " rows (" +
+                    (candidate.dataset->indexed ? "as " + std::string(kShardIndexName) + " records them" : "as the footers record them") +
+                    "; the most in " + largest->path.filename().string() + ", " + std::to_string(largest->num_rows) + " rows in " +
+                    std::to_string(largest->size_bytes) + " bytes) need " + format_byte_size(rows * 8) +
+                    " for the epoch order alone (8 bytes a row), more than the " + format_byte_size(share) +
+                    " memory budget: raise the budget, or rewrite a damaged index with feeder convert");
+  }
   std::shared_ptr<SampleSource> stream = open_parquet_source(*candidate.dataset);
   if (candidate.dataset->encoded) {
     // Encoded images are decoded as batches need them, so they always stream; within a budget that

@@ -467,3 +467,20 @@ def test_a_footer_larger_than_the_budget_once_parsed_is_refused_before_it_is_rea
         feeder.DataLoader(out, batch_size=1000, memory_budget=32 << 20)
     loader = feeder.DataLoader(out, batch_size=1000, memory_budget=256 << 20)
     assert sum(len(labels) for _, labels in loader) == 20000
+
+
+def test_an_index_that_claims_more_rows_than_the_budget_can_order_is_refused_before_tables_are_made(tmp_path):
+    """An index.json whose second shard claims 10^12 rows (for a file of a few KB) grew to 5.6 GB
+    building the stream's tables before anything was checked; it is refused, naming the shard."""
+    images = np.random.default_rng(0).integers(0, 256, (200, 4, 4), dtype=np.uint8)
+    source = write_idx(str(tmp_path / "train"), images, np.arange(200) % 10)
+    out = tmp_path / "set"
+    feeder.convert(source, str(out), shard_rows=100)
+    index = json.loads((out / "index.json").read_text())
+    index["shards"][1]["rows"] = 10**12
+    index["shards"][1]["row_group_rows"] = [10**12]
+    index["num_rows"] = 100 + 10**12
+    (out / "index.json").write_text(json.dumps(index))
+    with pytest.raises(feeder.DataError, match=r"1000000000100 rows \(as index\.json records them; the most in "
+                                               r"part-00001\.parquet, 1000000000000 rows in \d+ bytes\) need 7\.3 TiB"):
+        feeder.DataLoader(str(out), batch_size=10, memory_budget=64 << 20)
