@@ -80,23 +80,6 @@ class PngReader {
   MemoryReader reader_;
 };
 
-// A palette shorter than its indices reach: PIL pads it with a gray ramp (index i is gray i), where
-// libpng pads with black. Padded here as PIL does, so that such a file gives torchvision's pixels.
-void pad_palette_as_pil(png_structp png, png_infop info) {
-  if (png_get_color_type(png, info) != PNG_COLOR_TYPE_PALETTE) return;
-  png_colorp palette = nullptr;
-  int count = 0;
-  if (!png_get_PLTE(png, info, &palette, &count)) return;
-  const int reach = 1 << png_get_bit_depth(png, info);
-  if (count >= reach) return;
-  png_color padded[PNG_MAX_PALETTE_LENGTH];
-  for (int i = 0; i < reach; ++i) {
-    const auto gray = static_cast<png_byte>(i);
-    padded[i] = i < count ? palette[i] : png_color{gray, gray, gray};
-  }
-  png_set_PLTE(png, info, padded, reach);
-}
-
 }  // namespace
 
 ImageHeader read_png_header(std::span<const uint8_t> bytes, const std::string& name) {
@@ -118,7 +101,6 @@ void decode_png(std::span<const uint8_t> bytes, int channels, const std::string&
   // those of the image data's own chunks, whose corruption zlib's checksum catches anyway: so
   // here, so that every PNG that torchvision trains on decodes.
   png_set_crc_action(r.png, PNG_CRC_QUIET_USE, PNG_CRC_DEFAULT);
-  pad_palette_as_pil(r.png, r.info);
   // To 8-bit gray or RGB, as PIL's convert("RGB"/"L") sees them: palettes and low bit depths
   // expanded, 16-bit samples to their high byte, alpha (also from tRNS) dropped.
   png_set_expand(r.png);
