@@ -129,8 +129,10 @@ void open_parquet(Candidate& candidate, int64_t share) {
   OpenedSet& set = candidate.set;
   // Every loader holds an epoch order of 8 bytes a row: a row count beyond the budget (an index
   // that claims 10^12 rows for a 2 MB shard) is refused before any table of rows or pieces is made.
+  // Below 8M rows those tables are small, and the loader checks its budget itself.
+  constexpr int64_t kOrderCheckFloor = int64_t{64} << 20;
   const int64_t rows = candidate.dataset->num_rows;
-  if (share > 0 && rows > share / static_cast<int64_t>(sizeof(int64_t))) {
+  if (share > 0 && rows > std::max(share, kOrderCheckFloor) / static_cast<int64_t>(sizeof(int64_t))) {
     const auto largest = std::max_element(candidate.dataset->shards.begin(), candidate.dataset->shards.end(),
                                           [](const ShardInfo& a, const ShardInfo& b) { return a.num_rows < b.num_rows; });
     throw DataError(set.spec + ": " + std::to_string(rows) + " rows (" +

@@ -90,7 +90,9 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
                     std::to_string(kMaxFooterBytes) + " bytes this reader accepts");
   }
   const int64_t footer_memory = int64_t{footer_bytes} * kFooterMemoryPerByte;
-  if (options.max_metadata_bytes > 0 && footer_memory > options.max_metadata_bytes) {
+  // A footer read with the tail (most files') takes at most 1.5 MiB: never refused, whatever the
+  // budget, so that a small budget given to a small set still opens it.
+  if (options.max_metadata_bytes > 0 && footer_bytes > kTailReadBytes && footer_memory > options.max_metadata_bytes) {
     throw DataError(n + ": its footer of " + format_byte_size(footer_bytes) + " (" + std::to_string(footer_bytes) +
                     " bytes) takes up to " + format_byte_size(footer_memory) + " in memory once read, more than the " +
                     format_byte_size(options.max_metadata_bytes) + " memory budget: raise the budget, or write the "

@@ -113,7 +113,7 @@ struct ParquetImageOptions {
   int num_threads = 0;
   int64_t max_decoded_bytes = int64_t{8} << 30;
   // The most memory one file's footer may take once parsed (kFooterMemoryPerByte times its bytes),
-  // checked before it is parsed; 0: no limit. A loader's memory budget, so that a file of 200,000
+  // checked before it is parsed for footers over 64 KiB (smaller ones always open); 0: no limit. A loader's memory budget, so that a file of 200,000
   // row groups (a 27 MB footer, 600 MB parsed) is refused by name instead of overrunning it.
   int64_t max_metadata_bytes = 0;
 };
