@@ -1,5 +1,6 @@
-// feeder-image-bench (`feeder bench images`): the C++ loader over a folder of JPEGs against a bare
-// full decode of the same files by libjpeg-turbo, in one process without LibTorch or Python.
+// feeder-image-bench (`feeder bench images`): the C++ loader over a folder of images against a bare
+// full decode of the same files, each by its format's library (libjpeg-turbo, libpng, libwebp), in
+// one process without LibTorch or Python.
 //
 // Rows, images/s as the median of --repeats alternated passes over the whole set, each after a
 // warm-up pass of the same loader with no other loader alive:
@@ -9,7 +10,8 @@
 //   - a bare full-size decode of the same files (in memory) on as many std::threads as workers: the
 //     rate no loader that decodes whole images can pass;
 //   - the training crops' decode alone, on as many threads: each image's RandomResizedCrop box
-//     decoded as training decodes it (DCT scaling, the box's columns and rows, nothing below it),
+//     decoded as training decodes it (a JPEG: DCT scaling, the box's columns and rows, nothing below
+//     it; a PNG or WebP: whole, as the stage decodes them),
 //     not resampled: the rate no crop-aware pipeline that resamples can pass.
 // Then the peak RSS of the process. The set is the one bench/images/images_bench.py builds (2000
 // ImageNet-sized crops of Debian's wallpapers): its Python rows compare with these. --large-photos
@@ -21,11 +23,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -60,19 +65,31 @@ double pass(feeder::Loader& loader, int64_t epoch) {
 }
 
 // Images/s of a pass over every image of `source` on `threads` std::threads, each taking the next
-// image and doing `make_work()(i)` with work of its own (its own scratch).
+// image and doing `make_work()(i)` with work of its own (its own scratch). The first error (an
+// image that does not decode) stops the pass and is thrown here, naming the file.
 template <class MakeWork>
 double rate_on_threads(const feeder::EncodedImageSource& source, int threads, const MakeWork& make_work) {
   const auto start = Clock::now();
   std::atomic<int64_t> next{0};
+  std::mutex mutex;
+  std::exception_ptr error;  // guarded by mutex
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
       auto work = make_work();
-      for (int64_t i = next++; i < source.size(); i = next++) work(i);
+      for (int64_t i = next++; i < source.size(); i = next++) {
+        try {
+          work(i);
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!error) error = std::make_exception_ptr(std::runtime_error(source.sample_name(i) + ": " + e.what()));
+          next = source.size();
+        }
+      }
     });
   }
   for (std::thread& thread : pool) thread.join();
+  if (error) std::rethrow_exception(error);
   return static_cast<double>(source.size()) / seconds_since(start);
 }
 
@@ -89,14 +106,20 @@ double crop_decode(const feeder::EncodedImageSource& source, int threads, int64_
   feeder::ResizedCropOptions options;
   options.out_height = options.out_width = size;
   return rate_on_threads(source, threads, [&] {
-    return [&source, &options, epoch, scratch = feeder::ImageScratch()](int64_t i) mutable {
+    return [&source, &options, epoch, scratch = feeder::ImageScratch(), pixels = std::vector<uint8_t>()](int64_t i) mutable {
       feeder::SplitMix64 rng = feeder::sample_generator(0, epoch, i);
       const auto box = [&](int64_t width, int64_t height) {
         return feeder::random_resized_crop(width, height, {}, [&] { return rng.uniform_double(); });
       };
+      const std::span<const uint8_t> bytes = source.sample(i).bytes;
+      if (feeder::sniff_image_format(bytes) != feeder::ImageFormat::kJpeg) {
+        // PNG and WebP have no region decode: the stage decodes them whole, as here.
+        feeder::decode_image(bytes, 3, "image", pixels);
+        return;
+      }
       feeder::ResizedCropInfo info;
       feeder::detail::JpegRegion region;
-      feeder::detail::decode_jpeg_region(source.sample(i).bytes, "image", box, options, scratch, info, region);
+      feeder::detail::decode_jpeg_region(bytes, "image", box, options, scratch, info, region);
     };
   });
 }
@@ -127,7 +150,7 @@ std::string large_photos(const std::string& root) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("the C++ image loader against a bare full decode of the same JPEGs", "feeder bench images");
+  CLI::App app("the C++ image loader against a bare full decode of the same images", "feeder bench images");
   std::string data = "build/bench-images/wallpapers-2000/train";
   int workers = 2;
   int64_t batch_size = 256;
@@ -176,7 +199,8 @@ int main(int argc, char** argv) {
     const std::vector<std::pair<std::string, feeder::ImageCrop>> loaders = {
         {"training: feeder::Loader (RandomResizedCrop + flip)", feeder::ImageCrop::kRandomResizedCrop},
         {"evaluation: feeder::Loader (Resize + CenterCrop)", feeder::ImageCrop::kCenterCrop}};
-    const std::string bare = "bare full decode (libjpeg-turbo, " + std::to_string(workers) + " threads)";
+    const std::string bare = "bare full decode (each format's library: libjpeg-turbo, libpng, libwebp; " +
+                             std::to_string(workers) + " threads)";
     const std::string crops = "the training crops' decode alone, not resampled (" + std::to_string(workers) + " threads)";
     std::shared_ptr<const feeder::EncodedImageSource> smaller;
     const std::string smaller_name = "training, the images stored at --max-side " + std::to_string(max_side);

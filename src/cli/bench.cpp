@@ -41,7 +41,7 @@ int exec_bench(std::vector<std::string> args) {
                  "  loader       feeder's loader against LibTorch's torch::data loader and a memcpy of the same bytes\n"
                  "  ablation     the article's data-pipeline ablation, each row in its own process\n"
                  "  stream       a sharded set larger than the memory budget, streamed against in memory\n"
-                 "  images       the image loader (crops, resizing) against a bare full decode of the same JPEGs\n"
+                 "  images       the image loader (crops, resizing) against a bare full decode of the same images\n"
                  "  distributed  data-parallel training over c10d and checkpoints, against one process\n";
     return help ? 0 : 2;
   }

@@ -77,4 +77,28 @@ if output=$(timeout 300 "$feeder" train --train "$work/many" --test "$work/many"
 fi
 grep -qE "^feeder train: training batch [0-9]+ of epoch 1: label 1[23] is outside the model's 12 classes \(0\.\.11\)$" <<<"$output" ||
   { echo "FAIL: the label outside the model was not named:"; echo "$output" | tail -3; exit 1; }
-echo "ok: image folders train, a bad image is named, or skipped and counted, and 14 classes get 14 outputs"
+
+# feeder bench images on a folder of mixed formats (what image folders hold) measures it: its bare
+# decode ended in std::terminate on the first PNG, assuming JPEGs. A bad image is named.
+/usr/bin/python3 - "$work/mixed" <<'PY'
+import os, sys
+import numpy as np
+from PIL import Image
+root = sys.argv[1]
+rng = np.random.default_rng(2)
+for c in range(2):
+    os.makedirs(f"{root}/c{c}", exist_ok=True)
+    for i, (kind, ext) in enumerate([("JPEG", "jpg"), ("PNG", "png"), ("WEBP", "webp")] * 4):
+        Image.fromarray(rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)).save(f"{root}/c{c}/{i:02d}.{ext}", kind)
+PY
+output=$(timeout 300 "$feeder" bench images --data "$work/mixed" --repeats 1 --batch-size 8 --size 32 2>&1) ||
+  { echo "FAIL: bench images on JPEG, PNG and WebP files failed:"; echo "$output" | tail -5; exit 1; }
+grep -q "^| bare full decode (each format's library" <<<"$output" || { echo "FAIL: no bare decode row:"; echo "$output"; exit 1; }
+grep -q "^| training: feeder::Loader" <<<"$output" || { echo "FAIL: no training row:"; echo "$output"; exit 1; }
+head -c 200 "$work/mixed/c1/00.jpg" >"$work/mixed/c1/99.jpg"
+if output=$(timeout 300 "$feeder" bench images --data "$work/mixed" --repeats 1 --batch-size 8 --size 32 2>&1); then
+  echo "FAIL: bench images measured a folder with a truncated JPEG"; exit 1
+fi
+grep -q "^feeder bench images: $work/mixed/c1/99.jpg: bad JPEG" <<<"$output" ||
+  { echo "FAIL: the bad image was not named:"; echo "$output" | tail -3; exit 1; }
+echo "ok: image folders train, a bad image is named, or skipped and counted, 14 classes get 14 outputs, and bench images measures mixed formats"
