@@ -1,8 +1,5 @@
 #include "feeder/formats/parquet/row_group_reader.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <limits>
@@ -24,36 +21,12 @@ namespace feeder::parquet {
 namespace {
 
 // The tail read when a file is opened: the footer of most image files fits (784 pixel columns take
-// about 60 KiB per row group), so one pread usually gets footer, length and magic together.
+// about 60 KiB per row group), so one read usually gets footer, length and magic together.
 constexpr int64_t kTailReadBytes = int64_t{64} << 10;
 // A footer larger than this is not read: a lying length must not make the reader allocate gigabytes.
 constexpr int64_t kMaxFooterBytes = int64_t{1} << 30;
 
-// Reads [offset, offset + size_bytes) of fd into out, retrying short reads; returns the bytes read,
-// fewer only at the end of the file. Throws DataError with the system error.
-int64_t pread_fully(int fd, uint8_t* out, int64_t size_bytes, int64_t offset, const std::string& name) {
-  int64_t done = 0;
-  while (done < size_bytes) {
-    const ssize_t got = ::pread(fd, out + done, static_cast<size_t>(size_bytes - done), static_cast<off_t>(offset + done));
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw DataError(name + ": cannot read " + std::to_string(size_bytes) + " bytes at offset " + std::to_string(offset) +
-                      ": " + std::strerror(errno));
-    }
-    if (got == 0) break;
-    done += got;
-  }
-  return done;
-}
-
-std::vector<uint8_t> pread_exactly(int fd, int64_t size_bytes, int64_t offset, const std::string& name) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(size_bytes));
-  const int64_t got = pread_fully(fd, bytes.data(), size_bytes, offset, name);
-  if (got != size_bytes) {
-    throw DataError(name + ": file ended after " + std::to_string(offset + got) + " bytes while reading its footer (truncated while opening?)");
-  }
-  return bytes;
-}
+constexpr const char* kFooterRead = "its footer (truncated while opening?)";
 
 }  // namespace
 
@@ -68,20 +41,23 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
   ParquetRowGroupReader reader;
   reader.name_ = name.empty() ? path.string() : std::move(name);
   const std::string& n = reader.name_;
-  reader.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (reader.fd_ < 0) throw DataError(n + ": cannot open: " + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(reader.fd_, &info) != 0) throw DataError(n + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(info.st_mode)) throw DataError(n + ": not a regular file");
-  const auto size = static_cast<int64_t>(info.st_size);
+  try {
+    reader.file_ = file_system_for(path).open(path);
+  } catch (const DataError& error) {  // named as the caller names the file
+    const std::string what = error.what();
+    if (n == path.string() || what.rfind(path.string(), 0) != 0) throw;
+    throw DataError(n + what.substr(path.string().size()));
+  }
+  const int64_t size = reader.file_->size();
   reader.size_bytes_ = static_cast<uint64_t>(size);
 
   // The tail, and the leading magic: from the same read when the file is small.
   const int64_t tail_bytes = std::min(size, kTailReadBytes);
-  const std::vector<uint8_t> tail = pread_exactly(reader.fd_, tail_bytes, size - tail_bytes, n);
+  const RandomAccessFile& file = *reader.file_;
+  const std::vector<uint8_t> tail = file.read_exactly(size - tail_bytes, tail_bytes, kFooterRead);
   const std::vector<uint8_t> head = size <= kTailReadBytes
                                         ? std::vector<uint8_t>(tail.begin(), tail.begin() + std::min<int64_t>(size, 4))
-                                        : pread_exactly(reader.fd_, 4, 0, n);
+                                        : file.read_exactly(0, 4, kFooterRead);
   const std::span<const uint8_t> tail_span(tail);
   const uint32_t footer_bytes = detail::check_file_ends(
       head, tail_span.last(std::min(tail_span.size(), detail::kFooterTailBytes)), static_cast<uint64_t>(size), n);
@@ -103,7 +79,7 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
     const auto begin = tail.end() - static_cast<std::ptrdiff_t>(footer_bytes + detail::kFooterTailBytes);
     reader.footer_.assign(begin, begin + footer_bytes);
   } else {
-    reader.footer_ = pread_exactly(reader.fd_, footer_bytes, footer_start, n);
+    reader.footer_ = file.read_exactly(footer_start, footer_bytes, kFooterRead);
   }
   reader.metadata_ = detail::parse_footer(reader.footer_, static_cast<uint64_t>(footer_start), n);
 
@@ -134,35 +110,6 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
   feeder::detail::MutexLock lock(reader.page_maps_->mutex);
   reader.page_maps_->by_row_group.resize(static_cast<size_t>(reader.num_row_groups()));
   return reader;
-}
-
-ParquetRowGroupReader::ParquetRowGroupReader(ParquetRowGroupReader&& other) noexcept { *this = std::move(other); }
-
-ParquetRowGroupReader& ParquetRowGroupReader::operator=(ParquetRowGroupReader&& other) noexcept {
-  if (this == &other) return *this;
-  close();
-  fd_ = std::exchange(other.fd_, -1);
-  name_ = std::move(other.name_);
-  size_bytes_ = other.size_bytes_;
-  footer_ = std::move(other.footer_);
-  metadata_ = std::move(other.metadata_);
-  verify_checksums_ = other.verify_checksums_;
-  shape_ = other.shape_;
-  columns_ = std::move(other.columns_);
-  label_idx_ = other.label_idx_;
-  pixel_idx_ = std::move(other.pixel_idx_);
-  image_idx_ = other.image_idx_;
-  encoded_idx_ = other.encoded_idx_;
-  spans_ = std::move(other.spans_);
-  page_maps_ = std::move(other.page_maps_);
-  return *this;
-}
-
-ParquetRowGroupReader::~ParquetRowGroupReader() { close(); }
-
-void ParquetRowGroupReader::close() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
 }
 
 int64_t ParquetRowGroupReader::row_group_rows(int64_t row_group_idx) const {
@@ -248,10 +195,9 @@ std::vector<ColumnChunkInfo> ParquetRowGroupReader::read_span(int64_t row_group_
   const Span& span = spans_[static_cast<size_t>(row_group_idx)];
   const int64_t span_bytes = span.end - span.begin;
   if (static_cast<int64_t>(scratch.size()) < span_bytes) scratch.resize(static_cast<size_t>(span_bytes));
-  const int64_t got = pread_fully(fd_, scratch.data(), span_bytes, span.begin, name_);
+  const int64_t got = file_->read_at(span.begin, std::span<uint8_t>(scratch.data(), static_cast<size_t>(span_bytes)));
   if (got != span_bytes) {
-    struct stat info {};
-    const int64_t file_end = ::fstat(fd_, &info) == 0 ? static_cast<int64_t>(info.st_size) : span.begin + got;
+    const int64_t file_end = file_->size_now();
     throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
                     std::to_string(span.begin) + ".." + std::to_string(span.end) + " needed, the file ends at " +
                     std::to_string(file_end));
@@ -456,7 +402,7 @@ std::shared_ptr<const ParquetRowGroupReader::PageMaps::RowGroupPages> ParquetRow
   std::vector<uint8_t> header_bytes;
   const auto read = [&](int64_t offset, int64_t size_bytes) {
     header_bytes.resize(static_cast<size_t>(size_bytes));
-    const int64_t got = pread_fully(fd_, header_bytes.data(), size_bytes, offset, name_);
+    const int64_t got = file_->read_at(offset, header_bytes);
     return std::span<const uint8_t>(header_bytes.data(), static_cast<size_t>(got));
   };
   for (const int64_t column_idx : needed_columns()) {
@@ -480,7 +426,7 @@ detail::ChunkLocation ParquetRowGroupReader::read_page_run(int64_t row_group_idx
     scratch.resize(static_cast<size_t>(dictionary_bytes + run_bytes));
   }
   const auto read_exactly = [&](uint8_t* out, int64_t size_bytes, int64_t offset) {
-    const int64_t got = pread_fully(fd_, out, size_bytes, offset, name_);
+    const int64_t got = file_->read_at(offset, std::span<uint8_t>(out, static_cast<size_t>(size_bytes)));
     if (got != size_bytes) {
       throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
                       std::to_string(offset) + ".." + std::to_string(offset + size_bytes) + " needed");

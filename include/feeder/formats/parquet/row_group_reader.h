@@ -28,6 +28,7 @@
 
 #include "feeder/formats/parquet/metadata.h"
 #include "feeder/formats/parquet/reader.h"
+#include "feeder/io/file_system.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder::parquet {
@@ -52,11 +53,11 @@ class ParquetRowGroupReader {
   static ParquetRowGroupReader open(const std::filesystem::path& path, const ParquetImageOptions& options = {},
                                     std::string name = {});
 
-  ParquetRowGroupReader(ParquetRowGroupReader&& other) noexcept;
-  ParquetRowGroupReader& operator=(ParquetRowGroupReader&& other) noexcept;
+  ParquetRowGroupReader(ParquetRowGroupReader&& other) noexcept = default;
+  ParquetRowGroupReader& operator=(ParquetRowGroupReader&& other) noexcept = default;
   ParquetRowGroupReader(const ParquetRowGroupReader&) = delete;
   ParquetRowGroupReader& operator=(const ParquetRowGroupReader&) = delete;
-  ~ParquetRowGroupReader();
+  ~ParquetRowGroupReader() = default;
 
   const std::string& name() const { return name_; }
   const FileMetadata& metadata() const { return metadata_; }
@@ -164,14 +165,13 @@ class ParquetRowGroupReader {
 
  private:
   ParquetRowGroupReader() = default;
-  void close() noexcept;
 
   struct Span {
     int64_t begin = 0;  // file offset
     int64_t end = 0;
   };
 
-  int fd_ = -1;
+  std::shared_ptr<const RandomAccessFile> file_;  // through the file system that holds it
   std::string name_;
   uint64_t size_bytes_ = 0;
   std::vector<uint8_t> footer_;

@@ -1,0 +1,74 @@
+#pragma once
+
+// The one door to bytes: every reader (Parquet, tar shards, image files, index.json, IDX and CSV)
+// opens, sizes, reads and lists through a FileSystem, and no reader calls open, pread or mmap
+// itself. The local disk is the first implementation; a store where each read is a network round
+// trip fits behind the same interface, which is why reads are of ranges, may be issued from any
+// number of threads at once, and whole-file reads are one call.
+//
+// Thread safety: a FileSystem and a RandomAccessFile are immutable once made; every method may be
+// called from any number of threads at once, with any number of reads outstanding.
+// Ownership: a RandomAccessFile owns what it opened (a descriptor) and releases it when the last
+// shared_ptr to it goes; FileBytes own their mapping or buffer.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "feeder/io/file.h"
+
+namespace feeder {
+
+// A file opened for reading: its size when it was opened, and reads of byte ranges.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+
+  // The path (or address) as errors name it.
+  virtual const std::string& name() const = 0;
+  // Bytes, when the file was opened.
+  virtual int64_t size() const = 0;
+  // Reads up to out.size() bytes from `offset` into `out`; returns how many, fewer only where the
+  // file ends. Throws DataError naming the file when the read fails.
+  virtual int64_t read_at(int64_t offset, std::span<uint8_t> out) const = 0;
+  // Bytes now (a file may change after it is opened): to say where a short read ended.
+  virtual int64_t size_now() const = 0;
+
+  // Exactly out.size() bytes from `offset`, or a DataError naming the file, `what` was read and
+  // where the file ended ("x.parquet: file ended after 100 bytes while reading its footer").
+  void read_exactly(int64_t offset, std::span<uint8_t> out, const std::string& what) const;
+  std::vector<uint8_t> read_exactly(int64_t offset, int64_t size_bytes, const std::string& what) const;
+};
+
+// One entry of a listing.
+struct FileEntry {
+  std::filesystem::path path;
+  bool directory = false;
+  int64_t size = 0;  // bytes of a file; 0 for a directory
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // Opens a regular file for reading; throws DataError naming it ("cannot open: ...", "not a
+  // regular file").
+  virtual std::shared_ptr<const RandomAccessFile> open(const std::filesystem::path& path) const = 0;
+  // A whole file's raw bytes (no gzip handling): a regular local file is mapped, anything else
+  // (a pipe) read. Throws DataError naming it.
+  virtual FileBytes read_all(const std::filesystem::path& path) const = 0;
+  // The entries of a directory (one level, in no order; symbolic links followed for the kind and
+  // size). Throws DataError naming the directory.
+  virtual std::vector<FileEntry> list(const std::filesystem::path& directory) const = 0;
+};
+
+// The local disk: open/pread on a descriptor held per opened file, mmap for whole files.
+const FileSystem& local_file_system();
+
+// The file system that holds `path`: the local disk for every path today.
+const FileSystem& file_system_for(const std::filesystem::path& path);
+
+}  // namespace feeder
