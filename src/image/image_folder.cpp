@@ -14,6 +14,7 @@
 
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 #include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
 #include "feeder/util/utf8.h"
@@ -37,26 +38,12 @@ bool ends_with_any(const std::string& name, std::initializer_list<const char*> e
 
 // Reads a whole file into `out` (exactly `size` bytes, as listed); throws DataError naming it.
 void read_whole(const fs::path& path, uint8_t* out, int64_t size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError(path.string() + ": cannot open: " + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) == 0 && info.st_size != size) {
-    ::close(fd);
-    throw DataError(path.string() + ": its size changed to " + std::to_string(info.st_size) + " bytes since the folder "
+  const std::shared_ptr<const RandomAccessFile> file = file_system_for(path).open(path);
+  if (file->size() != size)
+    throw DataError(path.string() + ": its size changed to " + std::to_string(file->size()) + " bytes since the folder "
                     "was listed (" + std::to_string(size) + ")");
-  }
-  int64_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, out + done, static_cast<size_t>(size - done), done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "it became shorter while being read";
-      ::close(fd);
-      throw DataError(path.string() + ": cannot read: " + why);
-    }
-    done += n;
-  }
-  ::close(fd);
+  if (file->read_at(0, std::span<uint8_t>(out, static_cast<size_t>(size))) != size)
+    throw DataError(path.string() + ": cannot read: it became shorter while being read");
 }
 
 // A folder held in memory and the same folder streamed order their files differently (the stream

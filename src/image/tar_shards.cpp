@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 
 namespace fs = std::filesystem;
 
@@ -54,18 +55,14 @@ std::vector<fs::path> list_tar_files(const std::string& spec) {
   return paths;
 }
 
-// An archive reader over a shard from byte `start` on, with pread: an entry's headers begin there.
-// Owned by one thread.
+// An archive reader over a shard from byte `start` on, read in ranges through the file system: an
+// entry's headers begin there. Owned by one thread.
 class ShardReader {
  public:
-  ShardReader(const fs::path& path, int64_t start) : path_(path), offset_(start) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw DataError(path.string() + ": cannot open: " + std::strerror(errno));
+  ShardReader(const fs::path& path, int64_t start)
+      : path_(path), file_(file_system_for(path).open(path)), offset_(start) {
     archive_ = archive_read_new();
-    if (!archive_) {
-      ::close(fd_);
-      throw std::bad_alloc();
-    }
+    if (!archive_) throw std::bad_alloc();
     archive_read_support_format_tar(archive_);
     archive_read_set_callback_data(archive_, this);
     archive_read_set_read_callback(archive_, &ShardReader::read);
@@ -110,15 +107,17 @@ class ShardReader {
   }
 
  private:
-  static la_ssize_t read(archive*, void* data, const void** buffer) {
+  // libarchive's C code calls this: a failed read is reported through it, never thrown across it.
+  static la_ssize_t read(archive* a, void* data, const void** buffer) {
     auto* self = static_cast<ShardReader*>(data);
-    for (;;) {
-      const ssize_t n = ::pread(self->fd_, self->buffer_, sizeof(self->buffer_), self->offset_);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return -1;
+    try {
+      const int64_t n = self->file_->read_at(self->offset_, self->buffer_);
       self->offset_ += n;
       *buffer = self->buffer_;
-      return n;
+      return static_cast<la_ssize_t>(n);
+    } catch (const std::exception& e) {
+      archive_set_error(a, EIO, "%s", e.what());
+      return -1;
     }
   }
   static la_int64_t skip(archive*, void* data, la_int64_t request) {
@@ -132,12 +131,10 @@ class ShardReader {
   void close() {
     if (archive_) archive_read_free(archive_);
     archive_ = nullptr;
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
   }
 
   fs::path path_;
-  int fd_ = -1;
+  std::shared_ptr<const RandomAccessFile> file_;
   archive* archive_ = nullptr;
   int64_t offset_ = 0;
   bool read_any_ = false;  // an entry was read
@@ -335,12 +332,10 @@ class TarShardSource final : public SampleSource {
   // shard cut after a member would otherwise read as a shorter, valid one.
   static void check_end_blocks(const fs::path& shard) {
     constexpr int64_t kEndBytes = 1024;
-    const int fd = ::open(shard.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw DataError(shard.string() + ": cannot open: " + std::strerror(errno));
+    const std::shared_ptr<const RandomAccessFile> file = file_system_for(shard).open(shard);
     uint8_t tail[kEndBytes] = {};
-    const off_t size = ::lseek(fd, 0, SEEK_END);
-    const ssize_t got = size >= kEndBytes ? ::pread(fd, tail, kEndBytes, size - kEndBytes) : 0;
-    ::close(fd);
+    const int64_t size = file->size();
+    const int64_t got = size >= kEndBytes ? file->read_at(size - kEndBytes, tail) : 0;
     if (got != kEndBytes || std::any_of(tail, tail + kEndBytes, [](uint8_t byte) { return byte != 0; }))
       throw DataError(shard.string() + ": truncated: a tar file ends with two zero blocks, this one (" +
                       std::to_string(size) + " bytes) does not");
