@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 #include "feeder/io/file.h"
 #include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
@@ -348,7 +349,7 @@ ImageStore read_csv_bytes(std::span<const uint8_t> bytes, const std::string& nam
 }
 
 ImageStore read_csv(const std::filesystem::path& path, const CsvReadOptions& options) {
-  const FileBytes file(path);  // regular files mapped rather than copied
+  const FileBytes file = file_system_for(path).read_all(path);  // a local regular file mapped rather than copied
   const std::span<const uint8_t> bytes = file.bytes();
   if (has_gzip_magic(bytes))
     return read_csv_bytes(gunzip(bytes.data(), bytes.size(), path.string()), path.string(), options);

@@ -15,6 +15,7 @@
 
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 #include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/image/encoded_rows.h"
 #include "feeder/image/image_folder.h"
@@ -41,13 +42,10 @@ bool is_hidden(const std::string& name) { return !name.empty() && (name[0] == '.
 
 std::vector<fs::path> list_parquet_files(const fs::path& dir) {
   std::vector<fs::path> paths;
-  std::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    std::error_code ignored;
-    if (!is_hidden(name) && name.ends_with(kParquetExtension) && it->is_regular_file(ignored)) paths.push_back(dir / name);
+  for (const FileEntry& entry : file_system_for(dir).list(dir)) {
+    const std::string name = entry.path.filename().string();
+    if (!is_hidden(name) && name.ends_with(kParquetExtension) && entry.file()) paths.push_back(dir / name);
   }
-  if (error) throw DataError(dir.string() + ": cannot list: " + error.message());
   std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
   return paths;
 }
@@ -60,18 +58,14 @@ std::vector<fs::path> match_glob(const std::string& spec) {
   if (pattern_path.has_parent_path() && has_glob_chars(dir.string())) {
     throw DataError(spec + ": only the last path component may hold a glob (*, ?, [...])");
   }
-  std::error_code error;
-  if (!fs::is_directory(dir, error)) throw DataError(spec + ": no such directory " + dir.string());
+  const FileSystem& files = file_system_for(dir);
+  if (!files.stat(dir).directory()) throw DataError(spec + ": no such directory " + dir.string());
   std::vector<fs::path> paths;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    std::error_code ignored;
-    if (name != kShardIndexName && ::fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0 &&
-        it->is_regular_file(ignored)) {
+  for (const FileEntry& entry : files.list(dir)) {
+    const std::string name = entry.path.filename().string();
+    if (name != kShardIndexName && ::fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0 && entry.file())
       paths.push_back(pattern_path.has_parent_path() ? dir / name : fs::path(name));
-    }
   }
-  if (error) throw DataError(dir.string() + ": cannot list: " + error.message());
   if (paths.empty()) throw DataError(spec + ": no files match");
   std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
   return paths;
@@ -159,7 +153,8 @@ std::string row_groups_text(const std::vector<int64_t>& rows) {
 // resolves the columns and must agree with the index.
 ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& options) {
   const fs::path index_path = dir / kShardIndexName;
-  const std::vector<uint8_t> bytes = read_file_raw(index_path);
+  const FileBytes index_file = file_system_for(index_path).read_all(index_path);
+  const std::span<const uint8_t> bytes = index_file.bytes();
   ShardedDataset dataset = detail::parse_shard_index(std::string(bytes.begin(), bytes.end()), dir);
   if (options.shape) {
     if (options.shape->num_pixels() != dataset.shape.num_pixels()) {
@@ -168,13 +163,14 @@ ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& opti
     }
     dataset.shape = *options.shape;
   }
+  const FileSystem& files = file_system_for(dir);
   for (const ShardInfo& shard : dataset.shards) {
-    std::error_code error;
-    const uintmax_t size_bytes = fs::file_size(shard.path, error);
-    if (error == std::errc::no_such_file_or_directory) {
+    const FileEntry found = files.stat(shard.path);
+    if (found.kind == FileKind::kMissing) {
       throw DataError(shard.path.string() + ": listed in " + std::string(kShardIndexName) + " but missing");
     }
-    if (error) throw DataError(shard.path.string() + ": cannot stat: " + error.message());
+    if (!found.file()) throw DataError(shard.path.string() + ": not a regular file");
+    const auto size_bytes = static_cast<uint64_t>(found.size);
     if (size_bytes != shard.size_bytes) {
       throw DataError(shard.path.string() + ": " + std::to_string(size_bytes) + " bytes, but " +
                       std::string(kShardIndexName) + " records " + std::to_string(shard.size_bytes) +
@@ -351,8 +347,7 @@ int64_t ShardedDataset::num_row_groups() const {
 }
 
 bool is_sharded_spec(const std::string& spec) {
-  std::error_code error;
-  if (fs::is_directory(spec, error)) return true;
+  if (file_system_for(spec).stat(spec).directory()) return true;
   return has_glob_chars(fs::path(spec).filename().string());
 }
 
@@ -361,8 +356,7 @@ namespace {
 // A set feeder convert has not finished writing (its marker beside `files`, or in `directory`):
 // some of its shards may be missing, and what is there would read as a whole set.
 void refuse_unfinished(const std::string& spec, const fs::path& directory) {
-  std::error_code error;
-  if (!fs::exists(directory / kUnfinishedMarker, error)) return;
+  if (file_system_for(directory).stat(directory / kUnfinishedMarker).kind == FileKind::kMissing) return;
   throw DataError(spec + ": feeder convert has not finished writing " +
                   (spec == directory.string() ? std::string("this set") : "the set in " + directory.string()) + " (" +
                   std::string(kUnfinishedMarker) + " is there): it is being written, or it was cut short (the "
@@ -371,16 +365,17 @@ void refuse_unfinished(const std::string& spec, const fs::path& directory) {
 
 ShardedDataset open_sharded_spec(const std::string& spec, const ParquetImageOptions& options) {
   const fs::path path(spec);
-  std::error_code error;
-  if (fs::is_directory(path, error)) {
+  const FileSystem& files = file_system_for(path);
+  const FileEntry what = files.stat(path);
+  if (what.directory()) {
     refuse_unfinished(spec, path);
-    if (fs::exists(path / kShardIndexName, error)) return open_indexed(path, options);
+    if (files.stat(path / kShardIndexName).kind != FileKind::kMissing) return open_indexed(path, options);
     const std::vector<fs::path> paths = list_parquet_files(path);
     if (paths.empty()) {
       // A folder of images without class folders is a likely mistake: say what the layout is.
       bool images = false;
-      for (const auto& entry : fs::directory_iterator(path, error))
-        images = images || is_image_file_name(entry.path().filename().string());
+      for (const FileEntry& entry : files.list(path))
+        images = images || is_image_file_name(entry.path.filename().string());
       throw DataError(spec + ": no .parquet files and no " + std::string(kShardIndexName) +
                       (images ? " (its images are not in class folders: an image folder has one folder of images per "
                                 "class, as torchvision's ImageFolder reads)"
@@ -394,7 +389,7 @@ ShardedDataset open_sharded_spec(const std::string& spec, const ParquetImageOpti
     for (const fs::path& file : files) refuse_unfinished(spec, file.parent_path().empty() ? "." : file.parent_path());
     return describe_from_footers(root, files, options);
   }
-  if (fs::is_regular_file(path, error)) {
+  if (what.file()) {
     refuse_unfinished(spec, root);
     return describe_from_footers(root, {path}, options);
   }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 #include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/formats/sharded.h"
 #include "util/mutex.h"
@@ -303,12 +304,9 @@ class ParquetShardSource final : public SampleSource {
       opened.emplace(ParquetRowGroupReader::open(shard.path, options_));
     } catch (const DataError& error) {
       // Say what happened to the file rather than what its remains look like.
-      std::error_code stat_error;
-      const uintmax_t size_bytes = fs::file_size(shard.path, stat_error);
-      if (stat_error == std::errc::no_such_file_or_directory) {
-        throw DataError(where + ": file vanished after the set was opened");
-      }
-      if (!stat_error && size_bytes != shard.size_bytes) throw size_changed(size_bytes, false);
+      const FileEntry now = file_system_for(shard.path).stat(shard.path);
+      if (now.kind == FileKind::kMissing) throw DataError(where + ": file vanished after the set was opened");
+      if (now.file() && static_cast<uint64_t>(now.size) != shard.size_bytes) throw size_changed(now.size, false);
       std::string what = error.what();
       const std::string prefix = shard.path.string() + ": ";
       if (what.starts_with(prefix)) what.erase(0, prefix.size());

@@ -34,18 +34,20 @@ std::string lower(std::string text) {
 
 std::vector<fs::path> list_tar_files(const std::string& spec) {
   std::vector<fs::path> paths;
-  std::error_code error;
   const fs::path path(spec);
-  if (fs::is_directory(path, error)) {
-    for (const auto& entry : fs::directory_iterator(path, error))
-      if (entry.is_regular_file(error) && entry.path().extension() == ".tar") paths.push_back(entry.path());
+  const FileSystem& files = file_system_for(path);
+  const FileEntry what = files.stat(path);
+  if (what.directory()) {
+    for (const FileEntry& entry : files.list(path))
+      if (entry.file() && entry.path.extension() == ".tar") paths.push_back(entry.path);
   } else if (has_glob_chars(path.filename().string())) {
     const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
     const std::string pattern = path.filename().string();
-    for (const auto& entry : fs::directory_iterator(dir, error))
-      if (entry.is_regular_file(error) && ::fnmatch(pattern.c_str(), entry.path().filename().c_str(), FNM_PERIOD) == 0)
-        paths.push_back(entry.path());
-  } else if (fs::is_regular_file(path, error)) {
+    if (files.stat(dir).directory())
+      for (const FileEntry& entry : files.list(dir))
+        if (entry.file() && ::fnmatch(pattern.c_str(), entry.path.filename().c_str(), FNM_PERIOD) == 0)
+          paths.push_back(entry.path);
+  } else if (what.file()) {
     paths.push_back(path);
   } else {
     throw DataError(spec + ": no such file or directory");
@@ -93,6 +95,7 @@ class ShardReader {
     last_member_ = name ? name : "";
     return entry;
   }
+  int64_t size() const { return file_->size(); }
   // The current entry's header position, from the start of the shard.
   int64_t header_position(int64_t start) const { return start + archive_read_header_position(archive_); }
   // Reads the current entry's `size` bytes into `out`.
@@ -257,10 +260,8 @@ class TarShardSource final : public SampleSource {
   // Reads a shard's headers and labels: its samples, in the order their images come.
   void scan(size_t shard_idx, bool& some_labeled, bool& some_unlabeled, std::string& unlabeled_example) {
     const fs::path& shard = shards_[shard_idx];
-    std::error_code error;
-    const auto shard_bytes = static_cast<int64_t>(fs::file_size(shard, error));
-    if (error) throw DataError(shard.string() + ": cannot read its size: " + error.message());
     ShardReader reader(shard, 0);
+    const int64_t shard_bytes = reader.size();
     struct Key {
       int64_t sample = -1;
       std::optional<int64_t> label;
@@ -356,12 +357,12 @@ class TarShardSource final : public SampleSource {
 }  // namespace
 
 bool is_tar_spec(const std::string& spec) {
-  std::error_code error;
   const fs::path path(spec);
-  if (fs::is_directory(path, error)) {
+  const FileSystem& files = file_system_for(path);
+  if (files.stat(path).directory()) {
     bool tar = false;
-    for (const auto& entry : fs::directory_iterator(path, error)) {
-      const auto extension = entry.path().extension();
+    for (const FileEntry& entry : files.list(path)) {
+      const auto extension = entry.path.extension();
       if (extension == ".parquet") return false;
       tar = tar || extension == ".tar";
     }

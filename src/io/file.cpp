@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 
 namespace feeder {
 namespace {
@@ -152,8 +153,9 @@ std::vector<uint8_t> gunzip(const uint8_t* data, size_t size_bytes, const std::s
 }
 
 std::vector<uint8_t> read_file(const std::filesystem::path& path) {
-  std::vector<uint8_t> bytes = read_file_raw(path);
-  if (!has_gzip_magic(bytes)) return bytes;
+  const FileBytes file = file_system_for(path).read_all(path);
+  const std::span<const uint8_t> bytes = file.bytes();
+  if (!has_gzip_magic(bytes)) return {bytes.begin(), bytes.end()};
   return gunzip(bytes.data(), bytes.size(), path.string());
 }
 

@@ -83,18 +83,18 @@ class LocalFileSystem final : public FileSystem {
     namespace fs = std::filesystem;
     std::vector<FileEntry> entries;
     std::error_code error;
-    for (auto it = fs::directory_iterator(directory, error); !error && it != fs::directory_iterator(); it.increment(error)) {
-      std::error_code kind_error;
-      FileEntry entry{it->path(), it->is_directory(kind_error), 0};
-      if (!entry.directory) {
-        std::error_code size_error;
-        const auto size = it->file_size(size_error);
-        entry.size = size_error ? 0 : static_cast<int64_t>(size);
-      }
-      entries.push_back(std::move(entry));
-    }
+    for (auto it = fs::directory_iterator(directory, error); !error && it != fs::directory_iterator(); it.increment(error))
+      entries.push_back(stat(it->path()));
     if (error) throw DataError(directory.string() + ": cannot list: " + error.message());
     return entries;
+  }
+  FileEntry stat(const std::filesystem::path& path) const override {
+    struct stat info {};
+    FileEntry entry{path, FileKind::kMissing, 0};
+    if (::stat(path.c_str(), &info) != 0) return entry;
+    entry.kind = S_ISREG(info.st_mode) ? FileKind::kFile : S_ISDIR(info.st_mode) ? FileKind::kDirectory : FileKind::kOther;
+    if (entry.file()) entry.size = static_cast<int64_t>(info.st_size);
+    return entry;
   }
 };
 

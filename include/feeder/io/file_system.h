@@ -43,11 +43,15 @@ class RandomAccessFile {
   std::vector<uint8_t> read_exactly(int64_t offset, int64_t size_bytes, const std::string& what) const;
 };
 
-// One entry of a listing.
+enum class FileKind { kMissing, kFile, kDirectory, kOther };
+
+// What a path holds: one entry of a listing, or a stat.
 struct FileEntry {
   std::filesystem::path path;
-  bool directory = false;
-  int64_t size = 0;  // bytes of a file; 0 for a directory
+  FileKind kind = FileKind::kMissing;
+  int64_t size = 0;  // bytes of a file; 0 otherwise
+  bool file() const { return kind == FileKind::kFile; }
+  bool directory() const { return kind == FileKind::kDirectory; }
 };
 
 class FileSystem {
@@ -61,8 +65,11 @@ class FileSystem {
   // (a pipe) read. Throws DataError naming it.
   virtual FileBytes read_all(const std::filesystem::path& path) const = 0;
   // The entries of a directory (one level, in no order; symbolic links followed for the kind and
-  // size). Throws DataError naming the directory.
+  // size: a link to nothing is kMissing). Throws DataError naming the directory.
   virtual std::vector<FileEntry> list(const std::filesystem::path& directory) const = 0;
+  // What `path` holds (symbolic links followed); kMissing when nothing is there. Never throws for
+  // a path that is missing.
+  virtual FileEntry stat(const std::filesystem::path& path) const = 0;
 };
 
 // The local disk: open/pread on a descriptor held per opened file, mmap for whole files.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 
 namespace feeder::detail {
 
@@ -168,18 +169,15 @@ uint64_t fingerprint_of_content_hashes(const std::vector<ShardInfo>& shards) {
 }
 
 uint64_t hash_file(const std::filesystem::path& path) {
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw DataError(path.string() + ": cannot open: " + std::strerror(errno));
+  const std::shared_ptr<const RandomAccessFile> file = file_system_for(path).open(path);
   const std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(), &XXH3_freeState);
   if (!state || XXH3_64bits_reset(state.get()) != XXH_OK) throw std::bad_alloc();
   std::vector<uint8_t> block(size_t{1} << 20);
-  while (true) {
-    const size_t got = std::fread(block.data(), 1, block.size(), file.get());
-    if (got > 0) XXH3_64bits_update(state.get(), block.data(), got);
-    if (got < block.size()) {
-      if (std::ferror(file.get())) throw DataError(path.string() + ": cannot read: " + std::strerror(errno));
-      break;
-    }
+  for (int64_t offset = 0;;) {
+    const int64_t got = file->read_at(offset, block);
+    XXH3_64bits_update(state.get(), block.data(), static_cast<size_t>(got));
+    offset += got;
+    if (got < static_cast<int64_t>(block.size())) break;
   }
   return XXH3_64bits_digest(state.get());
 }

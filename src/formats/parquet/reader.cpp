@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 #include "feeder/io/file.h"
 #include "formats/parquet/decoder/decoder.h"
 #include "formats/parquet/detail/chunk_reader.h"
@@ -17,7 +18,7 @@ int64_t ColumnData::null_count() const {
 }
 
 ParquetFile ParquetFile::open(const std::filesystem::path& path, const ReaderOptions& options) {
-  return from_bytes(FileBytes(path), path.string(), options);
+  return from_bytes(file_system_for(path).read_all(path), path.string(), options);
 }
 
 ParquetFile ParquetFile::from_buffer(std::vector<uint8_t> bytes, std::string name, const ReaderOptions& options) {

@@ -77,6 +77,10 @@ def main_worker(rank, args):
             optimizer.step()
         acc1, count = validate(val_loader, model, args, rank)
         print(f"rank {rank} epoch {epoch} acc1 {acc1:.3f} count {count} loss {loss.item():.4f}", flush=True)
+    # torch 1.13's gloo can deadlock at exit when the process group is destroyed with the GIL held
+    # while a worker thread still frees the last collective's tensors (which needs the GIL); a
+    # barrier first lets that finish.
+    dist.barrier()
     dist.destroy_process_group()
 
 
