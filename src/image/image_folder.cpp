@@ -142,12 +142,18 @@ class StreamedImageFolder final : public SampleSource {
 }  // namespace
 
 bool is_image_folder(const fs::path& directory) {
-  std::error_code error;
-  if (!fs::is_directory(directory, error)) return false;
+  const FileSystem& files = file_system_for(directory);
+  if (!files.stat(directory).directory()) return false;
   bool has_subdirectory = false;
-  for (const auto& entry : fs::directory_iterator(directory, error)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory(error)) has_subdirectory = true;
+  std::vector<FileEntry> entries;
+  try {
+    entries = files.list(directory);
+  } catch (const DataError&) {
+    return false;  // a directory that cannot be listed holds no folder we can read
+  }
+  for (const FileEntry& entry : entries) {
+    const std::string name = entry.path.filename().string();
+    if (entry.directory()) has_subdirectory = true;
     if (ends_with_any(name, {".parquet", "index.json"}) || name.find("-idx3-ubyte") != std::string::npos ||
         name.find("-idx1-ubyte") != std::string::npos)
       return false;
@@ -185,23 +191,54 @@ bool python_less(const std::string& a, const std::string& b) {
   return python_code_points(a) < python_code_points(b);
 }
 
-// A directory's identity, whatever path reaches it: (0, 0) when it cannot be stat'ed (the walk
-// then reports the error itself).
-std::pair<dev_t, ino_t> directory_id(const fs::path& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return {0, 0};
-  return {info.st_dev, info.st_ino};
-}
+// What a class folder's walk finds: image files as (directory, name), in no order yet.
+struct FolderWalk {
+  const FileSystem& files;
+  std::vector<std::pair<std::string, std::string>> found;
+  std::vector<std::string>& unsupported;
+  int64_t& skipped_other;
+  // The directories from the class folder down to the one being listed: a directory that is one
+  // of its own ancestors (a symbolic link loop) is listed once, not entered again; with two such
+  // loops the walk would otherwise grow without end.
+  std::vector<std::pair<uint64_t, uint64_t>> ancestors;
+
+  // Lists `dir`, whose entries are `depth` folders below the class folder, and what is below it.
+  void walk(const fs::path& dir, int depth) {
+    for (const FileEntry& entry : files.list(dir)) {
+      if (entry.directory()) {
+        if (depth >= kMaxFolderDepth)
+          throw DataError(entry.path.string() + ": more than " + std::to_string(kMaxFolderDepth) +
+                          " folders deep in the class folder (a loop of symbolic links?)");
+        const bool known = entry.identity != std::pair<uint64_t, uint64_t>{0, 0};
+        if (known && std::find(ancestors.begin(), ancestors.end(), entry.identity) != ancestors.end()) continue;
+        ancestors.push_back(entry.identity);
+        walk(entry.path, depth + 1);
+        ancestors.pop_back();
+        continue;
+      }
+      const std::string name = entry.path.filename().string();
+      if (is_image_file_name(name))
+        found.emplace_back(dir.string(), name);
+      else if (ends_with_any(lower(name), {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
+        unsupported.push_back(entry.path.string());
+      else
+        ++skipped_other;
+    }
+  }
+};
 
 // The listing's sizes, each file's as it is now; a file whose size cannot be read is kept with 0
 // bytes and its reason.
 void add_sizes(ImageFolderListing& listing) {
   listing.sizes.reserve(listing.files.size());
+  const FileSystem& files = file_system_for(listing.files.empty() ? fs::path() : listing.files.front());
   for (size_t i = 0; i < listing.files.size(); ++i) {
-    std::error_code error;
-    const auto size = fs::file_size(listing.files[i], error);
-    if (error) listing.unreadable.emplace(static_cast<int64_t>(i), error.message());
-    listing.sizes.push_back(error ? 0 : static_cast<int64_t>(size));
+    const FileEntry entry = files.stat(listing.files[i]);
+    if (!entry.file())
+      listing.unreadable.emplace(static_cast<int64_t>(i), entry.kind == FileKind::kMissing
+                                                              ? "No such file or directory"
+                                                              : "not a regular file");
+    listing.sizes.push_back(entry.file() ? entry.size : 0);
     listing.encoded_bytes += listing.sizes.back();
   }
 }
@@ -209,13 +246,12 @@ void add_sizes(ImageFolderListing& listing) {
 }  // namespace
 
 ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std::string>& classes) {
-  std::error_code error;
-  if (!fs::is_directory(root, error))
+  const FileSystem& files = file_system_for(root);
+  if (!files.stat(root).directory())
     throw DataError(root.string() + ": not a directory (an image folder has one folder of images per class)");
   ImageFolderListing listing;
-  for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink, error))
-    if (entry.is_directory(error)) listing.classes.push_back(entry.path().filename().string());
-  if (error) throw DataError(root.string() + ": cannot list: " + error.message());
+  for (const FileEntry& entry : files.list(root))
+    if (entry.directory()) listing.classes.push_back(entry.path.filename().string());
   std::sort(listing.classes.begin(), listing.classes.end(), python_less);
   if (listing.classes.empty())
     throw DataError(root.string() + ": no class folders (an image folder has one folder of images per class: "
@@ -244,34 +280,10 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
   std::vector<std::string> unsupported;
   for (size_t folder = 0; folder < listing.classes.size(); ++folder) {
     const int64_t label = folder_labels[folder];
-    std::vector<std::pair<std::string, std::string>> found;  // (directory, file name)
     const fs::path class_dir = root / listing.classes[folder];
-    // The directories from the class folder down to the entry's, by (device, inode): a directory
-    // that is one of its own ancestors (a symlink loop) is listed once, not entered again; with two
-    // such loops the walk would otherwise grow without end.
-    std::vector<std::pair<dev_t, ino_t>> ancestors{directory_id(class_dir)};
-    for (auto it = fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink, error);
-         !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
-      if (it->is_directory(error)) {
-        if (it.depth() >= kMaxFolderDepth)
-          throw DataError(it->path().string() + ": more than " + std::to_string(kMaxFolderDepth) +
-                          " folders deep in the class folder (a loop of symbolic links?)");
-        ancestors.resize(static_cast<size_t>(it.depth()) + 1);
-        const auto id = directory_id(it->path());
-        if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end())
-          it.disable_recursion_pending();  // a loop back to an ancestor
-        ancestors.push_back(id);
-        continue;
-      }
-      const std::string name = it->path().filename().string();
-      if (is_image_file_name(name))
-        found.emplace_back(it->path().parent_path().string(), name);
-      else if (ends_with_any(lower(name), {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
-        unsupported.push_back(it->path().string());
-      else
-        ++listing.skipped_other;
-    }
-    if (error) throw DataError(class_dir.string() + ": cannot list: " + error.message());
+    FolderWalk walk{files, {}, unsupported, listing.skipped_other, {files.stat(class_dir).identity}};
+    walk.walk(class_dir, 0);
+    std::vector<std::pair<std::string, std::string>>& found = walk.found;  // (directory, file name)
     if (found.empty()) empty_classes.push_back(listing.classes[folder]);
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
       if (a.first != b.first) return python_less(a.first, b.first);  // os.walk's directories, sorted

@@ -94,6 +94,7 @@ class LocalFileSystem final : public FileSystem {
     if (::stat(path.c_str(), &info) != 0) return entry;
     entry.kind = S_ISREG(info.st_mode) ? FileKind::kFile : S_ISDIR(info.st_mode) ? FileKind::kDirectory : FileKind::kOther;
     if (entry.file()) entry.size = static_cast<int64_t>(info.st_size);
+    entry.identity = {static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
     return entry;
   }
 };

@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "feeder/io/file.h"
@@ -50,6 +51,9 @@ struct FileEntry {
   std::filesystem::path path;
   FileKind kind = FileKind::kMissing;
   int64_t size = 0;  // bytes of a file; 0 otherwise
+  // What a directory is, whatever path reaches it (device and inode on a local disk), to find a
+  // walk's cycles through links; {0, 0} where a store has no links, or it is not known.
+  std::pair<uint64_t, uint64_t> identity{0, 0};
   bool file() const { return kind == FileKind::kFile; }
   bool directory() const { return kind == FileKind::kDirectory; }
 };
