@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "feeder/error.h"
+#include "feeder/io/file_system.h"
 #include "feeder/formats/csv.h"
 #include "feeder/formats/idx.h"
 #include "feeder/formats/parquet/reader.h"
@@ -44,8 +45,7 @@ fs::path find_idx_labels(const fs::path& images) {
   const std::string candidates[] = {gz ? name + std::string(kGz) : name, gz ? name : name + std::string(kGz)};
   for (const std::string& candidate : candidates) {
     const fs::path path = images.parent_path() / candidate;
-    std::error_code ignored;
-    if (fs::is_regular_file(path, ignored)) return path;
+    if (file_system_for(path).stat(path).file()) return path;
   }
   return {};
 }
@@ -70,9 +70,8 @@ ImageStore load_images(const fs::path& file) {
 fs::path find_split_file(const fs::path& dir, Split split) {
   const std::string split_name = split == Split::kTrain ? "train" : "test";
   const std::string idx_prefix = split == Split::kTrain ? "train" : "t10k";
-  std::error_code error;
-  if (!fs::is_directory(dir, error))
-    throw DataError(dir.string() + ": no such data directory");
+  const FileSystem& files = file_system_for(dir);
+  if (!files.stat(dir).directory()) throw DataError(dir.string() + ": no such data directory");
 
   // In order of preference: IDX is what the Debian package ships; Parquet before CSV because it is
   // smaller and typed.
@@ -81,15 +80,15 @@ fs::path find_split_file(const fs::path& dir, Split split) {
       split_name + ".csv"};
   for (const std::string& name : exact) {
     const fs::path path = dir / name;
-    if (fs::is_regular_file(path, error)) return path;
+    if (files.stat(path).file()) return path;
   }
   // Kaggle names such as fashion-mnist_train.csv; sorted so that the choice does not depend on the
   // directory order.
   const std::string suffix = "_" + split_name + ".csv";
   std::vector<fs::path> matches;
-  for (fs::directory_iterator it(dir, error), last; !error && it != last; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() > suffix.size() && ends_with(name, suffix) && it->is_regular_file(error)) matches.push_back(it->path());
+  for (const FileEntry& entry : files.list(dir)) {
+    const std::string name = entry.path.filename().string();
+    if (name.size() > suffix.size() && ends_with(name, suffix) && entry.file()) matches.push_back(entry.path);
   }
   if (!matches.empty()) return *std::min_element(matches.begin(), matches.end());
 
@@ -98,8 +97,8 @@ fs::path find_split_file(const fs::path& dir, Split split) {
   looked_for += "*" + suffix;
   // Splits held as folders (image folders, sharded sets: train/ and test/ or val/) are given by name.
   std::string hint;
-  if (fs::is_directory(dir / "train", error)) {
-    const char* test = !fs::is_directory(dir / "test", error) && fs::is_directory(dir / "val", error) ? "val" : "test";
+  if (files.stat(dir / "train").directory()) {
+    const char* test = !files.stat(dir / "test").directory() && files.stat(dir / "val").directory() ? "val" : "test";
     hint = "; for image folders or sharded sets give each by name: --train " + (dir / "train").string() + " --test " +
            (dir / test).string();
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "feeder/formats/parquet/row_group_reader.h"
+#include "feeder/io/file_system.h"
 
 namespace feeder::parquet {
 
@@ -37,15 +38,16 @@ std::vector<std::string> class_label_names(const FileMetadata& metadata, const s
 std::vector<std::string> class_label_names(const std::filesystem::path& file_or_directory,
                                            const std::string& label_column) {
   namespace fs = std::filesystem;
-  std::error_code error;
+  const FileSystem& file_system = file_system_for(file_or_directory);
+  const FileEntry what = file_system.stat(file_or_directory);
   fs::path file = file_or_directory;
-  if (fs::is_directory(file_or_directory, error)) {
+  if (what.directory()) {
     std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(file_or_directory, error))
-      if (entry.path().extension() == ".parquet" && entry.is_regular_file(error)) files.push_back(entry.path());
+    for (const FileEntry& entry : file_system.list(file_or_directory))
+      if (entry.path.extension() == ".parquet" && entry.file()) files.push_back(entry.path);
     if (files.empty()) return {};
     file = *std::min_element(files.begin(), files.end());
-  } else if (file.extension() != ".parquet" || !fs::is_regular_file(file, error)) {
+  } else if (file.extension() != ".parquet" || !what.file()) {
     return {};
   }
   return class_label_names(ParquetRowGroupReader::open(file).metadata(), label_column);
