@@ -3,6 +3,7 @@
 // The exceptions feeder throws. Plain values that own their messages: a worker's exception is
 // carried to the consumer thread as a std::exception_ptr and rethrown there unchanged.
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +28,19 @@ class DistributedError : public std::runtime_error {
 class OptionsError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+// An OptionsError of a memory budget too small for a stream: what it needs against what it was
+// given, so that a caller that shares out a budget can say it in its own terms without reading
+// the message.
+class BudgetError : public OptionsError {
+ public:
+  BudgetError(const std::string& message, int64_t needed_bytes, int64_t given_bytes, bool window_can_shrink)
+      : OptionsError(message), needed_bytes(needed_bytes), given_bytes(given_bytes), window_can_shrink(window_can_shrink) {}
+
+  int64_t needed_bytes;      // the smallest budget that would do (at least)
+  int64_t given_bytes;       // the budget given
+  bool window_can_shrink;    // a smaller shuffle window would also do
 };
 
 }  // namespace feeder

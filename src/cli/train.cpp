@@ -250,15 +250,10 @@ int run(const TrainArgs& args) {
   const auto make_loader = [&](const OpenedSet& set, const LoaderOptions& options, const char* role) {
     try {
       return TensorLoader(set.source, options);
-    } catch (const OptionsError& e) {
-      if (std::string_view(e.what()).find("is too small") == std::string_view::npos ||
-          std::string_view(e.what()).find("memory_budget") == std::string_view::npos)
-        throw;
+    } catch (const BudgetError& e) {
       throw OptionsError(std::string(e.what()) + " (here memory_budget is the " + role + " set's share of " +
                          "--memory-budget " + format_byte_size(memory_budget) + ", and prefetch is " + std::to_string(options.prefetch) + ": raise " +
-                         "--memory-budget, or lower --batch-size" +
-                         (std::string_view(e.what()).find("lower the shuffle window") != std::string_view::npos
-                              ? " or --shuffle-window)" : ")"));
+                         "--memory-budget, or lower --batch-size" + (e.window_can_shrink ? " or --shuffle-window)" : ")"));
     }
   };
   TensorLoader train_loader = make_loader(sets.train, train_options, "training");
@@ -323,12 +318,11 @@ int run(const TrainArgs& args) {
         const int64_t window_before = train_loader.loader().shuffle_window();
         try {
           train_loader.loader().restore(state);  // refuses another world size, dataset or seed
-        } catch (const OptionsError& e) {
+        } catch (const BudgetError& e) {
           // A budget that cannot hold the saved window: the loader's budget is the training set's
           // share of --memory-budget, so say so. Every other refusal (another dataset, world
           // size, seed) has nothing to do with the budget and goes as it is.
-          const bool about_budget = std::string_view(e.what()).find("memory_budget") != std::string_view::npos;
-          if (!about_budget || sets.train.memory_budget == memory_budget || sets.train.memory_budget == 0) throw;
+          if (sets.train.memory_budget == memory_budget || sets.train.memory_budget == 0) throw;
           throw OptionsError(std::string(e.what()) + " (the training set's share of the memory budget " +
                              format_byte_size(memory_budget) + ", the rest being the test set's: raise --memory-budget "
                              "by the difference)");

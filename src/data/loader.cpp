@@ -336,7 +336,7 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   const int64_t in_flight = in_flight_batches(options);
   const int64_t needed_bytes = source.held_bytes_for_rows(required_rows(source, options, window, in_flight));
   if (block_budget < needed_bytes) {
-    throw OptionsError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
+    throw BudgetError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
                        " is too small: the stream needs " + format_byte_size(overhead) +
                         " for the epoch order and read buffers plus " + format_byte_size(needed_bytes) +
                        (source.encoded() ? " of encoded samples" : " of decoded samples") + " (the batches in flight: " +
@@ -347,7 +347,8 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
                        std::to_string(max_block_rows(source)) +
                        " rows each, the unit the set is read in); raise the budget" +
                        (window > 1 ? ", or lower the shuffle window, prefetch or batch size"
-                                   : ", or lower prefetch or the batch size"));
+                                   : ", or lower prefetch or the batch size"),
+                      options.memory_budget - block_budget + needed_bytes, options.memory_budget, window > 1);
   }
   return options;
 }
@@ -596,11 +597,12 @@ void Loader::adopt_window(int64_t window) {
   if (shared_->stream) {
     const int64_t needed = source_->held_bytes_for_rows(required_rows(*source_, options_, window, in_flight_batches(options_)));
     if (needed > stream_block_budget_) {
-      throw OptionsError("cannot restore this loader state on " + source_->name() + ": it was saved with a shuffle "
-                         "window of " + std::to_string(window) + " samples, which memory_budget " +
-                         format_byte_size(options_.memory_budget) + " cannot hold (its own window is " +
-                         std::to_string(options_.shuffle_window) + " samples): give a memory budget of at least " +
-                         format_byte_size(options_.memory_budget - stream_block_budget_ + needed));
+      const int64_t needed_budget = options_.memory_budget - stream_block_budget_ + needed;
+      throw BudgetError("cannot restore this loader state on " + source_->name() + ": it was saved with a shuffle "
+                        "window of " + std::to_string(window) + " samples, which memory_budget " +
+                        format_byte_size(options_.memory_budget) + " cannot hold (its own window is " +
+                        std::to_string(options_.shuffle_window) + " samples): give a memory budget of at least " +
+                        format_byte_size(needed_budget), needed_budget, options_.memory_budget, false);
     }
   }
   options_.shuffle_window = window;

@@ -658,14 +658,30 @@ TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
               "the set is read in); "
               "raise the budget, or lower the shuffle window, prefetch or batch size");
   }
+  // The error carries its numbers (a caller sharing out a budget reads them, not the message): the
+  // budget it names as needed is enough, and one byte less is not.
+  try {
+    Loader loader(source, options);
+  } catch (const BudgetError& e) {
+    EXPECT_EQ(e.given_bytes, 50 * 1024);
+    EXPECT_GT(e.needed_bytes, 137 * 1024);  // 39 KiB + 99 KiB, as the message says
+    EXPECT_LT(e.needed_bytes, 140 * 1024);
+    EXPECT_TRUE(e.window_can_shrink);
+    options.memory_budget = e.needed_bytes;
+    EXPECT_NO_THROW(Loader(source, options));
+    options.memory_budget = e.needed_bytes - 1;
+    EXPECT_THROW(Loader(source, options), BudgetError);
+    options.memory_budget = 50 * 1024;
+  }
   options.shuffle_window = 1;  // nothing left to lower there
   options.memory_budget = 40 * 1024;
   try {
     Loader loader(source, options);
     FAIL() << "a budget below what the batches in flight need was accepted";
-  } catch (const OptionsError& e) {
+  } catch (const BudgetError& e) {
     EXPECT_NE(std::string(e.what()).find("raise the budget, or lower prefetch or the batch size"), std::string::npos)
         << e.what();
+    EXPECT_FALSE(e.window_can_shrink);
   }
 }
 
