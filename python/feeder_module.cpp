@@ -478,6 +478,7 @@ PYBIND11_MODULE(_feeder, m) {
       });
   m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
   m.def("is_image_folder", [](const std::string& path) { return is_image_folder(path); });
+  m.def("is_idx_directory", [](const std::string& path) { return is_idx_directory(path); });
   m.def("is_tar_spec", [](const std::string& spec) { return is_tar_spec(spec); });
   m.def(
       "open_tar_shards",

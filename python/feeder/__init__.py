@@ -126,14 +126,6 @@ def _as_int64_labels(labels):
     return np.ascontiguousarray(labels, dtype=np.int64)
 
 
-def _is_idx_directory(path):
-    """A directory of IDX files (as `feeder train --data` takes), not a Parquet set."""
-    if not os.path.isdir(path) or os.path.exists(os.path.join(path, "index.json")):
-        return False
-    names = os.listdir(path)
-    return not any(name.endswith(".parquet") for name in names) and any("-idx3-ubyte" in name for name in names)
-
-
 def _labeled_or_allowed(opened, path, allow_unlabeled):
     if not opened.labeled and not allow_unlabeled:
         raise DataError(
@@ -163,7 +155,7 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
             opened.skipped_files = skipped_other + skipped_unsupported
             opened.image_folder = True
             return opened
-        if _is_idx_directory(path):
+        if _feeder.is_idx_directory(os.fsencode(path)):
             # torchvision's `train=`: the training or the test split of the directory
             path = os.fsdecode(_feeder.find_split_file(os.fsencode(path), bool(train)))
         opened = _labeled_or_allowed(_feeder.open_path(os.fsencode(path), memory_budget), path, allow_unlabeled)

@@ -114,7 +114,7 @@ ImageStore load(const ConvertArgs& args) {
     fs::path idx_images;
     for (const auto& entry : fs::directory_iterator(args.input, error)) {
       set = set || entry.path().extension() == ".parquet";
-      if (input_kind(entry.path()) == FileKind::kIdx && entry.path().filename().string().find("-idx3-ubyte") != std::string::npos)
+      if (is_idx_images_name(entry.path().filename().string()))
         idx_images = entry.path();
     }
     if (set) {

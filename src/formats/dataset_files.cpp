@@ -50,6 +50,18 @@ fs::path find_idx_labels(const fs::path& images) {
   return {};
 }
 
+bool is_idx_directory(const fs::path& directory) {
+  const FileSystem& files = file_system_for(directory);
+  if (!files.stat(directory).directory() || files.stat(directory / "index.json").kind != FileKind::kMissing) return false;
+  bool images = false;
+  for (const FileEntry& entry : files.list(directory)) {
+    const std::string name = entry.path.filename().string();
+    if (ends_with(name, ".parquet")) return false;
+    images = images || is_idx_images_name(name);
+  }
+  return images;
+}
+
 ImageStore load_images(const fs::path& file) {
   const std::string name = file.filename().string();
   if (ends_with(name, ".csv") || ends_with(name, ".csv.gz")) return read_csv(file);
