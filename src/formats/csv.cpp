@@ -357,7 +357,7 @@ ImageStore read_csv(const std::filesystem::path& path, const CsvReadOptions& opt
 }
 
 void write_csv(const ImageStore& store, const std::filesystem::path& path) {
-  AtomicFileWriter writer(path);
+  const std::unique_ptr<WritableFile> writer = file_system_for(path).create(path);
   const int64_t num_pixels = store.image_bytes();
   std::string header = store.labeled() ? "label" : "";
   for (int64_t i = 1; i <= num_pixels; ++i) {
@@ -365,7 +365,7 @@ void write_csv(const ImageStore& store, const std::filesystem::path& path) {
     header += "pixel" + std::to_string(i);
   }
   header += '\n';
-  writer.write(header);
+  writer->write(header);
 
   // Rows are formatted into one buffer and written in large blocks; a row is at most a 20-digit
   // label and 4 bytes per pixel ("255,").
@@ -387,13 +387,13 @@ void write_csv(const ImageStore& store, const std::filesystem::path& path) {
     out[-1] = '\n';
     if (static_cast<size_t>(out - buffer.data()) >= kFlushBytes) {
       throw_if_interrupted();  // the temp file is removed as the exception passes
-      writer.write(buffer.data(), static_cast<size_t>(out - buffer.data()));
+      writer->write(buffer.data(), static_cast<size_t>(out - buffer.data()));
       out = buffer.data();
     }
   }
-  writer.write(buffer.data(), static_cast<size_t>(out - buffer.data()));
+  writer->write(buffer.data(), static_cast<size_t>(out - buffer.data()));
   throw_if_interrupted();
-  writer.commit();
+  writer->commit();
 }
 
 }  // namespace feeder

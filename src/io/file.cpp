@@ -200,9 +200,9 @@ void AtomicFileWriter::commit() {
 }
 
 void write_file_atomically(const std::filesystem::path& target, std::string_view text) {
-  AtomicFileWriter writer(target);
-  writer.write(text);
-  writer.commit();
+  const std::unique_ptr<WritableFile> file = file_system_for(target).create(target);
+  file->write(text);
+  file->commit();
 }
 
 void check_can_write(const std::filesystem::path& target) {

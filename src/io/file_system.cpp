@@ -73,8 +73,23 @@ class LocalFile final : public RandomAccessFile {
   int64_t size_ = 0;
 };
 
+// A temporary file beside the target, renamed into place on commit.
+class LocalWritableFile final : public WritableFile {
+ public:
+  explicit LocalWritableFile(const std::filesystem::path& path) : writer_(path) {}
+  void write(const void* data, size_t size_bytes) override { writer_.write(data, size_bytes); }
+  uint64_t bytes_written() const override { return writer_.bytes_written(); }
+  void commit() override { writer_.commit(); }
+
+ private:
+  AtomicFileWriter writer_;
+};
+
 class LocalFileSystem final : public FileSystem {
  public:
+  std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const override {
+    return std::make_unique<LocalWritableFile>(path);
+  }
   std::shared_ptr<const RandomAccessFile> open(const std::filesystem::path& path) const override {
     return std::make_shared<const LocalFile>(path);
   }

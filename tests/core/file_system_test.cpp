@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -101,6 +102,27 @@ TEST(LocalFileSystem, ReadAllMapsARegularFile) {
   write_bytes(dir / "data", numbered_bytes(5000));
   const FileBytes bytes = file_system_for(dir / "data").read_all(dir / "data");
   EXPECT_EQ(std::vector<uint8_t>(bytes.bytes().begin(), bytes.bytes().end()), numbered_bytes(5000));
+}
+
+TEST(LocalFileSystem, AWrittenFileAppearsWholeOnCommitAndNotAtAllWithout) {
+  TempDir dir;
+  const FileSystem& files = local_file_system();
+  write_bytes(dir / "out", numbered_bytes(3));
+  {
+    const auto file = files.create(dir / "out");
+    file->write("new contents");
+    EXPECT_EQ(file->bytes_written(), 12u);
+    // Not committed: the old file is still there, whole.
+    EXPECT_EQ(files.stat(dir / "out").size, 3);
+  }
+  EXPECT_EQ(files.stat(dir / "out").size, 3);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()), 1);
+  const auto file = files.create(dir / "out");
+  file->write("new contents");
+  file->commit();
+  const FileBytes bytes = files.read_all(dir / "out");
+  EXPECT_EQ(std::string(bytes.bytes().begin(), bytes.bytes().end()), "new contents");
+  EXPECT_EQ(data_error_of([&] { files.create(dir / "no such folder" / "out"); }).rfind((dir / "no such folder" / "out").string(), 0), 0u);
 }
 
 }  // namespace

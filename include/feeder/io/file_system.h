@@ -2,7 +2,8 @@
 
 // The one door to bytes: every reader (Parquet, tar shards, image files, index.json, IDX and CSV)
 // opens, sizes, reads and lists through a FileSystem, and no reader calls open, pread or mmap
-// itself. The local disk is the first implementation; a store where each read is a network round
+// itself; every output file of the library (Parquet, CSV, index.json, checkpoints) is created
+// through it and appears whole or not at all. The local disk is the first implementation; a store where each read is a network round
 // trip fits behind the same interface, which is why reads are of ranges, may be issued from any
 // number of threads at once, and whole-file reads are one call.
 //
@@ -16,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,6 +60,17 @@ struct FileEntry {
   bool directory() const { return kind == FileKind::kDirectory; }
 };
 
+// A file being written: visible under its name, whole, only once commit() returns; destroyed
+// uncommitted (an error, an interrupt), it leaves nothing behind. One thread writes it.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual void write(const void* data, size_t size_bytes) = 0;
+  void write(std::string_view text) { write(text.data(), text.size()); }
+  virtual uint64_t bytes_written() const = 0;
+  virtual void commit() = 0;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -74,6 +87,9 @@ class FileSystem {
   // What `path` holds (symbolic links followed); kMissing when nothing is there. Never throws for
   // a path that is missing.
   virtual FileEntry stat(const std::filesystem::path& path) const = 0;
+  // A file to write at `path`, replacing what is there when committed (the local disk: a temporary
+  // file beside it, renamed into place: AtomicFileWriter). Throws DataError naming it.
+  virtual std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const = 0;
 };
 
 // The local disk: open/pread on a descriptor held per opened file, mmap for whole files.

@@ -12,6 +12,7 @@
 
 #include "feeder/error.h"
 #include "feeder/io/file.h"
+#include "feeder/io/file_system.h"
 #include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
 #include "feeder/version.h"
@@ -481,8 +482,8 @@ void write_file(const std::filesystem::path& path, const WriteConfig& config, st
   column_order.__set_TYPE_ORDER(fmt::TypeDefinedOrder());
   metadata.__set_column_orders(std::vector<fmt::ColumnOrder>(static_cast<size_t>(num_leaves), column_order));
 
-  AtomicFileWriter file(path);
-  file.write(kMagic);
+  const std::unique_ptr<WritableFile> file = file_system_for(path).create(path);
+  file->write(kMagic);
   std::vector<fmt::RowGroup> row_groups;
   for (int64_t group_first_row = 0; group_first_row < num_rows; group_first_row += config.rows_per_group) {
     throw_if_interrupted();  // the temp file is removed as the exception passes
@@ -490,14 +491,14 @@ void write_file(const std::filesystem::path& path, const WriteConfig& config, st
     const std::vector<EncodedChunk> chunks = encode_group(group_first_row, group_rows);
     fmt::RowGroup row_group;
     row_group.__set_num_rows(group_rows);
-    row_group.__set_file_offset(static_cast<int64_t>(file.bytes_written()));
+    row_group.__set_file_offset(static_cast<int64_t>(file->bytes_written()));
     if (row_groups.size() <= INT16_MAX) row_group.__set_ordinal(static_cast<int16_t>(row_groups.size()));
     int64_t total_uncompressed_bytes = 0;
     int64_t total_compressed_bytes = 0;
     for (size_t column_idx = 0; column_idx < chunks.size(); ++column_idx) {
       const EncodedChunk& chunk = chunks[column_idx];
-      const int64_t chunk_offset = static_cast<int64_t>(file.bytes_written());
-      file.write(chunk.bytes.data(), chunk.bytes.size());
+      const int64_t chunk_offset = static_cast<int64_t>(file->bytes_written());
+      file->write(chunk.bytes.data(), chunk.bytes.size());
       fmt::ColumnMetaData column_metadata;
       column_metadata.__set_type(schema[column_idx + 1].type);
       column_metadata.__set_encodings(chunk.encodings);
@@ -524,14 +525,14 @@ void write_file(const std::filesystem::path& path, const WriteConfig& config, st
   metadata.__set_row_groups(std::move(row_groups));
 
   const std::string footer = parquet::detail::serialize_file_metadata(metadata);
-  file.write(footer);
+  file->write(footer);
   const uint32_t footer_bytes = static_cast<uint32_t>(footer.size());
   uint8_t length[4];
   for (int byte_idx = 0; byte_idx < 4; ++byte_idx) length[byte_idx] = static_cast<uint8_t>(footer_bytes >> (8 * byte_idx));
-  file.write(length, sizeof(length));
-  file.write(kMagic);
+  file->write(length, sizeof(length));
+  file->write(kMagic);
   throw_if_interrupted();
-  file.commit();
+  file->commit();
 }
 
 }  // namespace
