@@ -107,32 +107,49 @@ if ((${#missing[@]})); then
   fi
 fi
 
+# Each stage's time, printed as it ends: the log says where the minutes go.
+stage_started=$SECONDS
+stage_done() {
+  echo "setup.sh: $1 took $((SECONDS - stage_started)) s"
+  stage_started=$SECONDS
+}
+stage_done "checking and installing packages"
+
 jobs=$(nproc)
 # The test suite (and GoogleTest) only under --test: the first command builds what the main job runs.
 if ((run_tests)); then with_tests=ON; else with_tests=OFF; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFEEDER_TESTS="$with_tests"
 cmake --build build -j "$jobs"
+stage_done "the release build"
 
 if ((run_tests)); then
   ctest --test-dir build --output-on-failure -j "$jobs"
+  stage_done "the release tests (ctest)"
 fi
 if ((run_checks)); then
   # The core again under AddressSanitizer + UndefinedBehaviorSanitizer (no LibTorch: it is not built
   # with sanitizers and would only be noise).
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_SANITIZE=ON -DFEEDER_WITH_TORCH=OFF -DFEEDER_PYTHON=OFF
   cmake --build build-asan -j "$jobs"
+  stage_done "the ASan+UBSan build"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  stage_done "the ASan+UBSan tests"
   # The core again under ThreadSanitizer (clang): every test without LibTorch or Python, the loader's
   # stress test among them. halt_on_error: a data race fails its test instead of scrolling by.
   CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_TSAN=ON -DFEEDER_PYTHON=OFF \
     -DFEEDER_WITH_TORCH=OFF -DFEEDER_INSTALL=OFF -DFEEDER_BENCH=OFF -DFEEDER_CLI=OFF
   cmake --build build-tsan -j "$jobs"
+  stage_done "the TSan build"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure -j "$jobs"
+  stage_done "the TSan tests"
   # Parsers under libFuzzer for a bounded time each.
   fuzz/run.sh
+  stage_done "the fuzz targets (build and runs)"
   # Cross-checks with independent Parquet implementations (DuckDB, arrow-rs) from npm.
   tests/compat/run.sh
+  stage_done "the cross-checks with DuckDB and arrow-rs"
   # The article's ablation in quick mode: every row runs and the outputs are well-formed.
   bench/ablation_check.sh
+  stage_done "the ablation check"
 fi
