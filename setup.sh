@@ -10,6 +10,12 @@
 #                              ablation check: the release build and every one of its tests (CI runs
 #                              this on the second Debian release, where the whole would not fit its time)
 set -euo pipefail
+# Each stage's time, printed as it ends: the log says where the minutes go.
+stage_started=$SECONDS
+stage_done() {
+  echo "setup.sh: $1 took $((SECONDS - stage_started)) s"
+  stage_started=$SECONDS
+}
 cd "$(dirname "$0")"
 
 run_tests=0
@@ -107,12 +113,6 @@ if ((${#missing[@]})); then
   fi
 fi
 
-# Each stage's time, printed as it ends: the log says where the minutes go.
-stage_started=$SECONDS
-stage_done() {
-  echo "setup.sh: $1 took $((SECONDS - stage_started)) s"
-  stage_started=$SECONDS
-}
 stage_done "checking and installing packages"
 
 jobs=$(nproc)
