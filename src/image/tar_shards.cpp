@@ -95,7 +95,7 @@ class ShardReader {
     last_member_ = name ? name : "";
     return entry;
   }
-  int64_t size() const { return file_->size(); }
+  const RandomAccessFile& file() const { return *file_; }
   // The current entry's header position, from the start of the shard.
   int64_t header_position(int64_t start) const { return start + archive_read_header_position(archive_); }
   // Reads the current entry's `size` bytes into `out`.
@@ -261,7 +261,7 @@ class TarShardSource final : public SampleSource {
   void scan(size_t shard_idx, bool& some_labeled, bool& some_unlabeled, std::string& unlabeled_example) {
     const fs::path& shard = shards_[shard_idx];
     ShardReader reader(shard, 0);
-    const int64_t shard_bytes = reader.size();
+    const int64_t shard_bytes = reader.file().size();
     struct Key {
       int64_t sample = -1;
       std::optional<int64_t> label;
@@ -313,7 +313,7 @@ class TarShardSource final : public SampleSource {
         ++skipped_;
       }
     }
-    check_end_blocks(shard);
+    check_end_blocks(reader.file());
     for (auto& [key, found] : keys) {
       if (found.sample < 0) {
         if (found.label) throw DataError(shard.string() + ": " + found.label_member + ": a label without an image");
@@ -331,14 +331,13 @@ class TarShardSource final : public SampleSource {
 
   // A tar ends with two zero blocks of 512 bytes (then padding to its record size, also zeros): a
   // shard cut after a member would otherwise read as a shorter, valid one.
-  static void check_end_blocks(const fs::path& shard) {
+  static void check_end_blocks(const RandomAccessFile& shard) {
     constexpr int64_t kEndBytes = 1024;
-    const std::shared_ptr<const RandomAccessFile> file = file_system_for(shard).open(shard);
     uint8_t tail[kEndBytes] = {};
-    const int64_t size = file->size();
-    const int64_t got = size >= kEndBytes ? file->read_at(size - kEndBytes, tail) : 0;
+    const int64_t size = shard.size();
+    const int64_t got = size >= kEndBytes ? shard.read_at(size - kEndBytes, tail) : 0;
     if (got != kEndBytes || std::any_of(tail, tail + kEndBytes, [](uint8_t byte) { return byte != 0; }))
-      throw DataError(shard.string() + ": truncated: a tar file ends with two zero blocks, this one (" +
+      throw DataError(shard.name() + ": truncated: a tar file ends with two zero blocks, this one (" +
                       std::to_string(size) + " bytes) does not");
   }
 

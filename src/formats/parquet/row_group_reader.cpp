@@ -49,7 +49,6 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
     throw DataError(n + what.substr(path.string().size()));
   }
   const int64_t size = reader.file_->size();
-  reader.size_bytes_ = static_cast<uint64_t>(size);
 
   // The tail, and the leading magic: from the same read when the file is small.
   const int64_t tail_bytes = std::min(size, kTailReadBytes);

@@ -61,7 +61,7 @@ class ParquetRowGroupReader {
 
   const std::string& name() const { return name_; }
   const FileMetadata& metadata() const { return metadata_; }
-  uint64_t size_bytes() const { return size_bytes_; }
+  uint64_t size_bytes() const { return static_cast<uint64_t>(file_->size()); }
   // The footer as stored (the Thrift bytes), for fingerprints.
   std::span<const uint8_t> footer_bytes() const { return footer_; }
 
@@ -173,7 +173,6 @@ class ParquetRowGroupReader {
 
   std::shared_ptr<const RandomAccessFile> file_;  // through the file system that holds it
   std::string name_;
-  uint64_t size_bytes_ = 0;
   std::vector<uint8_t> footer_;
   FileMetadata metadata_;
   bool verify_checksums_ = true;
