@@ -218,19 +218,19 @@ class Loader {
 
   // The options in effect, every default resolved: shuffle_window is the window in effect, and
   // memory_budget the budget when streaming (0 in memory).
-  const LoaderOptions& options() const { return options_; }
+  const LoaderOptions& options() const;
   const SampleSource& source() const { return *source_; }
-  int64_t num_batches() const { return num_batches_; }  // per epoch, of this rank
-  int64_t num_samples() const { return num_samples_; }  // per epoch, of this rank, after drop_last
+  int64_t num_batches() const;  // per epoch, of this rank
+  int64_t num_samples() const;  // per epoch, of this rank, after drop_last
   bool pinned() const;
   // Batch buffers allocated so far. A buffer goes back to the loader when its batch (and every
   // tensor over it) is freed, so this stays at a few while a training loop drops its batches.
   int64_t buffers_allocated() const;
   bool streaming() const { return source_->in_memory() == nullptr && !source_->samples_in_memory(); }
   // The shape of every sample in a batch: the source's, or its sample stage's output.
-  const ImageShape& sample_shape() const { return sample_shape_; }
+  const ImageShape& sample_shape() const;
   // The shuffle window in effect, in samples (the whole set when it fits one window).
-  int64_t shuffle_window() const { return options_.shuffle_window; }
+  int64_t shuffle_window() const { return options().shuffle_window; }
   // When streaming, what the source's label statistics say about how well the shuffle window mixes
   // labels: empty when well enough (or nothing is known), else a paragraph saying what to change;
   // and, when the set's pages are far larger than the stream's pieces, what decoding them in every
@@ -241,7 +241,7 @@ class Loader {
   int64_t skipped_samples() const { return skipped_samples_; }
   const std::vector<std::string>& skipped_examples() const { return skipped_examples_; }
   // Streaming only: the memory budget in effect, and the most the stream has held so far.
-  int64_t memory_budget() const { return options_.memory_budget; }
+  int64_t memory_budget() const { return options().memory_budget; }
   int64_t peak_stream_bytes() const;
   // Streaming only: the most bytes of decoded row groups alive at once, counted where they are
   // allocated and freed (a check on the stream's own accounting above).
@@ -285,45 +285,28 @@ class Loader {
   void restore(const LoaderState& state);
 
  private:
-  struct Shared;
-  class StagedRows;
-  Batch assemble(int64_t batch_index) const;
+  // The plan, the epoch in progress, the stream, the assembly and the workers (src/data/loader.cpp).
+  struct Parts;
+  static constexpr size_t kSkippedExamples = 5;
+  // The batch's work on a worker (the consumer without workers): assembled, then transformed.
+  Batch make_batch(int64_t batch_index) const;
   // next() without passing over empty batches or counting skipped samples.
   std::optional<Batch> next_assembled();
-  static constexpr size_t kSkippedExamples = 5;
-  void transform(Batch& batch, int64_t epoch) const;
-  void worker_loop();
   // The order is the loader's shuffle when `given` is empty, else `given` itself (start_epoch).
   void begin_epoch(int64_t epoch, int64_t first_batch, std::optional<std::vector<int64_t>> given = std::nullopt);
   // What this loader's state at batch `batches_delivered` of `epoch` is.
   LoaderState state_at(int64_t epoch, int64_t batches_delivered) const;
-  // shuffle_advice_ for the options in effect.
-  void advise();
-  // restore()'s last check: a default window becomes the state's `window`, if the budget holds it.
-  void adopt_window(int64_t window);
 
   std::shared_ptr<const SampleSource> source_;
-  const ImageStore* store_ = nullptr;  // source_->in_memory(), or nullptr when streaming or encoded
-  // Resolved once by the constructor; restore() alone may replace a default shuffle_window (by
-  // the consumer thread, between epochs: workers never read it), and begin_epoch() the seed
-  // (reseed(), while no worker assembles).
-  LoaderOptions options_;
-  bool window_given_ = false;           // LoaderOptions::shuffle_window was set, not defaulted
-  int64_t stream_block_budget_ = 0;     // streaming: what the stream may hold in blocks
   BatchTransform transform_;
-  ImageShape sample_shape_;
-  int64_t num_samples_ = 0;
-  int64_t num_batches_ = 0;
-  int64_t largest_batch_ = 0;      // the rows a batch buffer holds
   int64_t epoch_batch_count_ = 0;  // epoch_batches(); consumer only
-  // reseed()'s seed, taken into options_.seed by the next begin_epoch(), when no worker assembles.
+  // reseed()'s seed, put in the plan by the next begin_epoch(), when no worker assembles.
   std::optional<uint64_t> next_seed_;
-  uint64_t block_layout_ = 0;  // LoaderState::block_layout
-  std::string shuffle_advice_;
+  std::string shuffle_advice_;                 // of the plan in effect; consumer only
   int64_t skipped_samples_ = 0;                // in this epoch's delivered batches; consumer only
   std::vector<std::string> skipped_examples_;  // the first few of them
   std::shared_ptr<detail::BufferPool> pool_;
-  std::unique_ptr<Shared> shared_;
+  std::unique_ptr<Parts> parts_;
 };
 
 }  // namespace feeder

@@ -1,5 +1,8 @@
 #pragma once
 
+// Internal to the loader: the batch buffers (BatchBuffer) and the pool that recycles them; any thread
+// (workers take buffers, whoever frees a Batch gives one back).
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
