@@ -1,11 +1,9 @@
+// BlockStream: the reader threads, and the waits between them, the workers and the consumer; the
+// schedule (block_schedule.*) and the blocks' memory (block_cache.*) are its parts, under mutex_.
+
 #include "data/detail/block_stream.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <atomic>
-#include <new>
-#include <unordered_map>
 
 #include "feeder/error.h"
 #include "util/thread_priority.h"
@@ -35,49 +33,13 @@ constexpr int kReaderNice = 10;
 
 }  // namespace
 
-DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, LiveBytes& live) : live_(live) {
-  const int64_t row_bytes = static_cast<int64_t>(sizeof(int64_t)) * (encoded ? 2 : 1);
-  payload_capacity_ = std::max<int64_t>(0, counted_bytes - rows * row_bytes);
-  const auto align = [](size_t offset) { return (offset + 63) / 64 * 64; };
-  ends_offset_ = align(static_cast<size_t>(payload_capacity_));
-  labels_offset_ = encoded ? align(ends_offset_ + static_cast<size_t>(rows) * sizeof(int64_t)) : ends_offset_;
-  size_bytes_ = labels_offset_ + static_cast<size_t>(rows) * sizeof(int64_t);
-  if (size_bytes_ == 0) size_bytes_ = 1;
-  // Populated in one call: the block is about to be filled, and faulting its pages in one at a
-  // time cost an image stream a tenth of its time in the kernel (more on a virtual machine).
-  memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (memory_ == MAP_FAILED) throw std::bad_alloc();
-  rows_capacity_ = rows;
-  counted_bytes_ = counted_bytes;
-  live_.add(counted_bytes_);
-}
-
-DecodedBlock::~DecodedBlock() {
-  ::munmap(memory_, size_bytes_);
-  live_.subtract(counted_bytes_);
-}
-
 BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes,
                          bool background_readers)
-    : source_(std::move(source)), budget_bytes_(budget_bytes) {
-  const auto starts = source_->block_starts();
-  block_starts_.assign(starts.begin(), starts.end());
-  pixels_per_sample_ = source_->shape().num_pixels();
-  encoded_ = source_->encoded();
-  // Buckets of samples for block_of: at least twice as many buckets as blocks, each a power of two
-  // samples, so that finding a sample's bucket is a shift (a division per sample cost a few percent
-  // of a loader-bound stream).
-  const int64_t num_samples = block_starts_.back();
-  const auto num_blocks = static_cast<int64_t>(block_starts_.size()) - 1;
-  const int64_t most_per_bucket = std::max<int64_t>(1, num_samples / std::max<int64_t>(1, 2 * num_blocks));
-  while ((int64_t{2} << bucket_shift_) <= most_per_bucket) ++bucket_shift_;
-  bucket_first_block_.resize(static_cast<size_t>((num_samples >> bucket_shift_) + 1));
-  int64_t block = 0;
-  for (size_t k = 0; k < bucket_first_block_.size(); ++k) {
-    const int64_t first_sample = static_cast<int64_t>(k) << bucket_shift_;
-    while (block + 1 < num_blocks && block_starts_[static_cast<size_t>(block) + 1] <= first_sample) ++block;
-    bucket_first_block_[k] = block;
-  }
+    : source_(std::move(source)),
+      index_(source_->block_starts()),
+      pixels_per_sample_(source_->shape().num_pixels()),
+      encoded_(source_->encoded()),
+      cache_(budget_bytes) {
   for (int i = 0; i < num_readers; ++i) {
     readers_.emplace_back([this, background_readers] { reader_loop(background_readers); });
   }
@@ -102,57 +64,6 @@ void BlockStream::cancel() {
   block_ready_.notify_all();
 }
 
-int64_t BlockStream::block_of(int64_t sample) const {
-  // The bucket's first block, then forward: a step or two, as buckets are at most half a block on
-  // average.
-  auto block = static_cast<size_t>(bucket_first_block_[static_cast<size_t>(sample >> bucket_shift_)]);
-  while (block_starts_[block + 1] <= sample) ++block;
-  return static_cast<int64_t>(block);
-}
-
-int64_t BlockStream::block_bytes(int64_t block) const { return source_->block_bytes(block); }
-
-void BlockStream::free_load(Load& load) {
-  for (Slot& slot : load.slots) {
-    if (slot.state == SlotState::kReady) keep_spare(std::move(slot.data), slot.held_bytes);
-    slot.data.reset();
-    slot.error = nullptr;
-    // A slot being read keeps its bytes counted until its reader sees the new generation.
-    slot.state = SlotState::kFreed;
-  }
-}
-
-void BlockStream::keep_spare(std::unique_ptr<DecodedBlock> block, int64_t held_bytes) {
-  held_bytes_ -= held_bytes;
-  if (!block) return;
-  spare_bytes_ += block->counted_bytes();
-  spares_.push_back(std::move(block));
-}
-
-std::unique_ptr<DecodedBlock> BlockStream::take_spare(int64_t rows, int64_t bytes) {
-  // Row groups mostly have one size: the last spare usually fits. Only a spare of exactly the
-  // block's rows and bytes will do: a larger one would hold more than the block's bytes, which the
-  // budget's arithmetic (Loader: required_rows) does not allow for, and readers and workers could
-  // then wait for each other with the budget full of oversized spares. (Blocks of encoded samples
-  // rarely match: they are mapped afresh.)
-  for (size_t i = spares_.size(); i-- > 0;) {
-    if (spares_[i]->rows_capacity() == rows && spares_[i]->counted_bytes() == bytes) {
-      std::unique_ptr<DecodedBlock> block = std::move(spares_[i]);
-      spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
-      spare_bytes_ -= block->counted_bytes();
-      return block;
-    }
-  }
-  return nullptr;
-}
-
-void BlockStream::trim_spares() {
-  while (!spares_.empty() && held_bytes_ + spare_bytes_ > budget_bytes_) {
-    spare_bytes_ -= spares_.back()->counted_bytes();
-    spares_.pop_back();
-  }
-}
-
 void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) {
   MutexLock lock(mutex_);
   // No read may be claimed while the schedule is replaced: none of the old schedule (as after
@@ -161,91 +72,48 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
   // the mutex: a reader that claimed a slot of the old schedule here, under the new generation,
   // would later write its block into the new schedule's slot of the same number.
   cancelled_ = true;
-  next_ahead_ = ahead_.size();
+  next_ahead_ = cache_.ahead().size();
   while (ahead_reading_ != 0) ahead_done_.wait(mutex_);
   ++generation_;
-  std::vector<int32_t> ahead_ready(block_starts_.size() - 1, -1);  // per block: its ready ahead_ entry
-  for (size_t i = 0; i < ahead_.size(); ++i) {
-    if (ahead_[i].state == SlotState::kReady) ahead_ready[static_cast<size_t>(ahead_[i].block)] = static_cast<int32_t>(i);
+  for (const BlockSchedule::Load& load : schedule_.loads()) cache_.free_slots(load.slots);
+
+  const auto num_blocks = static_cast<size_t>(index_.num_blocks());
+  std::vector<int32_t> ahead_of_block(num_blocks, -1);  // per block: its ready entry of cache_.ahead()
+  std::vector<uint8_t> ready_ahead(num_blocks, 0);
+  for (size_t i = 0; i < cache_.ahead().size(); ++i) {
+    const CachedBlock& ahead = cache_.ahead()[i];
+    if (ahead.state != BlockState::kReady) continue;
+    ahead_of_block[static_cast<size_t>(ahead.block)] = static_cast<int32_t>(i);
+    ready_ahead[static_cast<size_t>(ahead.block)] = 1;
   }
-  for (Load& load : loads_) free_load(load);
-  loads_.clear();
-  read_queue_.clear();
+  schedule_ = BlockSchedule(plan, window_begins, first_batch, index_,
+                            [this](int64_t block) { return source_->read_group(block); }, ready_ahead);
+  cache_.reset_slots(schedule_.slots().size());
+  frontier_.reset(schedule_);
   next_read_ = 0;
-  next_free_ = 0;
-
-  plan_ = &plan;
-  window_begins_ = window_begins;
-  num_samples_ = static_cast<int64_t>(plan.order().size());
-  first_batch_ = first_batch;
-  frontier_ = first_batch;
-  assembled_.assign(static_cast<size_t>(std::max<int64_t>(plan.num_batches() - first_batch, 0)), 0);
-  window_load_.assign(window_begins_.size(), -1);
-  padding_load_ = -1;
-  const size_t num_blocks = block_starts_.size() - 1;
-  // Per load: the last slot queued of each read group, to chain the next one to it.
-  std::vector<std::unordered_map<int64_t, int32_t>> last_in_group;
-  block_slot_.assign(num_blocks, -1);
-  padding_slot_.assign(num_blocks, -1);
-
-  // Walk the rank's batches in order: a window's load is created by the first batch that touches
-  // it, and each block joins its load (and the read queue) when a batch first needs it.
-  size_t window = 0;
-  for (int64_t b = first_batch; b < plan.num_batches(); ++b) {
-    const auto [first, last] = plan.batch_span(b);
-    for (int64_t p = first; p < last; ++p) {
-      const int64_t block = block_of(plan.sample_at(p));
-      int32_t* load_idx = nullptr;
-      int32_t* slot_idx = nullptr;
-      if (p >= num_samples_) {
-        load_idx = &padding_load_;
-        slot_idx = &padding_slot_[static_cast<size_t>(block)];
-      } else {
-        while (window + 1 < window_begins_.size() && window_begins_[window + 1] <= p) ++window;
-        load_idx = &window_load_[window];
-        slot_idx = &block_slot_[static_cast<size_t>(block)];
-      }
-      if (*load_idx < 0) {
-        *load_idx = static_cast<int32_t>(loads_.size());
-        loads_.emplace_back();
-      }
-      Load& load = loads_[static_cast<size_t>(*load_idx)];
-      load.last_batch = b;
-      if (*slot_idx < 0) {
-        *slot_idx = static_cast<int32_t>(load.slots.size());
-        load.slots.push_back(Slot{block, SlotState::kPending, nullptr, nullptr});
-        int32_t& ahead_idx = ahead_ready[static_cast<size_t>(block)];
-        // Only the first window takes blocks read ahead: a later one holding them early could
-        // crowd the windows before it out of the budget.
-        if (*load_idx == 0 && p < num_samples_ && ahead_idx >= 0) {
-          AheadBlock& ahead = ahead_[static_cast<size_t>(ahead_idx)];
-          Slot& taken = load.slots.back();
-          taken.state = SlotState::kReady;
-          taken.data = std::move(ahead.data);
-          taken.held_bytes = ahead.held_bytes;
-          ahead.state = SlotState::kFreed;
-          ahead_idx = -1;
-        } else {
-          read_queue_.push_back(SlotId{*load_idx, *slot_idx});
-          last_in_group.resize(loads_.size());
-          const auto [last, first_of_group] =
-              last_in_group[static_cast<size_t>(*load_idx)].try_emplace(source_->read_group(block), *slot_idx);
-          if (!first_of_group) {
-            load.slots[static_cast<size_t>(last->second)].next_in_group = *slot_idx;
-            last->second = *slot_idx;
-          }
-        }
-      }
-    }
-  }
-  for (AheadBlock& ahead : ahead_) {
-    if (ahead.state == SlotState::kReady) keep_spare(std::move(ahead.data), ahead.held_bytes);
-  }
-  ahead_.clear();
-  next_ahead_ = 0;
-  trim_spares();
+  take_read_ahead(ahead_of_block);
   cancelled_ = false;
   work_.notify_all();
+}
+
+void BlockStream::take_read_ahead(const std::vector<int32_t>& ahead_of_block) {
+  std::vector<CachedBlock>& ahead = cache_.ahead();
+  for (size_t id = 0; id < schedule_.slots().size(); ++id) {
+    const BlockSchedule::Slot& scheduled = schedule_.slots()[id];
+    if (!scheduled.read_ahead) continue;
+    CachedBlock& taken = ahead[static_cast<size_t>(ahead_of_block[static_cast<size_t>(scheduled.block)])];
+    CachedBlock& slot = cache_.slot(static_cast<int32_t>(id));
+    slot.state = BlockState::kReady;
+    slot.data = std::move(taken.data);
+    slot.held_bytes = taken.held_bytes;
+    taken.state = BlockState::kFreed;
+  }
+  for (CachedBlock& unused : ahead) {
+    if (unused.state == BlockState::kReady) cache_.keep_spare(std::move(unused.data), unused.held_bytes);
+  }
+  ahead.clear();
+  next_ahead_ = 0;
+  cache_.trim_spares();
 }
 
 void BlockStream::read_ahead(std::vector<int64_t> blocks) {
@@ -254,61 +122,24 @@ void BlockStream::read_ahead(std::vector<int64_t> blocks) {
   {
     MutexLock lock(mutex_);
     for (const int64_t block : blocks) {
-      AheadBlock ahead;
+      CachedBlock ahead;
       ahead.block = block;
-      ahead_.push_back(std::move(ahead));
+      cache_.ahead().push_back(std::move(ahead));
     }
   }
   work_.notify_all();
 }
 
-BlockStream::SlotId BlockStream::slot_of(int64_t position, int64_t block, size_t& window_hint) const {
-  if (position >= num_samples_) return SlotId{padding_load_, padding_slot_[static_cast<size_t>(block)]};
-  if (window_hint >= window_begins_.size() || window_begins_[window_hint] > position) {
-    window_hint = static_cast<size_t>(
-        std::upper_bound(window_begins_.begin(), window_begins_.end(), position) - window_begins_.begin() - 1);
-  }
-  while (window_hint + 1 < window_begins_.size() && window_begins_[window_hint + 1] <= position) ++window_hint;
-  return SlotId{window_load_[window_hint], block_slot_[static_cast<size_t>(block)]};
-}
-
 bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
-  const auto [first, last] = plan_->batch_span(batch_idx);
-  std::vector<SlotId> slots;
-  slots.reserve(static_cast<size_t>(last - first));
+  thread_local std::vector<int32_t> slots;
   thread_local std::vector<int64_t> rows;  // each sample's row in its block
-  rows.clear();
-  size_t window_hint = 0;
-  for (int64_t p = first; p < last; ++p) {
-    const int64_t sample = plan_->sample_at(p);
-    const int64_t block = block_of(sample);
-    slots.push_back(slot_of(p, block, window_hint));
-    rows.push_back(sample - block_starts_[static_cast<size_t>(block)]);
-  }
-
-  MutexLock lock(mutex_);
-  // Waiting on the first slot not ready, then the next, checks each slot once per wake-up. A
-  // cancel() before this call counts as well as one during it: the batch was claimed before the
-  // cancel, and the readers may already have dropped the reads it would wait for.
-  size_t waiting_on = 0;
-  for (;;) {
-    if (cancelled_ || stopping_) return false;
-    while (waiting_on < slots.size() && slot(slots[waiting_on]).state == SlotState::kReady) ++waiting_on;
-    if (waiting_on == slots.size() || slot(slots[waiting_on]).state == SlotState::kFailed) break;
-    ++acquirers_waiting_;
-    block_ready_.wait(mutex_);
-    --acquirers_waiting_;
-  }
-  if (waiting_on < slots.size()) rethrow_copy(slot(slots[waiting_on]).error);
-
+  schedule_.batch_needs(batch_idx, slots, rows);
   // Each sample's block, taken under the lock; the samples are found in them after it: the blocks
   // stay as they are until this batch is released (only readers write a block, before it is ready),
   // and reading a batch's labels and ends misses the cache once per sample, which other workers and
   // the readers need not wait for.
   thread_local std::vector<DecodedBlock*> blocks;
-  blocks.resize(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) blocks[i] = slot(slots[i]).data.get();
-  lock.unlock();
+  if (!wait_for_blocks(slots, blocks)) return false;
 
   refs.resize(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -326,18 +157,32 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
   return true;
 }
 
+bool BlockStream::wait_for_blocks(const std::vector<int32_t>& slots, std::vector<DecodedBlock*>& blocks) {
+  MutexLock lock(mutex_);
+  // Waiting on the first slot not ready, then the next, checks each slot once per wake-up. A
+  // cancel() before this call counts as well as one during it: the batch was claimed before the
+  // cancel, and the readers may already have dropped the reads it would wait for.
+  size_t waiting_on = 0;
+  for (;;) {
+    if (cancelled_ || stopping_) return false;
+    while (waiting_on < slots.size() && cache_.slot(slots[waiting_on]).state == BlockState::kReady) ++waiting_on;
+    if (waiting_on == slots.size() || cache_.slot(slots[waiting_on]).state == BlockState::kFailed) break;
+    ++acquirers_waiting_;
+    block_ready_.wait(mutex_);
+    --acquirers_waiting_;
+  }
+  if (waiting_on < slots.size()) rethrow_copy(cache_.slot(slots[waiting_on]).error);
+  blocks.resize(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) blocks[i] = cache_.slot(slots[i]).data.get();
+  return true;
+}
+
 void BlockStream::release(int64_t batch_idx) {
   bool wake_readers = false;
   {
     MutexLock lock(mutex_);
-    const int64_t offset = batch_idx - first_batch_;
-    if (offset < 0 || offset >= static_cast<int64_t>(assembled_.size())) return;
-    assembled_[static_cast<size_t>(offset)] = 1;
-    while (frontier_ - first_batch_ < static_cast<int64_t>(assembled_.size()) &&
-           assembled_[static_cast<size_t>(frontier_ - first_batch_)])
-      ++frontier_;
-    // Loads end in batch order (windows follow each other; the padding comes last).
-    while (next_free_ < loads_.size() && loads_[next_free_].last_batch < frontier_) free_load(loads_[next_free_++]);
+    const auto [begin, end] = frontier_.mark_assembled(schedule_, batch_idx);
+    for (size_t load = begin; load < end; ++load) cache_.free_slots(schedule_.loads()[load].slots);
     wake_readers = readers_waiting_ > 0;
   }
   // Thousands of small blocks an epoch: waking nobody costs a system call each.
@@ -346,30 +191,63 @@ void BlockStream::release(int64_t batch_idx) {
 
 int64_t BlockStream::peak_bytes() const {
   MutexLock lock(mutex_);
-  return peak_bytes_;
+  return cache_.peak_bytes();
 }
 
 bool BlockStream::next_read_ready() {
   // Skip slots whose load was freed before they were read (the batches needing them failed), and
   // those claimed already with an earlier slot of their read group.
-  while (next_read_ < read_queue_.size() && slot(read_queue_[next_read_]).state != SlotState::kPending) ++next_read_;
-  if (reading_schedule()) {
-    const int64_t bytes = block_bytes(slot(read_queue_[next_read_]).block);
-    return held_bytes_ == 0 || held_bytes_ + bytes <= budget_bytes_;
-  }
+  const std::vector<int32_t>& queue = schedule_.read_queue();
+  while (next_read_ < queue.size() && cache_.slot(queue[next_read_]).state != BlockState::kPending) ++next_read_;
+  if (reading_schedule()) return cache_.room_for_schedule(block_bytes(schedule_.slot(queue[next_read_]).block));
   // Every read of the schedule is under way, or it was cancelled: the rest of the budget may read
   // ahead for the next start().
-  return next_ahead_ < ahead_.size() && fits(ahead_[next_ahead_].block);
+  const std::vector<CachedBlock>& ahead = cache_.ahead();
+  return next_ahead_ < ahead.size() && cache_.fits(block_bytes(ahead[next_ahead_].block));
 }
 
-int64_t BlockStream::claim_bytes(int64_t block, std::unique_ptr<DecodedBlock>& data) {
-  const int64_t rows = source_->block_rows(block);
-  data = take_spare(rows, block_bytes(block));
-  const int64_t bytes = data ? data->counted_bytes() : block_bytes(block);
-  held_bytes_ += bytes;
-  trim_spares();
-  peak_bytes_ = std::max(peak_bytes_, held_bytes_ + spare_bytes_);
-  return bytes;
+void BlockStream::take_slot(Claim& claim, int32_t id) {
+  const int64_t block = schedule_.slot(id).block;
+  std::unique_ptr<DecodedBlock> data;
+  const int64_t bytes = cache_.claim(source_->block_rows(block), block_bytes(block), data);
+  CachedBlock& slot = cache_.slot(id);
+  slot.state = BlockState::kReading;
+  slot.held_bytes = bytes;
+  claim.add(block, std::move(data), bytes);
+  claim.slots.push_back(id);
+}
+
+BlockStream::Claim BlockStream::claim_scheduled() {
+  Claim claim;
+  const int32_t head = schedule_.read_queue()[next_read_++];
+  take_slot(claim, head);
+  // The rest of the group in this load only: every load the reads so far belong to is one the
+  // batch at the frontier needs whole, and the budget holds those (LoaderPlan: required_rows), so
+  // claiming ahead within them never keeps the frontier's own blocks out of the budget.
+  for (int32_t next = schedule_.slot(head).next_in_group; next >= 0;) {
+    const int32_t id = next;
+    next = schedule_.slot(id).next_in_group;
+    if (cache_.slot(id).state != BlockState::kPending) continue;
+    if (!cache_.fits(block_bytes(schedule_.slot(id).block))) break;
+    take_slot(claim, id);
+  }
+  return claim;
+}
+
+BlockStream::Claim BlockStream::claim_ahead() {
+  Claim claim;
+  std::vector<CachedBlock>& ahead = cache_.ahead();
+  const int64_t group = source_->read_group(ahead[next_ahead_].block);
+  do {
+    CachedBlock& entry = ahead[next_ahead_];
+    std::unique_ptr<DecodedBlock> data;
+    const int64_t bytes = cache_.claim(source_->block_rows(entry.block), block_bytes(entry.block), data);
+    entry.state = BlockState::kReading;
+    claim.add(entry.block, std::move(data), bytes);
+    claim.ahead.push_back(next_ahead_++);
+  } while (next_ahead_ < ahead.size() && source_->read_group(ahead[next_ahead_].block) == group &&
+           cache_.fits(block_bytes(ahead[next_ahead_].block)));
+  return claim;
 }
 
 std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
@@ -403,48 +281,6 @@ std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
   return nullptr;
 }
 
-void BlockStream::take_slot(Claim& claim, SlotId id) {
-  Slot& s = slot(id);
-  std::unique_ptr<DecodedBlock> data;
-  const int64_t bytes = claim_bytes(s.block, data);
-  s.state = SlotState::kReading;
-  s.held_bytes = bytes;
-  claim.add(s.block, std::move(data), bytes);
-  claim.slots.push_back(id);
-}
-
-BlockStream::Claim BlockStream::claim_scheduled() {
-  Claim claim;
-  const SlotId head = read_queue_[next_read_++];
-  take_slot(claim, head);
-  // The rest of the group in this load only: every load the reads so far belong to is one the
-  // batch at the frontier needs whole, and the budget holds those (Loader: required_rows), so
-  // claiming ahead within them never keeps the frontier's own blocks out of the budget.
-  for (int32_t next = slot(head).next_in_group; next >= 0;) {
-    const SlotId id{head.load, next};
-    next = slot(id).next_in_group;
-    if (slot(id).state != SlotState::kPending) continue;
-    if (!fits(slot(id).block)) break;
-    take_slot(claim, id);
-  }
-  return claim;
-}
-
-BlockStream::Claim BlockStream::claim_ahead() {
-  Claim claim;
-  const int64_t group = source_->read_group(ahead_[next_ahead_].block);
-  do {
-    const size_t idx = next_ahead_++;
-    std::unique_ptr<DecodedBlock> data;
-    const int64_t bytes = claim_bytes(ahead_[idx].block, data);
-    ahead_[idx].state = SlotState::kReading;
-    claim.add(ahead_[idx].block, std::move(data), bytes);
-    claim.ahead.push_back(idx);
-  } while (next_ahead_ < ahead_.size() && source_->read_group(ahead_[next_ahead_].block) == group &&
-           fits(ahead_[next_ahead_].block));
-  return claim;
-}
-
 void BlockStream::reader_loop(bool background) {
   // Readers work a window or more ahead of the batches: in the background they run at a low
   // priority (kReaderNice), below the threads that wait for data (workers, the training loop), so
@@ -463,7 +299,7 @@ void BlockStream::reader_loop(bool background) {
     }
     if (stopping_) return;
     const bool scheduled = reading_schedule();
-    // Blocks read ahead: start() waits for them, so ahead_ keeps their entries until they are back.
+    // Blocks read ahead: start() waits for them, so cache_.ahead() keeps their entries until they are back.
     if (!scheduled) ++ahead_reading_;
     Claim claim = scheduled ? claim_scheduled() : claim_ahead();
     const uint64_t generation = generation_;
@@ -472,42 +308,50 @@ void BlockStream::reader_loop(bool background) {
     const std::exception_ptr error = read_into(claim.blocks, claim.data, scratch);
 
     lock.lock();
-    if (!scheduled) {
-      --ahead_reading_;
-      for (size_t i = 0; i < claim.ahead.size(); ++i) {
-        AheadBlock& ahead = ahead_[claim.ahead[i]];
-        if (error) {
-          keep_spare(std::move(claim.data[i]), claim.bytes[i]);  // the next epoch reads it again and reports the error
-          ahead.state = SlotState::kFailed;
-        } else {
-          ahead.state = SlotState::kReady;
-          ahead.data = std::move(claim.data[i]);
-          ahead.held_bytes = claim.bytes[i];
-        }
-      }
-      ahead_done_.notify_all();
-      continue;
+    if (scheduled) {
+      finish_scheduled(claim, error, generation);
+    } else {
+      finish_ahead(claim, error);
     }
-    if (generation != generation_) {
-      // An old epoch's read: nobody wants it now.
-      for (size_t i = 0; i < claim.blocks.size(); ++i) keep_spare(std::move(claim.data[i]), claim.bytes[i]);
-      trim_spares();
-      work_.notify_all();
-      continue;
-    }
-    for (size_t i = 0; i < claim.slots.size(); ++i) {
-      Slot& s = slot(claim.slots[i]);
-      if (error) {
-        keep_spare(std::move(claim.data[i]), claim.bytes[i]);
-        s.state = SlotState::kFailed;
-        s.error = error;
-      } else {
-        s.state = SlotState::kReady;
-        s.data = std::move(claim.data[i]);
-      }
-    }
-    if (acquirers_waiting_ > 0) block_ready_.notify_all();
   }
+}
+
+void BlockStream::finish_ahead(Claim& claim, const std::exception_ptr& error) {
+  --ahead_reading_;
+  for (size_t i = 0; i < claim.ahead.size(); ++i) {
+    CachedBlock& ahead = cache_.ahead()[claim.ahead[i]];
+    if (error) {
+      cache_.keep_spare(std::move(claim.data[i]), claim.bytes[i]);  // the next epoch reads it again and reports the error
+      ahead.state = BlockState::kFailed;
+    } else {
+      ahead.state = BlockState::kReady;
+      ahead.data = std::move(claim.data[i]);
+      ahead.held_bytes = claim.bytes[i];
+    }
+  }
+  ahead_done_.notify_all();
+}
+
+void BlockStream::finish_scheduled(Claim& claim, const std::exception_ptr& error, uint64_t generation) {
+  if (generation != generation_) {
+    // An old epoch's read: nobody wants it now.
+    for (size_t i = 0; i < claim.blocks.size(); ++i) cache_.keep_spare(std::move(claim.data[i]), claim.bytes[i]);
+    cache_.trim_spares();
+    work_.notify_all();
+    return;
+  }
+  for (size_t i = 0; i < claim.slots.size(); ++i) {
+    CachedBlock& slot = cache_.slot(claim.slots[i]);
+    if (error) {
+      cache_.keep_spare(std::move(claim.data[i]), claim.bytes[i]);
+      slot.state = BlockState::kFailed;
+      slot.error = error;
+    } else {
+      slot.state = BlockState::kReady;
+      slot.data = std::move(claim.data[i]);
+    }
+  }
+  if (acquirers_waiting_ > 0) block_ready_.notify_all();
 }
 
 }  // namespace feeder::detail
