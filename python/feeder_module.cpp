@@ -38,15 +38,13 @@
 #include "feeder/data/loader.h"
 #include "feeder/data/sampler.h"
 #include "feeder/data/source.h"
+#include "feeder/dataset/dataset.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
-#include "feeder/image/image_folder.h"
-#include "feeder/image/tar_shards.h"
 #include "feeder/image/image_stage.h"
 #include "feeder/image/resized_crop.h"
 #include "feeder/system/runtime.h"
-#include "feeder/train/train_data.h"
 #include "feeder/util/byte_size.h"
 #include "feeder/version.h"
 
@@ -55,16 +53,19 @@ namespace py = pybind11;
 namespace feeder::python {
 namespace {
 
-OpenedSet open_path(const std::string& spec, int64_t memory_budget) {
+Dataset open_path(const std::string& spec, int64_t memory_budget, bool train) {
   py::gil_scoped_release release;
-  return open_set(spec, memory_budget > 0 ? memory_budget : default_memory_budget());
+  DatasetOptions options;
+  options.memory_budget = memory_budget;
+  options.split = train ? Split::kTrain : Split::kTest;
+  return open_dataset(spec, options);
 }
 
 // An in-memory set over the caller's array: `images` is a C-contiguous (N,C,H,W) array of uint8
 // pixels (or float32 values, served as they are) that the store uses where it lies, holding a
 // reference to it; `labels` (N) int64 are copied.
 template <typename Pixel>
-OpenedSet from_arrays(py::array_t<Pixel, py::array::c_style> images, std::optional<py::array_t<int64_t>> labels) {
+Dataset from_arrays(py::array_t<Pixel, py::array::c_style> images, std::optional<py::array_t<int64_t>> labels) {
   if (images.ndim() != 4) throw OptionsError("images must have 4 dimensions (N,C,H,W), got " + std::to_string(images.ndim()));
   const int64_t num_images = images.shape(0);
   const ImageShape shape{images.shape(1), images.shape(2), images.shape(3)};
@@ -85,11 +86,13 @@ OpenedSet from_arrays(py::array_t<Pixel, py::array::c_style> images, std::option
   constexpr PixelType type = std::is_same_v<Pixel, float> ? PixelType::kFloat32 : PixelType::kUint8;
   auto store = std::make_shared<const ImageStore>(shape, num_images, std::move(pixels), std::move(label_values),
                                                   labels.has_value(), type);
-  OpenedSet opened;
+  Dataset opened;
   opened.spec = "in-memory array";
+  opened.kind = DatasetKind::kArrays;
+  opened.schema = image_schema(shape, false, labels.has_value(), type);
   opened.source = std::make_shared<InMemorySource>(store, opened.spec);
-  opened.decoded_bytes = opened.source->decoded_bytes();
-  opened.choice = "in memory (the caller's array)";
+  opened.held_bytes = opened.source->decoded_bytes();
+  opened.description = "in memory (the caller's array)";
   return opened;
 }
 
@@ -156,19 +159,6 @@ py::list fs_strs(const std::vector<std::string>& texts) {
 }
 
 // An image folder, or the files of a torchvision dataset, as the package's Source.
-OpenedSet opened_folder(const std::string& spec, const ImageFolder& folder) {
-  OpenedSet opened;
-  opened.spec = spec;
-  opened.source = folder.source;
-  opened.decoded_bytes = folder.encoded_bytes;
-  opened.streaming = folder.streaming;
-  opened.choice = std::string(folder.streaming ? "streaming (" : "in memory (") + std::to_string(folder.source->size()) +
-                  " images, " + format_byte_size(folder.encoded_bytes) + " encoded" +
-                  (folder.streaming ? ", over the budget)" : ")");
-  opened.warning = folder.unreadable_note;
-  return opened;
-}
-
 // How often next() looks for a signal (Ctrl-C) while it waits for a batch.
 constexpr std::chrono::milliseconds kSignalCheckInterval{20};
 
@@ -448,17 +438,26 @@ PYBIND11_MODULE(_feeder, m) {
     }
   });
 
-  py::class_<OpenedSet>(m, "Source", py::dynamic_attr())  // the package adds an image folder's classes
-      .def_property_readonly("streaming", [](const OpenedSet& s) { return s.streaming; })
-      .def_property_readonly("choice", [](const OpenedSet& s) { return fs_str(s.choice); })
-      .def_property_readonly("warning", [](const OpenedSet& s) { return fs_str(s.warning); })
-      .def_property_readonly("name", [](const OpenedSet& s) { return fs_str(s.source->name()); })
-      .def_property_readonly("num_samples", [](const OpenedSet& s) { return s.source->size(); })
-      .def_property_readonly("labeled", [](const OpenedSet& s) { return s.source->labeled(); })
-      .def_property_readonly("encoded", [](const OpenedSet& s) { return s.source->encoded(); })
-      .def_property_readonly("class_names", [](const OpenedSet& s) { return fs_strs(s.classes); })
+  // A dataset as open_dataset gives it. `classes` may be set by the package (a torchvision dataset's).
+  py::class_<Dataset>(m, "Source")
+      .def_property_readonly("streaming", [](const Dataset& s) { return s.streaming; })
+      .def_property_readonly("description", [](const Dataset& s) { return fs_str(s.description); })
+      .def_property_readonly("warning", [](const Dataset& s) { return fs_str(s.warning); })
+      .def_property_readonly("name", [](const Dataset& s) { return fs_str(s.source->name()); })
+      .def_property_readonly("kind", [](const Dataset& s) { return std::string(to_string(s.kind)); })
+      .def_property_readonly("schema", [](const Dataset& s) { return to_string(s.schema); })
+      .def_property_readonly("num_samples", [](const Dataset& s) { return s.source->size(); })
+      .def_property_readonly("labeled", [](const Dataset& s) { return s.source->labeled(); })
+      .def_property_readonly("encoded", [](const Dataset& s) { return s.source->encoded(); })
+      .def_property_readonly("image_files", &Dataset::image_files)
+      .def_property_readonly("skipped_files", [](const Dataset& s) { return s.skipped_files; })
+      .def_property_readonly("skipped_unsupported", [](const Dataset& s) { return s.skipped_unsupported; })
+      .def_property_readonly("first_unsupported", [](const Dataset& s) { return fs_strs(s.first_unsupported); })
+      .def_property(
+          "classes", [](const Dataset& s) { return s.classes.empty() ? py::object(py::none()) : py::object(fs_strs(s.classes)); },
+          [](Dataset& s, std::optional<std::vector<std::string>> classes) { s.classes = classes.value_or(std::vector<std::string>{}); })
       .def("read_labels",
-           [](const OpenedSet& s) {
+           [](const Dataset& s) {
              std::vector<int64_t> labels;
              {
                py::gil_scoped_release release;
@@ -467,63 +466,26 @@ PYBIND11_MODULE(_feeder, m) {
              return labels;
            })
       .def("sample_names",
-           [](const OpenedSet& s) {
+           [](const Dataset& s) {
              std::vector<std::string> names(static_cast<size_t>(s.source->size()));
              for (int64_t i = 0; i < s.source->size(); ++i) names[static_cast<size_t>(i)] = s.source->sample_name(i);
              return fs_strs(names);
            })
-      .def_property_readonly("shape", [](const OpenedSet& s) {
+      .def_property_readonly("shape", [](const Dataset& s) {
         const ImageShape shape = s.source->shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
-  m.def("open_path", &open_path, py::arg("spec"), py::arg("memory_budget"));
-  m.def("is_image_folder", [](const std::string& path) { return is_image_folder(path); });
-  m.def("is_idx_directory", [](const std::string& path) { return is_idx_directory(path); });
-  m.def("is_tar_spec", [](const std::string& spec) { return is_tar_spec(spec); });
-  m.def(
-      "open_tar_shards",
-      [](const std::string& spec) {
-        TarShards shards;
-        {
-          py::gil_scoped_release release;
-          shards = open_tar_shards(spec);
-        }
-        OpenedSet opened;
-        opened.spec = spec;
-        opened.source = shards.source;
-        opened.decoded_bytes = shards.encoded_bytes;
-        opened.streaming = true;
-        opened.num_files = shards.num_shards;
-        opened.choice = "streaming tar shards (" + std::to_string(shards.num_shards) + " shards, " +
-                        std::to_string(shards.source->size()) + " images, " + format_byte_size(shards.encoded_bytes) +
-                        " encoded)";
-        return py::make_tuple(opened, shards.skipped_members);
-      },
-      py::arg("spec"));
-  m.def(
-      "open_image_folder",
-      [](const std::string& path, int64_t memory_budget) {
-        ImageFolder folder;
-        {
-          py::gil_scoped_release release;
-          folder = open_image_folder(path, 0, memory_budget);
-        }
-        return py::make_tuple(opened_folder(path, folder), fs_strs(folder.classes), folder.skipped_other, folder.skipped_unsupported,
-                              fs_strs(folder.first_unsupported));
-      },
-      py::arg("path"), py::arg("memory_budget"));
+  m.def("open_dataset", &open_path, py::arg("spec"), py::arg("memory_budget"), py::arg("train"));
   m.def(
       "open_image_files",
       [](const std::string& name, const std::vector<std::string>& paths, std::vector<int64_t> labels,
          std::vector<std::string> classes, int64_t memory_budget, bool mix_streamed) {
-        ImageFolder folder;
-        {
-          py::gil_scoped_release release;
-          std::vector<std::filesystem::path> files(paths.begin(), paths.end());
-          folder = open_image_listing(list_image_files(std::move(files), std::move(labels), std::move(classes)), name,
-                                      0, memory_budget, mix_streamed);
-        }
-        return opened_folder(name, folder);
+        py::gil_scoped_release release;
+        ImageFiles files{name, std::vector<std::filesystem::path>(paths.begin(), paths.end()), std::move(labels),
+                         std::move(classes), mix_streamed};
+        DatasetOptions options;
+        options.memory_budget = memory_budget;
+        return open_dataset(std::move(files), options);
       },
       py::arg("name"), py::arg("paths"), py::arg("labels"), py::arg("classes"), py::arg("memory_budget"),
       py::arg("mix_streamed"));
@@ -531,7 +493,7 @@ PYBIND11_MODULE(_feeder, m) {
   m.def("from_float_arrays", &from_arrays<float>, py::arg("images"), py::arg("labels"));
 
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init([](const OpenedSet& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
+      .def(py::init([](const Dataset& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
                        int num_workers, int prefetch, float mean, float std, const std::string& layout,
                        int64_t rank, int64_t world_size, int64_t memory_budget, int64_t shuffle_window,
                        std::optional<py::dict> image, bool skip_bad_samples, const std::string& dtype) {
@@ -572,9 +534,6 @@ PYBIND11_MODULE(_feeder, m) {
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
   m.def("epoch_order", &epoch_order, py::arg("num_samples"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"));
-  m.def("find_split_file", [](const std::string& dir, bool train) {
-    return py::bytes(find_split_file(dir, train ? Split::kTrain : Split::kTest).string());
-  }, py::arg("dir"), py::arg("train"));
   m.def("convert", [](const std::vector<std::string>& args) { return fs_str(convert(args)); }, py::arg("args"));
   m.def("inspect", &inspect, py::arg("path"));
   // For bench/images/images_bench.py: decodes every image of `images` (a list of bytes) to RGB at

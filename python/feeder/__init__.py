@@ -140,28 +140,14 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
         path = os.fspath(source)
-        # Paths cross as os.fsencode gives them: any name a POSIX file system allows.
-        if _feeder.is_tar_spec(os.fsencode(path)):
-            opened, _ = _feeder.open_tar_shards(os.fsencode(path))
-            return _labeled_or_allowed(opened, path, allow_unlabeled)
-        if _feeder.is_image_folder(os.fsencode(path)):
-            opened, classes, skipped_other, skipped_unsupported, first_unsupported = _feeder.open_image_folder(
-                os.fsencode(path), memory_budget)
-            if skipped_unsupported:
-                warnings.warn(f"{path}: {skipped_unsupported} images of formats feeder does not decode (.bmp, .ppm, "
-                              f".pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them. "
-                              f"The first: {', '.join(first_unsupported)}", RuntimeWarning, stacklevel=3)
-            opened.classes = classes
-            opened.skipped_files = skipped_other + skipped_unsupported
-            opened.image_folder = True
-            return opened
-        if _feeder.is_idx_directory(os.fsencode(path)):
-            # torchvision's `train=`: the training or the test split of the directory
-            path = os.fsdecode(_feeder.find_split_file(os.fsencode(path), bool(train)))
-        opened = _labeled_or_allowed(_feeder.open_path(os.fsencode(path), memory_budget), path, allow_unlabeled)
-        if opened.class_names:  # a Hugging Face ClassLabel's, when the set has them
-            opened.classes = opened.class_names
-        return opened
+        # Paths cross as os.fsencode gives them: any name a POSIX file system allows. train=: the
+        # training or the test split of a directory of IDX files, as torchvision's MNIST takes it.
+        opened = _feeder.open_dataset(os.fsencode(path), memory_budget, bool(train))
+        if opened.skipped_unsupported:
+            warnings.warn(f"{path}: {opened.skipped_unsupported} images of formats feeder does not decode (.bmp, "
+                          f".ppm, .pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them. "
+                          f"The first: {', '.join(opened.first_unsupported)}", RuntimeWarning, stacklevel=3)
+        return _labeled_or_allowed(opened, path, allow_unlabeled)
     if isinstance(source, CachedDataset):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a cached dataset carries its own labels")
@@ -246,7 +232,7 @@ class _DatasetView:
     def classes(self):
         """The class names (label i is classes[i]): an image folder's, as torchvision's ImageFolder, or a
         Parquet set's Hugging Face ClassLabel names; else None."""
-        return getattr(self._source, "classes", None)
+        return self._source.classes
 
     @property
     def class_to_idx(self):
@@ -270,7 +256,7 @@ class _DatasetView:
     def samples(self):
         """An image folder's ``(path, label)`` per sample, in the set's order, as torchvision's
         ImageFolder has them (``imgs`` is the same list); None for other sets."""
-        if not getattr(self._source, "image_folder", False):
+        if not self._source.image_files:
             return None
         return list(zip(self._source.sample_names(), self.targets))
 
@@ -738,7 +724,7 @@ class DataLoader:
     @property
     def source_description(self):
         """What was opened and how: in memory, or streamed within the budget."""
-        return f"{self._source.name}: {self._source.choice}"
+        return f"{self._source.name}: {self._source.description}"
 
     @property
     def buffers_allocated(self):

@@ -105,8 +105,6 @@ def _open_folder(base, memory_budget, mix_streamed, datasets):
     classes = list(getattr(base, "classes", []) or [])
     opened = _feeder.open_image_files(os.fspath(base.root), [os.fsencode(p) for p in paths], labels, classes,
                                       memory_budget, mix_streamed)
-    opened.classes = classes or None
-    opened.image_folder = True
     return opened, recipe
 
 

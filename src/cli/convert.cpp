@@ -25,6 +25,8 @@
 #include "feeder/error.h"
 #include "feeder/formats/csv.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/formats/dataset_kind.h"
+#include "feeder/io/file_system.h"
 #include "feeder/formats/parquet/class_labels.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
@@ -42,7 +44,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class FileKind { kCsv, kParquet, kIdx };
+enum class OutputKind { kCsv, kParquet };
 
 // The shard size when the output is a directory and neither --shard-rows nor --shard-size is given.
 constexpr std::string_view kDefaultShardSize = "256MB";
@@ -50,7 +52,7 @@ constexpr std::string_view kDefaultShardSize = "256MB";
 struct ConvertArgs {
   fs::path input;
   fs::path output;
-  FileKind output_kind = FileKind::kParquet;
+  OutputKind output_kind = OutputKind::kParquet;
   parquet::ParquetWriteOptions parquet;
   std::optional<ImageShape> shape;
   int64_t shard_rows = 0;  // 0: not given
@@ -79,17 +81,10 @@ std::string lowercase_extension(const fs::path& path) {
   return extension;
 }
 
-FileKind input_kind(const fs::path& path) {
-  const std::string extension = lowercase_extension(path);
-  if (extension == ".csv" || path.filename().string().ends_with(".csv.gz")) return FileKind::kCsv;
-  if (extension == ".parquet") return FileKind::kParquet;
-  return FileKind::kIdx;  // load_images says what it accepts when this is not IDX either
-}
-
-FileKind output_kind(const fs::path& output) {
+OutputKind output_kind(const fs::path& output) {
   const std::string extension = lowercase_extension(output);
-  if (extension == ".parquet") return FileKind::kParquet;
-  if (extension == ".csv") return FileKind::kCsv;
+  if (extension == ".parquet") return OutputKind::kParquet;
+  if (extension == ".csv") return OutputKind::kCsv;
   throw OptionsError("cannot tell the output format of '" + output.string() + "' (use .parquet or .csv)");
 }
 
@@ -106,53 +101,40 @@ ImageStore reshaped(ImageStore store, const ImageShape& shape, const fs::path& i
 }
 
 ImageStore load(const ConvertArgs& args) {
-  std::error_code error;
-  if (fs::is_directory(args.input, error)) {
-    // Neither images in class folders, tar shards nor a Parquet set of images (encoded_images_input):
-    // say why. A sharded set first says what is wrong with it (unfinished, damaged), if anything.
-    bool set = fs::exists(args.input / kShardIndexName, error) || fs::exists(args.input / kUnfinishedMarker, error);
-    fs::path idx_images;
-    for (const auto& entry : fs::directory_iterator(args.input, error)) {
-      set = set || entry.path().extension() == ".parquet";
-      if (is_idx_images_name(entry.path().filename().string()))
-        idx_images = entry.path();
-    }
-    if (set) {
+  // Image folders, tar shards and sets of encoded images are written by write_encoded_set; what is
+  // left of the sets that are not one file is said here.
+  switch (dataset_kind(args.input.string())) {
+    case DatasetKind::kParquet: {
       const ShardedDataset dataset = open_sharded_dataset(args.input.string());
       throw DataError(args.input.string() + ": a sharded set of " + to_string(dataset.shape) +
                       " images: convert reads one of its files, or a set of encoded images (" +
                       (dataset.shards.empty() ? std::string("it has no shards") : dataset.shards.front().path.string()) +
                       ")");
     }
-    if (!idx_images.empty())
-      throw DataError(args.input.string() + ": a directory of IDX files: convert one of them (" + idx_images.string() +
-                      ")");
-    list_image_folder(args.input);  // throws what an image folder lacks
-    throw DataError(args.input.string() + ": not a folder of images, tar shards or Parquet files");
-  }
-  if (!fs::is_regular_file(args.input, error)) throw DataError(args.input.string() + ": no such file");
-  const FileKind kind = input_kind(args.input);
-  // Labels come from the file beside it when there is one: say so when there is none.
-  if (kind == FileKind::kIdx && is_idx_images_name(args.input.filename().string()) &&
-      find_idx_labels(args.input).empty())
-    std::fprintf(stderr, "feeder convert: %s: no labels file beside it (%s[.gz]): the images are written unlabeled\n",
-                 args.input.string().c_str(), idx_labels_name(args.input).string().c_str());
-  if (!args.shape && kind != FileKind::kParquet) return load_images(args.input);
-  switch (kind) {
-    case FileKind::kCsv: {
+    case DatasetKind::kIdxDirectory:
+      throw DataError(args.input.string() + ": a directory of IDX files: convert one of them (its " +
+                      "*-images-idx3-ubyte[.gz] files)");
+    case DatasetKind::kCsvFile: {
       CsvReadOptions options;
       options.shape = args.shape;
       return read_csv(args.input, options);
     }
-    case FileKind::kParquet: {
+    case DatasetKind::kParquetFile: {
       parquet::ParquetImageOptions options;
       options.shape = args.shape;  // unset: the shape the file records, else 1xSxS
       return parquet::read_parquet_images(args.input, options);
     }
-    case FileKind::kIdx:
-      return reshaped(load_images(args.input), *args.shape, args.input);
+    case DatasetKind::kIdxFile:
+      // Labels come from the file beside it when there is one: say so when there is none.
+      if (find_idx_labels(args.input).empty())
+        std::fprintf(stderr, "feeder convert: %s: no labels file beside it (%s[.gz]): the images are written unlabeled\n",
+                     args.input.string().c_str(), idx_labels_name(args.input).string().c_str());
+      return args.shape ? reshaped(load_images(args.input), *args.shape, args.input) : load_images(args.input);
+    case DatasetKind::kTarShards:
+    case DatasetKind::kImageFolder:
+    case DatasetKind::kArrays: break;
   }
-  return {};
+  throw std::logic_error(args.input.string() + ": encoded images are written by write_encoded_set");
 }
 
 double megabytes(uint64_t bytes) { return static_cast<double>(bytes) / 1e6; }
@@ -161,7 +143,7 @@ void print_report(const ConvertArgs& args, const ImageStore& store, double read_
   const uint64_t input_bytes = fs::file_size(args.input);
   const uint64_t output_bytes = fs::file_size(args.output);
   const double ratio = output_bytes == 0 ? 0.0 : static_cast<double>(input_bytes) / static_cast<double>(output_bytes);
-  std::string format = args.output_kind == FileKind::kCsv ? "csv" : "parquet " + to_string(args.parquet.layout) + " " +
+  std::string format = args.output_kind == OutputKind::kCsv ? "csv" : "parquet " + to_string(args.parquet.layout) + " " +
                                                                         parquet::to_string(args.parquet.codec);
   std::printf("| input | output | format | rows | shape | input MB | output MB | ratio | read s | write s | total s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -461,22 +443,27 @@ struct EncodedImagesInput {
   std::optional<ShardedDataset> dataset;  // kParquet
 };
 
-// What `input` holds when it is encoded images; nullopt for anything else (pixel sets: the paths
-// that read them say what is wrong with a bad one).
-std::optional<EncodedImagesInput> encoded_images_input(const fs::path& input) {
+// What `args.input` holds when it is encoded images; nullopt for pixel sets (the paths that read
+// them say what is wrong with a bad one). A Parquet input's footers say which it is.
+std::optional<EncodedImagesInput> encoded_images_input(const ConvertArgs& args) {
   using Kind = EncodedImagesInput::Kind;
-  std::error_code error;
-  if (fs::is_directory(input, error) && is_image_folder(input)) return EncodedImagesInput{Kind::kFolder, {}};
-  if (is_tar_spec(input.string())) return EncodedImagesInput{Kind::kTars, {}};
-  const std::string spec = input.string();
-  if (!is_sharded_spec(spec) && lowercase_extension(input) != ".parquet") return std::nullopt;
-  try {
-    ShardedDataset dataset = open_sharded_dataset(spec);
-    if (dataset.encoded) return EncodedImagesInput{Kind::kParquet, std::move(dataset)};
-  } catch (const DataError&) {
-    // Not a set of encoded images.
+  // A missing input is said by load(), after the options are checked.
+  const std::string spec = args.input.string();
+  if (!has_glob_chars(args.input.filename().string()) && file_system_for(spec).stat(spec).kind == FileKind::kMissing)
+    return std::nullopt;
+  switch (dataset_kind(spec)) {
+    case DatasetKind::kImageFolder: return EncodedImagesInput{Kind::kFolder, {}};
+    case DatasetKind::kTarShards: return EncodedImagesInput{Kind::kTars, {}};
+    case DatasetKind::kParquetFile:
+    case DatasetKind::kParquet: {
+      parquet::ParquetImageOptions options;
+      options.shape = args.shape;  // a file of pixel columns may need it to say what it holds
+      ShardedDataset dataset = open_sharded_dataset(args.input.string(), options);
+      if (dataset.encoded) return EncodedImagesInput{Kind::kParquet, std::move(dataset)};
+      return std::nullopt;
+    }
+    default: return std::nullopt;
   }
-  return std::nullopt;
 }
 
 int run_convert(ConvertArgs& args, const std::optional<EncodedImagesInput>& images) {
@@ -495,7 +482,7 @@ int run_convert(ConvertArgs& args, const std::optional<EncodedImagesInput>& imag
   throw_if_interrupted();
   const double read_seconds = load_time.seconds();
   const Stopwatch write_time;
-  if (args.output_kind == FileKind::kCsv) write_csv(store, args.output);
+  if (args.output_kind == OutputKind::kCsv) write_csv(store, args.output);
   else parquet::write_parquet(store, args.output, args.parquet);
   print_report(args, store, read_seconds, write_time.seconds());
   return 0;
@@ -578,15 +565,15 @@ Command add_convert_command(CLI::App& parent) {
             args->png = *layout == "png";
             if (!layout->empty() && !args->png) args->parquet.layout = parquet::parse_parquet_layout(*layout);
             if (!codec->empty()) args->parquet.codec = parquet::parse_parquet_codec(*codec);
+            if (!shape->empty()) args->shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};
             // Encoded images are always written as a sharded set (OUT/).
-            const std::optional<EncodedImagesInput> images = encoded_images_input(args->input);
+            const std::optional<EncodedImagesInput> images = encoded_images_input(*args);
             if (args->shuffle_seed && !sharded_output(*args) && !images) {
               throw OptionsError("--shuffle-on-write applies to a sharded set (an output directory)");
             }
             if (!images && (args->max_side > 0 || args->jpeg_quality_given))
               throw OptionsError("--max-side and --jpeg-quality apply to encoded images (an image folder, tar shards, "
                                  "a Parquet set of images)");
-            if (!shape->empty()) args->shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};
             return run_convert(*args, images);
           }};
 }

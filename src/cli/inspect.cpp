@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/printable.h"
 #include "feeder/error.h"
+#include "feeder/formats/dataset_kind.h"
 #include "feeder/formats/parquet/class_labels.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/sharded.h"
@@ -117,29 +118,44 @@ std::string describe_images(const ShardedDataset& dataset) {
   return describe_encoded_images(*open_parquet_source(dataset), parquet::class_label_names(dataset.shards.front().path));
 }
 
+// An image folder's classes, sizes and formats. Listed, not read: a budget of one byte makes the
+// folder a stream, whose blocks are sampled.
+std::string folder_report(const std::string& path) {
+  const ImageFolder folder = open_image_folder(path, 0, 1);
+  std::string text = "image folder: " + path + " (" + std::to_string(folder.classes.size()) + " classes, " +
+                     format_byte_size(folder.encoded_bytes) + " of images";
+  if (folder.skipped_other + folder.skipped_unsupported > 0)
+    text += "; skipped " + std::to_string(folder.skipped_other) +
+            (folder.skipped_other == 1 ? " other file and " : " other files and ") +
+            describe_unsupported(folder.skipped_unsupported, folder.first_unsupported);
+  if (!folder.unreadable_note.empty()) text += "; " + folder.unreadable_note;
+  return text + ")\n" + describe_encoded_images(*folder.source, folder.classes);
+}
+
 }  // namespace
 
 std::string inspect_report(const std::string& path) {
-  if (is_tar_spec(path)) {
-    const TarShards shards = open_tar_shards(path);
-    return "tar shards: " + path + " (" + std::to_string(shards.num_shards) + " shards, " +
-           format_byte_size(shards.encoded_bytes) + " of images, " + std::to_string(shards.skipped_members) +
-           " other members)\n" + describe_encoded_images(*shards.source);
-  }
-  if (is_image_folder(path)) {
-    // Listed, not read: a budget of one byte makes the folder a stream, whose blocks are sampled.
-    const ImageFolder folder = open_image_folder(path, 0, 1);
-    std::string text = "image folder: " + path + " (" + std::to_string(folder.classes.size()) + " classes, " +
-                       format_byte_size(folder.encoded_bytes) + " of images";
-    if (folder.skipped_other + folder.skipped_unsupported > 0)
-      text += "; skipped " + std::to_string(folder.skipped_other) + (folder.skipped_other == 1 ? " other file and " : " other files and ") +
-              describe_unsupported(folder.skipped_unsupported, folder.first_unsupported);
-    if (!folder.unreadable_note.empty()) text += "; " + folder.unreadable_note;
-    return text + ")\n" + describe_encoded_images(*folder.source, folder.classes);
-  }
-  if (is_sharded_spec(path)) {
-    const ShardedDataset dataset = open_sharded_dataset(path);
-    return describe_sharded_dataset(dataset) + (dataset.encoded ? describe_images(dataset) : std::string());
+  // A file of a name feeder does not know is listed as the Parquet file it may be.
+  const DatasetKind kind = find_dataset_kind(path).value_or(DatasetKind::kParquetFile);
+  switch (kind) {
+    case DatasetKind::kTarShards: {
+      const TarShards shards = open_tar_shards(path);
+      return "tar shards: " + path + " (" + std::to_string(shards.num_shards) + " shards, " +
+             format_byte_size(shards.encoded_bytes) + " of images, " + std::to_string(shards.skipped_members) +
+             " other members)\n" + describe_encoded_images(*shards.source);
+    }
+    case DatasetKind::kImageFolder: return folder_report(path);
+    case DatasetKind::kParquet: {
+      const ShardedDataset dataset = open_sharded_dataset(path);
+      return describe_sharded_dataset(dataset) + (dataset.encoded ? describe_images(dataset) : std::string());
+    }
+    case DatasetKind::kIdxFile:
+    case DatasetKind::kIdxDirectory:
+    case DatasetKind::kCsvFile:
+      throw DataError(path + ": a " + std::string(to_string(kind)) +
+                      "; feeder inspect shows Parquet files and sets, tar shards and image folders");
+    case DatasetKind::kParquetFile:
+    case DatasetKind::kArrays: break;
   }
   // One file of encoded images: its own listing, as for any Parquet file, then its images; not the
   // summary of a "set" named after its directory.

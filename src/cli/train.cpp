@@ -96,12 +96,12 @@ std::pair<std::string, std::string> find_data_files(const TrainArgs& args) {
 }
 
 // "train: 60000 samples from data/train/ (60 files, 60 row groups): streaming (...)".
-void print_data_choice(const char* role, const OpenedSet& set, const TensorLoader& loader) {
+void print_data_choice(const char* role, const Dataset& set, const TensorLoader& loader) {
   std::cout << role << ": " << set.source->size() << " samples from " << set.spec;
   if (set.num_row_groups > 0)
     std::cout << " (" << set.num_files << (set.num_files == 1 ? " file, " : " files, ") << set.num_row_groups
               << (set.num_row_groups == 1 ? " row group)" : " row groups)");
-  std::cout << ": " << set.choice;
+  std::cout << ": " << set.description;
   const Loader& inner = loader.loader();
   if (inner.streaming())
     std::cout << (inner.options().shuffle ? ", shuffle window " : ", read in windows of ") << inner.shuffle_window()
@@ -247,7 +247,7 @@ int run(const TrainArgs& args) {
   test_options.sample_stage = image_stage_for(*sets.test.source, ImageShape{});
   // A loader's budget is its set's share of --memory-budget, and feeder train has no prefetch
   // option: a refusal of the budget is put in the terms of this command.
-  const auto make_loader = [&](const OpenedSet& set, const LoaderOptions& options, const char* role) {
+  const auto make_loader = [&](const Dataset& set, const LoaderOptions& options, const char* role) {
     try {
       return TensorLoader(set.source, options);
     } catch (const BudgetError& e) {

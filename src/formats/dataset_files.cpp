@@ -7,6 +7,7 @@
 #include "feeder/error.h"
 #include "feeder/io/file_system.h"
 #include "feeder/formats/csv.h"
+#include "feeder/formats/dataset_kind.h"
 #include "feeder/formats/idx.h"
 #include "feeder/formats/parquet/reader.h"
 
@@ -50,33 +51,15 @@ fs::path find_idx_labels(const fs::path& images) {
   return {};
 }
 
-bool is_idx_directory(const fs::path& directory) {
-  const FileSystem& files = file_system_for(directory);
-  if (!files.stat(directory).directory() || files.stat(directory / "index.json").kind != FileKind::kMissing) return false;
-  bool images = false;
-  for (const FileEntry& entry : files.list(directory)) {
-    const std::string name = entry.path.filename().string();
-    if (ends_with(name, ".parquet")) return false;
-    images = images || is_idx_images_name(name);
-  }
-  return images;
-}
-
 ImageStore load_images(const fs::path& file) {
-  const std::string name = file.filename().string();
-  if (ends_with(name, ".csv") || ends_with(name, ".csv.gz")) return read_csv(file);
-  if (ends_with(name, ".parquet")) {
-    return parquet::read_parquet_images(file);
+  switch (dataset_file_kind(file.string())) {
+    case DatasetKind::kCsvFile: return read_csv(file);
+    case DatasetKind::kParquetFile: return parquet::read_parquet_images(file);
+    case DatasetKind::kIdxFile: return read_idx(file, find_idx_labels(file));
+    default:
+      throw DataError(file.string() + ": " + std::string(to_string(dataset_file_kind(file.string()))) +
+                      " are not read into memory as one file; open the set instead");
   }
-  if (is_idx_images_name(name)) return read_idx(file, find_idx_labels(file));
-  for (const std::string_view compressed : {".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar.zst"})
-    if (ends_with(name, compressed))
-      throw DataError(file.string() + ": a compressed tar: tar shards are read as uncompressed .tar files (a " +
-                      "compressed one cannot be read from the middle, and images are compressed already); " +
-                      "decompress it first");
-  throw DataError(file.string() +
-                  ": unknown kind of dataset file; expected .csv, .parquet or IDX images "
-                  "(*-images-idx3-ubyte or *-images-idx3-ubyte.gz, labels read from *-labels-idx1-ubyte[.gz] beside it)");
 }
 
 fs::path find_split_file(const fs::path& dir, Split split) {

@@ -15,6 +15,7 @@
 
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/formats/dataset_kind.h"
 #include "feeder/io/file_system.h"
 #include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/image/encoded_rows.h"
@@ -34,8 +35,6 @@ using parquet::ParquetImageOptions;
 using parquet::ParquetRowGroupReader;
 
 constexpr std::string_view kParquetExtension = ".parquet";
-
-bool has_glob_chars(std::string_view text) { return text.find_first_of("*?[") != std::string_view::npos; }
 
 // Spark, Hive and Hadoop keep their own files (_SUCCESS, _metadata, .crc) beside the data.
 bool is_hidden(const std::string& name) { return !name.empty() && (name[0] == '.' || name[0] == '_'); }
@@ -346,10 +345,6 @@ int64_t ShardedDataset::num_row_groups() const {
   return count;
 }
 
-bool is_sharded_spec(const std::string& spec) {
-  if (file_system_for(spec).stat(spec).directory()) return true;
-  return has_glob_chars(fs::path(spec).filename().string());
-}
 
 namespace {
 

@@ -141,25 +141,6 @@ class StreamedImageFolder final : public SampleSource {
 
 }  // namespace
 
-bool is_image_folder(const fs::path& directory) {
-  const FileSystem& files = file_system_for(directory);
-  if (!files.stat(directory).directory()) return false;
-  bool has_subdirectory = false;
-  std::vector<FileEntry> entries;
-  try {
-    entries = files.list(directory);
-  } catch (const DataError&) {
-    return false;  // a directory that cannot be listed holds no folder we can read
-  }
-  for (const FileEntry& entry : entries) {
-    const std::string name = entry.path.filename().string();
-    if (entry.directory()) has_subdirectory = true;
-    if (ends_with_any(name, {".parquet", "index.json"}) || name.find("-idx3-ubyte") != std::string::npos ||
-        name.find("-idx1-ubyte") != std::string::npos)
-      return false;
-  }
-  return has_subdirectory;
-}
 
 bool is_image_file_name(const std::string& name) { return ends_with_any(lower(name), {".jpg", ".jpeg", ".png", ".webp"}); }
 

@@ -18,14 +18,13 @@
 #include <vector>
 
 #include "feeder/error.h"
+#include "feeder/formats/dataset_kind.h"
 #include "feeder/io/file_system.h"
 
 namespace fs = std::filesystem;
 
 namespace feeder {
 namespace {
-
-bool has_glob_chars(const std::string& text) { return text.find_first_of("*?[") != std::string::npos; }
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -355,20 +354,6 @@ class TarShardSource final : public SampleSource {
 
 }  // namespace
 
-bool is_tar_spec(const std::string& spec) {
-  const fs::path path(spec);
-  const FileSystem& files = file_system_for(path);
-  if (files.stat(path).directory()) {
-    bool tar = false;
-    for (const FileEntry& entry : files.list(path)) {
-      const auto extension = entry.path.extension();
-      if (extension == ".parquet") return false;
-      tar = tar || extension == ".tar";
-    }
-    return tar;
-  }
-  return path.extension() == ".tar";
-}
 
 TarShards open_tar_shards(const std::string& spec) {
   auto source = std::make_shared<TarShardSource>(spec);

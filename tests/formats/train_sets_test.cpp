@@ -46,7 +46,7 @@ TEST_F(TrainSets, BothInMemoryWhenTheyFitTheBudget) {
   EXPECT_EQ(sets.train.source->size(), 1000);
   EXPECT_EQ(sets.train.num_files, 3);
   EXPECT_EQ(sets.train.num_row_groups, 10);
-  EXPECT_EQ(sets.train.choice, "in memory (23 KiB decoded, within the 1019 KiB budget)");
+  EXPECT_EQ(sets.train.description, "in memory (23 KiB decoded, within the 1019 KiB budget)");
 }
 
 // A test set held in memory (CSV, IDX, an image folder) that takes the whole budget leaves the
@@ -92,7 +92,7 @@ TEST_F(TrainSets, TheTrainingSetIsStreamedWhenItExceedsItsShare) {
   EXPECT_TRUE(sets.train.streaming);
   EXPECT_EQ(sets.train.source->in_memory(), nullptr);
   EXPECT_EQ(sets.train.memory_budget, 20000 - 4800);
-  EXPECT_EQ(sets.train.choice, "streaming (23 KiB decoded, over the 15 KiB budget)");
+  EXPECT_EQ(sets.train.description, "streaming (23 KiB decoded, over the 15 KiB budget)");
 }
 
 TEST_F(TrainSets, AMissingSetOrAnotherShapeIsNamed) {
@@ -114,15 +114,21 @@ TEST_F(TrainSets, AGlobMixingPixelsAndEncodedImagesIsNamed) {
                                               "of 1x4x4: a set is one or the other");
 }
 
+DatasetOptions within(int64_t memory_budget) {
+  DatasetOptions options;
+  options.memory_budget = memory_budget;
+  return options;
+}
+
 TEST_F(TrainSets, OneSetGetsTheWholeBudget) {
-  const OpenedSet in_memory = open_set(train(), 24000);
+  const Dataset in_memory = open_dataset(train(), within(24000));
   EXPECT_FALSE(in_memory.streaming);
   EXPECT_EQ(in_memory.source->size(), 1000);
-  const OpenedSet streamed = open_set(train(), 23999);
+  const Dataset streamed = open_dataset(train(), within(23999));
   EXPECT_TRUE(streamed.streaming);
   EXPECT_EQ(streamed.memory_budget, 23999);
   EXPECT_EQ(streamed.source->fingerprint(), in_memory.source->fingerprint());
-  EXPECT_EQ(testing::data_error_of([&] { open_set((dir_ / "absent.csv").string(), 1 << 20); }),
+  EXPECT_EQ(testing::data_error_of([&] { open_dataset((dir_ / "absent.csv").string(), within(1 << 20)); }),
             (dir_ / "absent.csv").string() + ": no such file or directory");
 }
 

@@ -132,7 +132,7 @@ TEST(ParquetConvert, MissingInputExitsOneNamingTheFile) {
   TempDir dir;
   const RunResult result = run_convert({(dir / "nope.csv").string(), (dir / "out.parquet").string()});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.err, "feeder convert: " + (dir / "nope.csv").string() + ": no such file\n");
+  EXPECT_EQ(result.err, "feeder convert: " + (dir / "nope.csv").string() + ": no such file or directory\n");
   EXPECT_FALSE(std::filesystem::exists(dir / "out.parquet"));
 }
 

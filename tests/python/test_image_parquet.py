@@ -167,7 +167,7 @@ def test_a_folder_larger_than_the_budget_streams_in_mixed_blocks(tmp_path):
     whole, whole_labels = batches(held)
     options = dict(batch_size=3, image_size=12, augment=None, shuffle=True, seed=2, memory_budget=30000, prefetch=2)
     loader = feeder.DataLoader(str(folder), **options)
-    assert loader._loader.streaming and "streaming" in repr(loader._source.choice)
+    assert loader._loader.streaming and "streaming" in repr(loader._source.description)
     assert loader._loader.shuffle_window < 300 and not loader._loader.shuffle_advice
     assert len(loader.dataset) == 300 and loader.dataset.classes == list(image_set.CLASSES)
     images, labels = batches(loader)

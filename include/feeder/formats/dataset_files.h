@@ -25,10 +25,6 @@ ImageStore load_images(const std::filesystem::path& file);
 bool is_idx_images_name(std::string_view name);
 std::filesystem::path idx_labels_name(const std::filesystem::path& images);
 std::filesystem::path find_idx_labels(const std::filesystem::path& images);
-// A directory of IDX files, as `feeder train --data` and DataLoader(dir, train=) take: an IDX images
-// file in it, and no Parquet set (no index.json, no .parquet file).
-bool is_idx_directory(const std::filesystem::path& directory);
-
 // Finds the file of `split` in a directory: IDX (train-images-idx3-ubyte[.gz] / t10k-...),
 // train.csv / test.csv, train.parquet / test.parquet (also Kaggle's *_train.csv names).
 // Throws DataError listing what was looked for when nothing matches.

@@ -85,9 +85,6 @@ struct ShardedDataset {
   int64_t decoded_bytes() const { return num_rows * (shape.num_pixels() + 8); }
 };
 
-// True when `spec` names more than one file or a directory or glob: the streaming path applies.
-bool is_sharded_spec(const std::string& spec);
-
 // Opens `spec`: a directory (its index.json when present, else every *.parquet in it sorted by
 // name, except names starting with '.' or '_', which Spark and Hive keep for their own files), a glob
 // (`*`, `?`, `[...]` in the last path component, matched with fnmatch(3); a leading '.' must be

@@ -104,10 +104,6 @@ ImageFolder open_image_folder(const std::filesystem::path& root, int num_threads
                               const std::vector<std::string>& classes = {});
 inline constexpr uint64_t kFolderStreamSeed = 0x1a9e5f01d3c7b2e5;
 
-// Whether `directory` looks like an image folder: it has subdirectories and no Parquet or IDX files
-// of its own.
-bool is_image_folder(const std::filesystem::path& directory);
-
 // Whether an image folder reads a file of this name: .jpg, .jpeg, .png or .webp, in any case.
 bool is_image_file_name(const std::string& name);
 

@@ -32,10 +32,6 @@ struct TarShards {
   int64_t skipped_members = 0;  // members that are neither an image nor a label
 };
 
-// True when `spec` names tar shards: a .tar file, a glob ending in .tar, or a directory holding
-// .tar files and no Parquet files.
-bool is_tar_spec(const std::string& spec);
-
 // Opens the shards. Throws DataError naming the shard (and member) for: no shards, a file that is
 // not an uncompressed tar, a truncated tar, a key with two images or a label and no image, a label
 // that is not an integer, or labels on some samples and not on others.

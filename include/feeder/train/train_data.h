@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "feeder/data/source.h"
+#include "feeder/dataset/dataset.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder {
@@ -28,39 +29,13 @@ struct TrainTestStores {
 TrainTestStores load_train_test(const std::filesystem::path& train_path, const std::filesystem::path& test_path,
                                 const ImageShape& model_shape, bool require_labels = true);
 
-// One set of a training run as `feeder train --train X --test Y` opens it: in memory or streamed.
-struct OpenedSet {
-  std::string spec;  // the file, directory or glob given
-  std::shared_ptr<const SampleSource> source;
-  bool streaming = false;
-  int64_t memory_budget = 0;  // the share of the budget this set's loader gets when streaming
-  int64_t decoded_bytes = 0;
-  int64_t num_files = 1;
-  int64_t num_row_groups = 0;  // Parquet sets only
-  // Label i is classes[i]: an image folder's class folders, or the names of a Hugging Face
-  // ClassLabel stored with a Parquet set (its first shard's footer). Empty when the set names none.
-  std::vector<std::string> classes;
-  // "in memory (47.0 MiB decoded)" or "streaming: 47.0 MiB decoded > 12.0 MiB budget".
-  std::string choice;
-  // What a user should be warned of ("" if nothing): files listed that could not be read.
-  std::string warning;
-};
-
-// Opens one set as open_train_test does, with all of `memory_budget` for it: IDX and CSV files in
-// memory, a Parquet set in memory when its decoded size fits the budget, streamed within it
-// otherwise. Throws DataError naming the set.
-OpenedSet open_set(const std::string& spec, int64_t memory_budget);
-
 struct TrainTestSets {
-  OpenedSet train;
-  OpenedSet test;
+  Dataset train;
+  Dataset test;
 };
 
-// Opens the two sets of a training run. Each is a file (IDX, CSV or Parquet), a directory of
-// Parquet shards, a glob of Parquet files, or a folder of images in torchvision's ImageFolder
-// layout (held encoded, within the budget; image_stage_for decodes them). IDX and CSV files are read into memory; a Parquet set
-// is read into memory when its decoded size fits its share of `memory_budget`, and streamed within
-// that share otherwise. Shares: the test set a quarter of the budget and the training set the rest;
+// Opens the two sets of a training run, each as open_dataset does (image_stage_for decodes encoded
+// images), within shares of one `memory_budget`. Shares: the test set a quarter of the budget and the training set the rest;
 // a set read into memory hands what it does not use to the other. Checks what load_train_test
 // checks (shapes, labels). Throws DataError naming the set.
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,

@@ -1,0 +1,49 @@
+#pragma once
+
+// What one sample holds: named fields, each of a type and a per-sample shape. A set of images and
+// labels is the schema {image, label}; a batch holds the same fields, stacked.
+//
+// Thread safety: a value type.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "feeder/store/image_store.h"
+
+namespace feeder {
+
+enum class FieldType {
+  kPixels,        // uint8 pixels of a fixed shape (C,H,W)
+  kEncodedImage,  // an image file's bytes, each of its own length, decoded by a per-sample stage
+  kInt64,         // an integer per sample (a label)
+  kFloat32,       // floats per sample: a scalar (a weight, a target), or values of a fixed shape
+};
+
+std::string_view to_string(FieldType type);
+
+struct Field {
+  std::string name;
+  FieldType type = FieldType::kInt64;
+  std::vector<int64_t> shape;  // per sample: {C, H, W} for pixels, {} for a scalar or an encoded image
+
+  bool operator==(const Field&) const = default;
+};
+
+struct Schema {
+  std::vector<Field> fields;
+
+  // The field of this name, or nullptr.
+  const Field* find(std::string_view name) const;
+  bool operator==(const Schema&) const = default;
+};
+
+// "image: uint8[1,28,28], label: int64".
+std::string to_string(const Schema& schema);
+
+// The schema of a set of images and (when `labeled`) labels: `image` as pixels of `shape`, or as
+// encoded images when `encoded` (float32 values of `shape` for a store of floats); `label` an int64.
+Schema image_schema(const ImageShape& shape, bool encoded, bool labeled, PixelType type = PixelType::kUint8);
+
+}  // namespace feeder

@@ -1,0 +1,171 @@
+#include "feeder/dataset/dataset.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "feeder/error.h"
+#include "feeder/formats/parquet/class_labels.h"
+#include "feeder/formats/sharded.h"
+#include "feeder/image/image_folder.h"
+#include "feeder/image/tar_shards.h"
+#include "feeder/system/runtime.h"
+#include "feeder/util/byte_size.h"
+
+namespace feeder {
+namespace {
+
+void set_source(Dataset& dataset, std::shared_ptr<const SampleSource> source) {
+  const ImageStore* store = source->in_memory();
+  dataset.schema = image_schema(source->shape(), source->encoded(), source->labeled(),
+                                store ? store->pixel_type() : PixelType::kUint8);
+  dataset.source = std::move(source);
+}
+
+// WebDataset-style shards: always streamed (their images are read a block at a time).
+void open_tars(Dataset& dataset) {
+  TarShards shards = open_tar_shards(dataset.spec);
+  set_source(dataset, shards.source);
+  dataset.held_bytes = shards.encoded_bytes;
+  dataset.num_files = shards.num_shards;
+  dataset.streaming = true;
+  dataset.skipped_files = shards.skipped_members;
+  dataset.description = "streaming tar shards (" + std::to_string(shards.num_shards) + " shards, " +
+                        format_byte_size(shards.encoded_bytes) + " of encoded images, decoded as batches need them)";
+}
+
+// Encoded images, held as they are (or streamed, beyond the budget) and decoded as batches need them.
+void take_folder(Dataset& dataset, ImageFolder folder, int64_t memory_budget) {
+  set_source(dataset, folder.source);
+  dataset.kind = DatasetKind::kImageFolder;
+  dataset.held_bytes = folder.encoded_bytes;
+  dataset.num_files = folder.source->size();
+  dataset.streaming = folder.streaming;
+  dataset.classes = std::move(folder.classes);
+  dataset.skipped_files = folder.skipped_other + folder.skipped_unsupported;
+  dataset.skipped_unsupported = folder.skipped_unsupported;
+  dataset.first_unsupported = folder.first_unsupported;
+  std::string text = std::string(folder.streaming ? "streaming (" : "in memory (") +
+                     std::to_string(dataset.classes.size()) + " classes, " + format_byte_size(dataset.held_bytes) +
+                     " of encoded images" +
+                     (folder.streaming ? ", over the " + format_byte_size(memory_budget) + " budget" : "") +
+                     ", decoded as batches need them";
+  if (dataset.skipped_files > 0)
+    text += "; " + std::to_string(dataset.skipped_files) + " other files skipped" +
+            (folder.skipped_unsupported > 0 ? ", of them " + describe_unsupported(folder.skipped_unsupported, folder.first_unsupported)
+                                            : std::string());
+  text += ")";
+  if (!folder.unreadable_note.empty()) text += "; " + folder.unreadable_note;
+  dataset.description = std::move(text);
+  dataset.warning = std::move(folder.unreadable_note);
+}
+
+// IDX and CSV files: read into memory whole.
+void open_file_in_memory(Dataset& dataset, const std::filesystem::path& file) {
+  auto store = std::make_shared<const ImageStore>(load_images(file));
+  set_source(dataset, std::make_shared<InMemorySource>(store, file.string()));
+  dataset.held_bytes = dataset.source->decoded_bytes();
+  dataset.description = "in memory (" + format_byte_size(dataset.held_bytes) + " decoded)";
+}
+
+// A Parquet set described from its footers or index; hold_within_budget reads or streams it.
+void describe_parquet(Dataset& dataset, int64_t memory_budget) {
+  // A footer must fit the budget once parsed: refused before it is read, not after.
+  parquet::ParquetImageOptions options;
+  options.max_metadata_bytes = memory_budget;
+  auto set = std::make_shared<ShardedDataset>(open_sharded_dataset(dataset.spec, options));
+  dataset.held_bytes = set->decoded_bytes();
+  dataset.num_files = static_cast<int64_t>(set->shards.size());
+  dataset.num_row_groups = set->num_row_groups();
+  if (set->encoded && !set->shards.empty())  // every shard carries the same features
+    dataset.classes = parquet::class_label_names(set->shards.front().path);
+  dataset.parquet = std::move(set);
+}
+
+// Every loader holds an epoch order of 8 bytes a row: a row count beyond the budget (an index that
+// claims 10^12 rows for a 2 MB shard) is refused before any table of rows or pieces is made. Below
+// 8M rows those tables are small, and the loader checks its budget itself.
+void check_rows(const Dataset& dataset, int64_t share) {
+  constexpr int64_t kOrderCheckFloor = int64_t{64} << 20;
+  const ShardedDataset& set = *dataset.parquet;
+  const int64_t rows = set.num_rows;
+  if (share <= 0 || rows <= std::max(share, kOrderCheckFloor) / static_cast<int64_t>(sizeof(int64_t))) return;
+  const auto largest = std::max_element(set.shards.begin(), set.shards.end(),
+                                        [](const ShardInfo& a, const ShardInfo& b) { return a.num_rows < b.num_rows; });
+  throw DataError(dataset.spec + ": " + std::to_string(rows) + " rows (" +
+                  (set.indexed ? "as " + std::string(kShardIndexName) + " records them" : "as the footers record them") +
+                  "; the most in " + largest->path.filename().string() + ", " + std::to_string(largest->num_rows) +
+                  " rows in " + std::to_string(largest->size_bytes) + " bytes) need " + format_byte_size(rows * 8) +
+                  " for the epoch order alone (8 bytes a row), more than the " + format_byte_size(share) +
+                  " memory budget: raise the budget, or rewrite a damaged index with feeder convert");
+}
+
+void hold_parquet(Dataset& dataset, int64_t share) {
+  check_rows(dataset, share);
+  std::shared_ptr<SampleSource> stream = open_parquet_source(*dataset.parquet);
+  if (dataset.parquet->encoded) {
+    // Encoded images are decoded as batches need them, so they always stream; within a budget that
+    // holds them all the window is the whole set (a full shuffle), and the page cache keeps them.
+    dataset.held_bytes = stream->held_bytes();
+    set_source(dataset, std::move(stream));
+    dataset.streaming = true;
+    dataset.memory_budget = share;
+    dataset.description = "streaming encoded images (" + format_byte_size(dataset.held_bytes) + " with labels, " +
+                          format_byte_size(share) + " budget)";
+    return;
+  }
+  if (dataset.held_bytes <= share) {
+    set_source(dataset, read_into_memory(*stream));
+    dataset.streaming = false;
+    dataset.description = "in memory (" + format_byte_size(dataset.held_bytes) + " decoded, within the " +
+                          format_byte_size(share) + " budget)";
+  } else {
+    set_source(dataset, std::move(stream));
+    dataset.streaming = true;
+    dataset.memory_budget = share;
+    dataset.description = "streaming (" + format_byte_size(dataset.held_bytes) + " decoded, over the " +
+                          format_byte_size(share) + " budget)";
+  }
+}
+
+}  // namespace
+
+Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
+  const int64_t budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
+  Dataset dataset;
+  dataset.spec = spec;
+  dataset.kind = dataset_kind(spec);
+  switch (dataset.kind) {
+    case DatasetKind::kTarShards: open_tars(dataset); break;
+    case DatasetKind::kImageFolder: take_folder(dataset, open_image_folder(spec, 0, budget, options.classes), budget); break;
+    case DatasetKind::kIdxDirectory: open_file_in_memory(dataset, find_split_file(spec, options.split)); break;
+    case DatasetKind::kIdxFile:
+    case DatasetKind::kCsvFile: open_file_in_memory(dataset, spec); break;
+    case DatasetKind::kParquetFile:
+    case DatasetKind::kParquet:
+      describe_parquet(dataset, budget);
+      if (options.hold_within_budget) hold_parquet(dataset, budget);
+      break;
+    case DatasetKind::kArrays: throw std::logic_error(spec + ": arrays are not opened by path");
+  }
+  return dataset;
+}
+
+Dataset open_dataset(ImageFiles files, const DatasetOptions& options) {
+  const int64_t budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
+  Dataset dataset;
+  dataset.spec = files.name;
+  ImageFolderListing listing = list_image_files(std::move(files.paths), std::move(files.labels), std::move(files.classes));
+  take_folder(dataset, open_image_listing(listing, files.name, 0, budget, files.mix_streamed), budget);
+  dataset.description = std::string(dataset.streaming ? "streaming (" : "in memory (") +
+                        std::to_string(dataset.source->size()) + " images, " + format_byte_size(dataset.held_bytes) +
+                        " encoded" + (dataset.streaming ? ", over the budget)" : ")");
+  return dataset;
+}
+
+void hold_within_budget(Dataset& dataset, int64_t share) {
+  if (dataset.parquet && !dataset.source) return hold_parquet(dataset, share);
+  if (dataset.streaming) dataset.memory_budget = share;
+}
+
+}  // namespace feeder
