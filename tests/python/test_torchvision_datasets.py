@@ -444,7 +444,7 @@ def run_script(path, train, val):
     # within the timeout, which is for a hang.
     result = subprocess.run([sys.executable, path, str(train), str(val), "--port", str(free_port()), "--epochs", "1"],
                             capture_output=True, text=True, timeout=600, env={**os.environ, "USE_LIBUV": "0"})
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, f"{path} exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr[-6000:]}"
     # Two processes print: lines are found wherever they are, not split at newlines.
     found = re.findall(r"rank (\d) epoch (-?\d) acc1 ([\d.]+) count (\d+)(?: loss (nan|-?inf|[\d.]+))?", result.stdout)
     return {(rank, epoch): (float(acc1), int(count), loss) for rank, epoch, acc1, count, loss in found}

@@ -9,6 +9,7 @@ Prints one line per rank and evaluation: "rank R epoch E acc1 A count N".
 
 import argparse
 import datetime
+import faulthandler
 
 import torch
 import torch.distributed as dist
@@ -44,6 +45,9 @@ def validate(val_loader, model, args, rank):
 
 
 def main_worker(rank, args):
+    # A run that hangs prints every thread's stack and exits before the test's timeout, so a failure
+    # says where it stopped.
+    faulthandler.dump_traceback_later(480, exit=True)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
                             world_size=args.world_size, timeout=datetime.timedelta(seconds=60))
     torch.manual_seed(args.seed)
@@ -94,4 +98,5 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     args.world_size = 2
+    faulthandler.dump_traceback_later(500, exit=True)
     mp.spawn(main_worker, nprocs=args.world_size, args=(args,))
