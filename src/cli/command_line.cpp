@@ -4,7 +4,7 @@
 #include <exception>
 #include <iostream>
 
-#include "cli/printable.h"
+#include "feeder/util/printable.h"
 #include "feeder/error.h"
 
 namespace feeder::cli {

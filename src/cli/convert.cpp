@@ -21,7 +21,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "cli/printable.h"
+#include "feeder/util/printable.h"
 #include "feeder/error.h"
 #include "feeder/formats/csv.h"
 #include "feeder/formats/dataset_files.h"

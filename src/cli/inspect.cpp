@@ -10,7 +10,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "cli/printable.h"
+#include "feeder/util/printable.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_kind.h"
 #include "feeder/formats/parquet/class_labels.h"

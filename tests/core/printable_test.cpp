@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "cli/printable.h"
+#include "feeder/util/printable.h"
 
-namespace feeder::cli {
+namespace feeder {
 namespace {
 
 TEST(Printable, ControlsAndInvalidBytesAreEscapedTextIsNot) {
@@ -21,4 +21,4 @@ TEST(Printable, ControlsAndInvalidBytesAreEscapedTextIsNot) {
 }
 
 }  // namespace
-}  // namespace feeder::cli
+}  // namespace feeder

@@ -1,10 +1,10 @@
-#include "cli/printable.h"
+#include "feeder/util/printable.h"
 
 #include <cstdio>
 
 #include "feeder/util/utf8.h"
 
-namespace feeder::cli {
+namespace feeder {
 
 std::string printable(std::string_view text) {
   std::string out;
@@ -30,4 +30,4 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-}  // namespace feeder::cli
+}  // namespace feeder

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-namespace feeder::cli {
+namespace feeder {
 
 std::string printable(std::string_view text);
 
-}  // namespace feeder::cli
+}  // namespace feeder
