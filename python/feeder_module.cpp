@@ -1,7 +1,7 @@
 // The C++ half of the Python package `feeder` (python/feeder/__init__.py is the other): loaders over
 // feeder's sources whose batches reach Python as DLPack capsules over the loader's own buffers
-// (torch.utils.dlpack.from_dlpack makes them tensors without a copy), and the convert and inspect
-// commands. It links no LibTorch: one build serves any torch, CPU or CUDA, 1.13 or 2.x. Everything
+// (torch.utils.dlpack.from_dlpack makes them tensors without a copy), and the library's conversion
+// and inspection (feeder/convert/), whose reports come back as values. It links no LibTorch: one build serves any torch, CPU or CUDA, 1.13 or 2.x. Everything
 // here is a thin layer over the library; options are checked by the library, so Python sees the
 // messages the C++ side gives.
 //
@@ -13,12 +13,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -32,7 +28,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "cli/commands.h"
+#include "feeder/convert/convert.h"
+#include "feeder/convert/inspect.h"
 #include "feeder/error.h"
 #include "feeder/util/interrupt.h"
 #include "feeder/data/loader.h"
@@ -40,6 +37,7 @@
 #include "feeder/data/source.h"
 #include "feeder/dataset/dataset.h"
 #include "feeder/formats/dataset_files.h"
+#include "feeder/formats/parquet/writer.h"
 #include "feeder/image/crop.h"
 #include "feeder/image/image_decoder.h"
 #include "feeder/image/image_stage.h"
@@ -316,64 +314,63 @@ LoaderOptions make_options(int64_t batch_size, bool shuffle, uint64_t seed, bool
   return options;
 }
 
-// Captures what is written to file descriptor 1 while it lives, in a temporary file: the CLI's
-// commands print their reports with printf, and Python's sys.stdout (a notebook's cell, say) is not
-// that descriptor. What other threads print meanwhile is caught too, and shown with the report.
-class StdoutCapture {
- public:
-  StdoutCapture() {
-    std::fflush(stdout);
-    file_ = std::tmpfile();
-    if (file_ == nullptr) throw std::system_error(errno, std::generic_category(), "a temporary file for the report");
-    saved_ = ::dup(STDOUT_FILENO);
-    if (saved_ < 0 || ::dup2(::fileno(file_), STDOUT_FILENO) < 0) {
-      const int error = errno;
-      close();
-      throw std::system_error(error, std::generic_category(), "capturing standard output");
-    }
+// A name of the command line's (codec, layout) parsed by the library; the message names the option
+// as the command's other messages do ("--codec: unknown Parquet codec 'rar' ...").
+template <typename Parse>
+auto parsed_option(const char* option, const std::optional<std::string>& text, Parse parse)
+    -> std::optional<decltype(parse(std::string_view()))> {
+  if (!text) return std::nullopt;
+  try {
+    return parse(*text);
+  } catch (const OptionsError& error) {
+    throw OptionsError(std::string(option) + ": " + error.what());
   }
-  ~StdoutCapture() { close(); }
-  StdoutCapture(const StdoutCapture&) = delete;
-  StdoutCapture& operator=(const StdoutCapture&) = delete;
+}
 
-  // Restores the descriptor and returns what was written.
-  std::string finish() {
-    restore();
-    std::string text;
-    std::rewind(file_);
-    char chunk[4096];
-    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, file_)) > 0;) text.append(chunk, n);
-    return text;
-  }
+// feeder.convert's options, each None when not given; names are bytes (os.fsencode).
+ConvertOptions convert_options(const std::string& input, const std::string& output, const std::optional<std::string>& layout,
+                               const std::optional<std::string>& codec, std::optional<int> level,
+                               std::optional<int64_t> row_group_size, std::optional<int64_t> shard_rows,
+                               std::optional<std::string> shard_size, std::optional<std::array<int64_t, 3>> shape,
+                               std::optional<int64_t> page_rows, std::optional<uint64_t> shuffle_on_write,
+                               std::optional<int64_t> max_side, std::optional<int> jpeg_quality) {
+  ConvertOptions options;
+  options.input = input;
+  options.output = output;
+  options.layout = parsed_option("--layout", layout, parse_convert_layout);
+  options.codec = parsed_option("--codec", codec, parquet::parse_parquet_codec);
+  options.level = level;
+  options.row_group_size = row_group_size;
+  options.shard_rows = shard_rows;
+  options.shard_size = std::move(shard_size);
+  if (shape) options.shape = ImageShape{(*shape)[0], (*shape)[1], (*shape)[2]};
+  options.page_rows = page_rows;
+  options.shuffle_seed = shuffle_on_write;
+  options.max_side = max_side;
+  options.jpeg_quality = jpeg_quality;
+  return options;
+}
 
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stdout);
-    ::dup2(saved_, STDOUT_FILENO);
-    ::close(saved_);
-    saved_ = -1;
+// The library's conversion, returning its report. It runs on a thread of its own while this one,
+// holding the GIL between waits, lets Python see Ctrl-C: it then asks the conversion to stop
+// (feeder/util/interrupt.h), which removes what it wrote (unless it had already finished), and
+// raises KeyboardInterrupt once it has. `progress` (a callable taking a line, or None) is called
+// from the conversion's thread with the GIL taken; what it raises is reported as unraisable.
+ConvertReport convert(const ConvertOptions& options, const py::object& progress) {
+  ConvertProgress on_progress;
+  if (!progress.is_none()) {
+    // Borrowed: the caller's argument outlives the conversion.
+    on_progress = [callable = progress.ptr()](const std::string& line) {
+      py::gil_scoped_acquire gil;
+      try {
+        py::handle(callable)(fs_str(line));
+      } catch (py::error_already_set& error) {
+        error.discard_as_unraisable("feeder.convert's progress");
+      }
+    };
   }
-  void close() {
-    restore();
-    if (file_ != nullptr) std::fclose(file_);
-    file_ = nullptr;
-  }
-  std::FILE* file_ = nullptr;
-  int saved_ = -1;
-};
-
-// `feeder convert` with these arguments; returns the size report the command prints. The
-// conversion runs on a thread of its own while this one, holding the GIL between waits, lets
-// Python see Ctrl-C: it then asks the conversion to stop (feeder/util/interrupt.h), which removes
-// what it wrote (unless it had already finished), and raises KeyboardInterrupt once it has.
-std::string convert(const std::vector<std::string>& args) {
-  std::optional<StdoutCapture> capture;
-  {
-    py::gil_scoped_release release;
-    capture.emplace();
-  }
-  std::future<void> done = std::async(std::launch::async, [&args] { cli::call_single_command(cli::add_convert_command, args); });
+  std::future<ConvertReport> done =
+      std::async(std::launch::async, [&options, &on_progress] { return convert_dataset(options, on_progress); });
   bool interrupted = false;
   for (;;) {
     std::future_status status;
@@ -389,27 +386,20 @@ std::string convert(const std::vector<std::string>& args) {
   }
   clear_interrupt();
   if (interrupted) {
-    capture.reset();
     try {
       done.get();
     } catch (...) {  // Interrupted, or whatever the conversion failed with while stopping
     }
     throw py::error_already_set();
   }
-  done.get();  // its error, if any
-  std::string report;
-  {
-    py::gil_scoped_release release;
-    report = capture->finish();
-  }
-  return report;
+  return done.get();  // or its error
 }
 
 py::str inspect(const std::string& path) {
   std::string report;
   {
     py::gil_scoped_release release;
-    report = cli::inspect_report(path);
+    report = inspect_report(path);
   }
   return fs_str(report);
 }
@@ -534,7 +524,94 @@ PYBIND11_MODULE(_feeder, m) {
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
   m.def("epoch_order", &epoch_order, py::arg("num_samples"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"));
-  m.def("convert", [](const std::vector<std::string>& args) { return fs_str(convert(args)); }, py::arg("args"));
+  // A conversion's report (feeder/convert/convert_report.h): its numbers, its bad images and
+  // warnings, and `text`, the report as `feeder convert` prints it. Names are str as os.fsdecode
+  // gives them.
+  py::class_<BadImages>(m, "BadImages")
+      .def_readonly("count", &BadImages::count)
+      .def_property_readonly("first", [](const BadImages& b) { return fs_strs(b.first); });
+  py::class_<ConvertReport>(m, "ConvertReport")
+      .def_property_readonly("set",
+                             [](const ConvertReport& r) {
+                               switch (r.set) {
+                                 case ConvertedSet::kFile: return "file";
+                                 case ConvertedSet::kShardedPixels: return "sharded_pixels";
+                                 case ConvertedSet::kEncodedImages: break;
+                               }
+                               return "encoded_images";
+                             })
+      .def_property_readonly("input_name", [](const ConvertReport& r) { return fs_str(r.input_name); })
+      .def_property_readonly("output_name", [](const ConvertReport& r) { return fs_str(r.output_name); })
+      .def_readonly("format", &ConvertReport::format)
+      .def_readonly("num_rows", &ConvertReport::num_rows)
+      .def_property_readonly("shape",
+                             [](const ConvertReport& r) {
+                               if (r.set == ConvertedSet::kEncodedImages) return py::object(py::none());
+                               return py::object(py::make_tuple(r.shape.channels, r.shape.height, r.shape.width));
+                             })
+      .def_property_readonly("shards",
+                             [](const ConvertReport& r) {
+                               py::list shards;
+                               for (const ConvertedShard& shard : r.shards) {
+                                 py::dict entry;
+                                 entry["name"] = fs_str(shard.name);
+                                 entry["num_rows"] = shard.num_rows;
+                                 entry["num_row_groups"] = shard.num_row_groups;
+                                 entry["size_bytes"] = shard.size_bytes;
+                                 shards.append(entry);
+                               }
+                               return shards;
+                             })
+      .def_property_readonly("num_row_groups", &ConvertReport::num_row_groups)
+      .def_readonly("input_bytes", &ConvertReport::input_bytes)
+      .def_readonly("output_bytes", &ConvertReport::output_bytes)
+      .def_readonly("read_seconds", &ConvertReport::read_seconds)
+      .def_readonly("write_seconds", &ConvertReport::write_seconds)
+      .def_readonly("shuffle_seed", &ConvertReport::shuffle_seed)
+      .def_property_readonly("label_runs",
+                             [](const ConvertReport& r) {
+                               if (!r.label_runs) return py::object(py::none());
+                               return py::object(py::make_tuple(r.label_runs->num_runs, r.label_runs->mean_rows));
+                             })
+      .def_readonly("labeled", &ConvertReport::labeled)
+      .def_readonly("num_classes", &ConvertReport::num_classes)
+      .def_property_readonly("class_names", [](const ConvertReport& r) { return fs_strs(r.class_names); })
+      .def_property_readonly("skipped", [](const ConvertReport& r) { return fs_str(r.skipped); })
+      .def_readonly("order", &ConvertReport::order)
+      .def_property_readonly("reencoded",
+                             [](const ConvertReport& r) {
+                               if (!r.reencoded) return py::object(py::none());
+                               py::dict entry;
+                               entry["max_side"] = r.reencoded->max_side;
+                               entry["jpeg_quality"] = r.reencoded->jpeg_quality;
+                               entry["count"] = r.reencoded->count;
+                               entry["bytes_before"] = r.reencoded->bytes_before;
+                               entry["bytes_after"] = r.reencoded->bytes_after;
+                               entry["seconds"] = r.reencoded->seconds;
+                               return py::object(entry);
+                             })
+      .def_readonly("not_images", &ConvertReport::not_images)
+      .def_readonly("not_decoded", &ConvertReport::not_decoded)
+      .def_property_readonly("warnings", [](const ConvertReport& r) { return fs_strs(r.warnings); })
+      .def_property_readonly("text", [](const ConvertReport& r) { return fs_str(format_convert_report(r)); });
+  m.def(
+      "convert",
+      [](const std::string& input, const std::string& output, const std::optional<std::string>& layout,
+         const std::optional<std::string>& codec, std::optional<int> level, std::optional<int64_t> row_group_size,
+         std::optional<int64_t> shard_rows, std::optional<std::string> shard_size,
+         std::optional<std::array<int64_t, 3>> shape, std::optional<int64_t> page_rows,
+         std::optional<uint64_t> shuffle_on_write, std::optional<int64_t> max_side, std::optional<int> jpeg_quality,
+         const py::object& progress) {
+        return convert(convert_options(input, output, layout, codec, level, row_group_size, shard_rows,
+                                       std::move(shard_size), shape, page_rows, shuffle_on_write, max_side,
+                                       jpeg_quality),
+                       progress);
+      },
+      py::arg("input"), py::arg("output"), py::kw_only(), py::arg("layout") = py::none(), py::arg("codec") = py::none(),
+      py::arg("level") = py::none(), py::arg("row_group_size") = py::none(), py::arg("shard_rows") = py::none(),
+      py::arg("shard_size") = py::none(), py::arg("shape") = py::none(), py::arg("page_rows") = py::none(),
+      py::arg("shuffle_on_write") = py::none(), py::arg("max_side") = py::none(), py::arg("jpeg_quality") = py::none(),
+      py::arg("progress") = py::none());
   m.def("inspect", &inspect, py::arg("path"));
   // For bench/images/images_bench.py: decodes every image of `images` (a list of bytes) to RGB at
   // full size on `num_threads` C++ threads, each taking the next image, with the GIL released; the

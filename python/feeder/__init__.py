@@ -20,6 +20,7 @@ messages the `feeder` command prints; an error in a worker is raised by the next
 import json
 import numbers
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -977,28 +978,36 @@ def convert(input, output, *, layout=None, codec=None, level=None, row_group_siz
     shape (C, H, W), page_rows, shuffle_on_write (a seed: a sharded set's rows are written shuffled);
     for images, max_side (re-encode as JPEG, resized to this longer side, the images larger than it)
     and jpeg_quality (90). One shard's images are held in memory at a time."""
-    args = [os.fspath(input), os.fspath(output)]
-    for flag, value in (("--layout", layout), ("--codec", codec), ("--level", level),
-                        ("--row-group-size", row_group_size), ("--shard-rows", shard_rows),
-                        ("--shard-size", shard_size), ("--page-rows", page_rows),
-                        ("--shuffle-on-write", shuffle_on_write), ("--max-side", max_side),
-                        ("--jpeg-quality", jpeg_quality)):
-        if value is not None:
-            args += [flag, str(value)]
     if shape is not None:
         try:
             channels, height, width = (int(v) for v in shape)
         except (TypeError, ValueError):
             raise ValueError(f"shape must be (C, H, W), got {shape!r}") from None
-        args += ["--shape", f"{channels}x{height}x{width}"]
-    report = _feeder.convert([os.fsencode(arg) for arg in args])
-    print(report, end="")  # through sys.stdout: a notebook shows it
-    # Images written as they are that a loader will fail on: a warning a notebook shows and a
-    # program can catch (the command's own goes to the process's stderr).
-    for line in report.splitlines():
-        if line.startswith(("not images:", "not decoded:")):
-            warnings.warn(f"feeder.convert: {line}", RuntimeWarning, stacklevel=2)
-    return report
+        shape = (channels, height, width)
+    if shuffle_on_write is not None and not 0 <= shuffle_on_write < 2**64:
+        raise ValueError(f"--shuffle-on-write: needs a seed from 0 to 2**64-1, got {shuffle_on_write!r}")
+    report = _feeder.convert(
+        os.fsencode(os.fspath(input)), os.fsencode(os.fspath(output)), layout=layout, codec=codec, level=level,
+        row_group_size=row_group_size, shard_rows=shard_rows,
+        shard_size=None if shard_size is None else str(shard_size), shape=shape, page_rows=page_rows,
+        shuffle_on_write=shuffle_on_write, max_side=max_side, jpeg_quality=jpeg_quality,
+        progress=_convert_progress if sys.stderr is not None and sys.stderr.isatty() else None)
+    text = report.text
+    print(text, end="")  # through sys.stdout: a notebook shows it
+    # What a person should know of the input, and images written as they are that a loader will
+    # fail on: warnings a notebook shows and a program can catch.
+    for warning in report.warnings:
+        warnings.warn(f"feeder.convert: {warning}", RuntimeWarning, stacklevel=2)
+    for name, bad in (("not images", report.not_images), ("not decoded", report.not_decoded)):
+        if bad.count > 0:
+            warnings.warn(f"feeder.convert: {name}: {bad.count}, written as they are; the first: {'; '.join(bad.first)}",
+                          RuntimeWarning, stacklevel=2)
+    return text
+
+
+def _convert_progress(line):
+    """A conversion's progress line, for a person at a terminal."""
+    print(f"feeder.convert: {line}", file=sys.stderr, flush=True)
 
 
 def decode_image(data, channels=3):

@@ -71,19 +71,6 @@ int run_single_command(Command (*add)(CLI::App&), const std::vector<std::string>
   return run_command_line(app, command_line, {command});
 }
 
-int call_single_command(Command (*add)(CLI::App&), const std::vector<std::string>& args) {
-  CLI::App app("", "feeder");
-  const Command command = add(app);
-  std::vector<std::string> command_line(args.rbegin(), args.rend());  // CLI11 takes them last to first
-  command_line.push_back(command.app->get_name());
-  try {
-    app.parse(command_line);
-  } catch (const CLI::ParseError& error) {
-    throw OptionsError(command.app->get_name() + ": " + error.what());
-  }
-  return command.run();
-}
-
 CLI::Validator at_least(long long min) {
   return CLI::Validator(
       [min](std::string& text) -> std::string {

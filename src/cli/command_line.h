@@ -28,11 +28,6 @@ int run_command_line(CLI::App& app, std::vector<std::string> args, const std::ve
 // Runs the one command that `add` registers, as `feeder <command> args...`.
 int run_single_command(Command (*add)(CLI::App&), const std::vector<std::string>& args);
 
-// Runs the one command that `add` registers as run_single_command does, for callers that are not a
-// program's main (the Python package): errors stay exceptions with the messages the command line
-// prints. A bad option throws OptionsError with CLI11's message; --help is not accepted.
-int call_single_command(Command (*add)(CLI::App&), const std::vector<std::string>& args);
-
 // A validator for integer options that must be at least `min`; the message names the bound.
 CLI::Validator at_least(long long min);
 // An integer from `min` to `max`; above `max` the message calls the value absurd and gives the bound.

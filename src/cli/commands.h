@@ -18,8 +18,4 @@ Command add_inspect_command(CLI::App& parent);
 int convert_main(const std::vector<std::string>& args);
 int inspect_main(const std::vector<std::string>& args);
 
-// What `feeder inspect PATH` prints: a Parquet file's schema, row groups and column chunks, or a
-// sharded set's summary. Throws DataError for a file that cannot be read.
-std::string inspect_report(const std::string& path);
-
 }  // namespace feeder::cli

@@ -188,6 +188,29 @@ def test_max_side_writes_what_it_cannot_decode_as_it_is_and_warns(tmp_path):
     assert images.shape[0] == 1
 
 
+def test_a_file_that_is_no_image_is_written_as_it_is_with_a_warning_and_its_report_line(tmp_path, capsys):
+    # The warning comes from the report's count and names, not from reading its printed lines back.
+    folder = tmp_path / "folder"
+    (folder / "a").mkdir(parents=True)
+    write_image(folder / "a" / "good.png", smooth(12, 10, 3, 0))
+    (folder / "a" / "broken.png").write_bytes(b"\x89PNG but no more")
+    with pytest.warns(RuntimeWarning, match=r"^feeder\.convert: not images: 1, written as they are; the first: .*broken\.png"):
+        report = feeder.convert(folder, tmp_path / "out/")
+    assert isinstance(report, str) and capsys.readouterr().out == report
+    assert re.search(r"^not images: 1, written as they are; the first: .*broken\.png", report, re.M), report
+    assert "not decoded" not in report
+
+
+def test_an_idx_file_without_labels_warns_that_it_is_written_unlabeled(tmp_path):
+    # Before, the note went to the process's standard error, past Python.
+    images = np.arange(2 * 4 * 4, dtype=np.uint8).reshape(2, 4, 4)
+    path = tmp_path / "x-images-idx3-ubyte"
+    path.write_bytes(bytes.fromhex("00000803") + (2).to_bytes(4, "big") + (4).to_bytes(4, "big") * 2 + images.tobytes())
+    with pytest.warns(RuntimeWarning, match=r"x-images-idx3-ubyte: no labels file beside it \(.*x-labels-idx1-ubyte\[\.gz\]\)"):
+        feeder.convert(path, tmp_path / "out.parquet")
+    assert (tmp_path / "out.parquet").exists()
+
+
 def test_a_directory_that_is_not_a_set_says_what_it_lacks(tmp_path):
     # Images straight in a folder (no class folders), an empty folder, a folder of IDX files: each
     # says what it is not. Before, convert said "no such file" of a directory that exists.
