@@ -407,27 +407,11 @@ py::str inspect(const std::string& path) {
 }  // namespace
 }  // namespace feeder::python
 
-PYBIND11_MODULE(_feeder, m) {
-  using namespace feeder;
-  using namespace feeder::python;
-  m.doc() = "feeder's C++ loader, readers and converters; use the `feeder` package, not this module";
-  m.attr("__version__") = kVersion;
+namespace feeder::python {
+namespace {
 
-  // Bad files are OSErrors (a DataError says which file and where); bad options ValueErrors (by
-  // pybind11's default for std::invalid_argument, which OptionsError is); filesystem errors OSErrors.
-  static py::exception<DataError> data_error(m, "DataError", PyExc_OSError);
-  py::register_exception_translator([](std::exception_ptr error) {
-    try {
-      if (error) std::rethrow_exception(error);
-    } catch (const DataError& e) {
-      PyErr_SetObject(data_error.ptr(), fs_str(e.what()).ptr());
-    } catch (const std::invalid_argument& e) {  // OptionsError: pybind11 would decode it as UTF-8
-      PyErr_SetObject(PyExc_ValueError, fs_str(e.what()).ptr());
-    } catch (const std::system_error& e) {
-      PyErr_SetObject(PyExc_OSError, fs_str(e.what()).ptr());
-    }
-  });
-
+// Opening sets: paths, lists of image files, arrays.
+void bind_datasets(py::module_& m) {
   // A dataset as open_dataset gives it. `classes` may be set by the package (a torchvision dataset's).
   py::class_<Dataset>(m, "Source")
       .def_property_readonly("streaming", [](const Dataset& s) { return s.streaming; })
@@ -482,6 +466,10 @@ PYBIND11_MODULE(_feeder, m) {
   m.def("from_arrays", &from_arrays<uint8_t>, py::arg("images"), py::arg("labels"));
   m.def("from_float_arrays", &from_arrays<float>, py::arg("images"), py::arg("labels"));
 
+}
+
+// The loader and the epoch order.
+void bind_loader(py::module_& m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](const Dataset& source, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
                        int num_workers, int prefetch, float mean, float std, const std::string& layout,
@@ -524,6 +512,10 @@ PYBIND11_MODULE(_feeder, m) {
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
   m.def("epoch_order", &epoch_order, py::arg("num_samples"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"));
+}
+
+// convert and inspect, as library calls.
+void bind_commands(py::module_& m) {
   // A conversion's report (feeder/convert/convert_report.h): its numbers, its bad images and
   // warnings, and `text`, the report as `feeder convert` prints it. Names are str as os.fsdecode
   // gives them.
@@ -613,6 +605,10 @@ PYBIND11_MODULE(_feeder, m) {
       py::arg("shuffle_on_write") = py::none(), py::arg("max_side") = py::none(), py::arg("jpeg_quality") = py::none(),
       py::arg("progress") = py::none());
   m.def("inspect", &inspect, py::arg("path"));
+}
+
+// Decoding and the image pipeline's pieces, for benchmarks and tests against PIL and torchvision.
+void bind_image_pieces(py::module_& m) {
   // For bench/images/images_bench.py: decodes every image of `images` (a list of bytes) to RGB at
   // full size on `num_threads` C++ threads, each taking the next image, with the GIL released; the
   // seconds it took. The rate of a bare decode, with no Python between the images.
@@ -708,6 +704,10 @@ PYBIND11_MODULE(_feeder, m) {
       },
       py::arg("data"), py::arg("channels"), py::arg("box"), py::arg("out_height"), py::arg("out_width"),
       py::arg("dct_scaling"), py::arg("resize_first"), py::arg("name"));
+}
+
+// Sizes, the memory budget and the process settings feeder recommends.
+void bind_settings(py::module_& m) {
   m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });
   m.def("default_memory_budget", &default_memory_budget);
   m.def("recommended_process_settings", [](int threads) {
@@ -715,4 +715,35 @@ PYBIND11_MODULE(_feeder, m) {
     return py::make_tuple(settings.omp_num_threads ? py::object(py::int_(*settings.omp_num_threads)) : py::object(py::none()),
                           settings.malloc_mmap_threshold_bytes, settings.malloc_trim_threshold_bytes);
   });
+}
+
+}  // namespace
+}  // namespace feeder::python
+
+PYBIND11_MODULE(_feeder, m) {
+  using namespace feeder;
+  using namespace feeder::python;
+  m.doc() = "feeder's C++ loader, readers and converters; use the `feeder` package, not this module";
+  m.attr("__version__") = kVersion;
+
+  // Bad files are OSErrors (a DataError says which file and where); bad options ValueErrors (by
+  // pybind11's default for std::invalid_argument, which OptionsError is); filesystem errors OSErrors.
+  static py::exception<DataError> data_error(m, "DataError", PyExc_OSError);
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const DataError& e) {
+      PyErr_SetObject(data_error.ptr(), fs_str(e.what()).ptr());
+    } catch (const std::invalid_argument& e) {  // OptionsError: pybind11 would decode it as UTF-8
+      PyErr_SetObject(PyExc_ValueError, fs_str(e.what()).ptr());
+    } catch (const std::system_error& e) {
+      PyErr_SetObject(PyExc_OSError, fs_str(e.what()).ptr());
+    }
+  });
+
+  bind_datasets(m);
+  bind_loader(m);
+  bind_commands(m);
+  bind_image_pieces(m);
+  bind_settings(m);
 }
