@@ -195,27 +195,212 @@ void print_diagnosis(const RunReport& report, const TrainerConfig& config) {
   std::cout << "Diagnosis: " << diagnose(report.epochs, setup) << "\n";
 }
 
-int run(const TrainArgs& args) {
-  // Joined first, so that a rank that cannot reach the others fails before reading any data.
-  std::optional<DistributedOptions> distributed = distributed_from_environment();
-  std::unique_ptr<ProcessGroup> group;
-  if (distributed && distributed->world_size > 1) {
-    distributed->local_addr = args.local_addr;
-    distributed->timeout = std::chrono::milliseconds(static_cast<int64_t>(args.dist_timeout_seconds * 1000));
-    group = std::make_unique<ProcessGroup>(*distributed);
+// The process group of a run with more than one rank (joined first, so that a rank that cannot
+// reach the others fails before reading any data); nullptr for one rank.
+std::unique_ptr<ProcessGroup> join_ranks(const TrainArgs& args, std::optional<DistributedOptions> distributed) {
+  if (!distributed || distributed->world_size <= 1) return nullptr;
+  distributed->local_addr = args.local_addr;
+  distributed->timeout = std::chrono::milliseconds(static_cast<int64_t>(args.dist_timeout_seconds * 1000));
+  return std::make_unique<ProcessGroup>(*distributed);
+}
+
+// Only rank 0 prints; the others' errors still reach stderr. Restores std::cout when it ends.
+class QuietRanks {
+ public:
+  explicit QuietRanks(int rank) : buffer_(std::cout.rdbuf()) {
+    if (rank != 0) std::cout.rdbuf(nullptr);
   }
+  ~QuietRanks() {
+    std::cout.rdbuf(buffer_);
+    std::cout.clear();
+  }
+  QuietRanks(const QuietRanks&) = delete;
+  QuietRanks& operator=(const QuietRanks&) = delete;
+
+ private:
+  std::streambuf* buffer_;
+};
+
+// A loader's options for one set of the run: the training set shuffled, the test set in order,
+// each within its set's share of the budget, encoded images decoded into the model's shape.
+LoaderOptions loader_options(const TrainArgs& args, const TrainerConfig& config, int rank, int world_size,
+                             const Dataset& set, bool shuffle) {
+  LoaderOptions options;
+  options.batch_size = args.batch_size;
+  options.shuffle = shuffle;
+  options.seed = args.seed;
+  options.num_workers = args.num_workers;
+  options.pin_memory = config.device.is_cuda();
+  options.layout = config.image_layout();
+  options.shuffle_window = args.shuffle_window;
+  options.skip_bad_samples = args.skip_bad_images;
+  options.rank = rank;
+  options.world_size = world_size;
+  options.memory_budget = set.memory_budget;
+  options.sample_stage = image_stage_for(*set.source, ImageShape{});
+  return options;
+}
+
+// A loader's budget is its set's share of --memory-budget, and feeder train has no prefetch
+// option: a refusal of the budget is put in the terms of this command.
+TensorLoader open_loader(const Dataset& set, const LoaderOptions& options, const char* role, int64_t memory_budget) {
+  try {
+    return TensorLoader(set.source, options);
+  } catch (const BudgetError& e) {
+    throw OptionsError(std::string(e.what()) + " (here memory_budget is the " + role + " set's share of " +
+                       "--memory-budget " + format_byte_size(memory_budget) + ", and prefetch is " +
+                       std::to_string(options.prefetch) + ": raise --memory-budget, or lower --batch-size" +
+                       (e.window_can_shrink ? " or --shuffle-window)" : ")"));
+  }
+}
+
+// A run's two loaders, made once.
+struct RunLoaders {
+  RunLoaders(const TrainArgs& args, const TrainTestSets& sets, const TrainerConfig& config, int rank, int world_size,
+             int64_t memory_budget)
+      : train_options(loader_options(args, config, rank, world_size, sets.train, true)),
+        train(open_loader(sets.train, train_options, "training", memory_budget)),
+        test(open_loader(sets.test, loader_options(args, config, rank, world_size, sets.test, false), "test",
+                         memory_budget)) {}
+
+  const LoaderOptions train_options;
+  TensorLoader train;
+  TensorLoader test;
+};
+
+void print_run_header(Trainer& trainer, const RunReport& report, const TrainTestSets& sets,
+                      const TrainerConfig& config, int64_t classes, int world_size, int64_t batch_size) {
+  std::cout << "Training SimpleCNN (" << (classes != 10 ? std::to_string(classes) + " classes, " : "")
+            << count_parameters(*trainer.model()) << " parameters) on "
+            << sets.train.source->size() << " images, testing on " << sets.test.source->size() << "; device "
+            << report.device << ", precision " << report.precision << ", channels-last "
+            << (config.channels_last ? "on" : "off") << ", " << report.num_threads << (report.num_threads == 1 ? " thread" : " threads");
+  if (world_size > 1) std::cout << " per rank, " << world_size << " ranks (batch " << batch_size << " each)";
+  std::cout << "\n" << std::flush;
+}
+
+// Where a run starts: epoch 1, or where the newest checkpoint stopped.
+struct StartPoint {
+  int64_t epoch = 1;
+  int64_t global_step = 0;
+  std::optional<PassState> pass;  // a training pass stopped partway
+};
+
+// The training loader continues from a checkpoint's state. A budget that cannot hold the saved
+// window is said in terms of --memory-budget (the loader's budget is the training set's share of
+// it); every other refusal (another dataset, world size, seed) goes as it is. Returns what to say
+// of the window when the saved one replaced the budget's.
+std::string restore_loader(Loader& loader, LoaderState state, int rank, const TrainTestSets& sets,
+                           int64_t memory_budget) {
+  state.rank = rank;  // every rank is at the same batch; its own slice of it
+  const int64_t window_before = loader.shuffle_window();
+  try {
+    loader.restore(state);
+  } catch (const BudgetError& e) {
+    if (sets.train.memory_budget == memory_budget || sets.train.memory_budget == 0) throw;
+    throw OptionsError(std::string(e.what()) + " (the training set's share of the memory budget " +
+                       format_byte_size(memory_budget) + ", the rest being the test set's: raise --memory-budget "
+                       "by the difference)");
+  }
+  if (loader.shuffle_window() == window_before) return "";
+  return " (shuffle window " + std::to_string(loader.shuffle_window()) + " samples, as saved)";
+}
+
+// --resume: every rank loads the same newest checkpoint and continues its own loader from it.
+StartPoint resume(CheckpointStore& checkpoints, Trainer& trainer, Loader& train_loader, RunReport& report, int rank,
+                  const TrainTestSets& sets, int64_t memory_budget) {
+  const auto warn = [&](const std::string& text) {
+    if (rank == 0) std::cerr << "feeder train: warning: " << text << "\n";
+  };
+  const auto loaded = checkpoints.load_newest(*trainer.model(), trainer.optimizer(), warn);
+  if (!loaded && !checkpoints.files().empty()) {
+    throw DataError(checkpoints.dir().string() + ": no checkpoint in it loads; move them away to start over");
+  }
+  if (!loaded) {
+    std::cout << "No checkpoint in " << checkpoints.dir().string() << " yet: starting from the beginning\n";
+    return {};
+  }
+  const TrainingCheckpoint& checkpoint = loaded->first;
+  trainer.restore_layout();
+  report.epochs = checkpoint.finished_epochs;
+  StartPoint start{checkpoint.epoch, checkpoint.global_step, std::nullopt};
+  std::string resumed_window;
+  if (checkpoint.batches_done > 0) {
+    resumed_window = restore_loader(train_loader, LoaderState::from_json(checkpoint.loader_state), rank, sets,
+                                    memory_budget);
+    // Rank 0 carries the pass's totals over every rank; the others start from zero.
+    start.pass = PassState{checkpoint.batches_done, torch::tensor(rank == 0 ? checkpoint.loss_sum : 0.0, torch::kDouble),
+                           rank == 0 ? checkpoint.num_samples : 0};
+  }
+  std::cout << "Resuming from " << loaded->second.string() << ": epoch " << checkpoint.epoch << ", batch "
+            << checkpoint.batches_done << " (step " << checkpoint.global_step << ")" << resumed_window << "\n";
+  return start;
+}
+
+// Saves a checkpoint after a batch when --checkpoint-every or the pass's end asks for one. Rank 0
+// writes it, with the pass's totals summed over the ranks.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(const TrainArgs& args, CheckpointStore* store, Trainer& trainer, TensorLoader& loader,
+                   ProcessGroup* group, const RunReport& report)
+      : args_(args), store_(store), trainer_(trainer), loader_(loader), group_(group), report_(report) {}
+
+  void after_batch(const PassState& pass, int64_t epoch, int64_t global_step) {
+    if (store_ == nullptr) return;
+    const bool every = args_.checkpoint_every > 0 && global_step % args_.checkpoint_every == 0;
+    if (every || pass.batches_done == loader_.num_batches()) save(pass, epoch, global_step);
+  }
+
+ private:
+  void save(const PassState& pass, int64_t epoch, int64_t global_step) {
+    std::vector<double> totals = {pass.loss_sum.item<double>(), static_cast<double>(pass.num_samples)};
+    if (group_) totals = group_->sum(totals);
+    if (group_ && group_->rank() != 0) return;
+    TrainingCheckpoint checkpoint;
+    checkpoint.epoch = epoch;
+    checkpoint.batches_done = pass.batches_done;
+    checkpoint.global_step = global_step;
+    checkpoint.loss_sum = totals[0];
+    checkpoint.num_samples = static_cast<int64_t>(totals[1]);
+    checkpoint.world_size = group_ ? group_->world_size() : 1;
+    checkpoint.loader_state = loader_.loader().state().to_json();
+    checkpoint.finished_epochs = report_.epochs;
+    store_->save(*trainer_.model(), trainer_.optimizer(), checkpoint);
+  }
+
+  const TrainArgs& args_;
+  CheckpointStore* store_;
+  Trainer& trainer_;
+  TensorLoader& loader_;
+  ProcessGroup* group_;
+  const RunReport& report_;
+};
+
+void print_skipped(RunLoaders& loaders) {
+  for (const auto& [role, loader] : {std::pair{"training", &loaders.train}, std::pair{"test", &loaders.test}}) {
+    const Loader& inner = loader->loader();
+    if (inner.skipped_samples() == 0) continue;
+    std::cout << "  skipped " << inner.skipped_samples() << " bad " << role << " images, e.g. "
+              << inner.skipped_examples().front() << "\n";
+  }
+}
+
+// Rank 0's files, written once every rank has finished.
+void write_outputs(const TrainArgs& args, Trainer& trainer, const RunReport& report) {
+  if (args.save_path) {
+    std::ostringstream bytes;
+    torch::save(trainer.model(), bytes);
+    write_file_atomically(*args.save_path, bytes.str());
+  }
+  if (args.report_path) write_file_atomically(*args.report_path, to_json_text(report));
+}
+
+int run(const TrainArgs& args) {
+  const std::optional<DistributedOptions> distributed = distributed_from_environment();
+  const std::unique_ptr<ProcessGroup> group = join_ranks(args, distributed);
   const int rank = group ? group->rank() : 0;
   const int world_size = group ? group->world_size() : 1;
-  // Only rank 0 prints and writes files; the others' errors still reach stderr.
-  std::streambuf* const stdout_buffer = std::cout.rdbuf();
-  if (rank != 0) std::cout.rdbuf(nullptr);
-  struct RestoreStdout {
-    std::streambuf* buffer;
-    ~RestoreStdout() {
-      std::cout.rdbuf(buffer);
-      std::cout.clear();
-    }
-  } restore_stdout{stdout_buffer};
+  const QuietRanks quiet(rank);
 
   // Written after training: refused now rather than after the run.
   if (rank == 0 && args.save_path) check_can_write(*args.save_path);
@@ -226,156 +411,48 @@ int run(const TrainArgs& args) {
   const int64_t memory_budget = args.memory_budget > 0 ? args.memory_budget : default_memory_budget() / local_ranks;
   const TrainTestSets sets =
       open_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */, memory_budget);
-
   const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
-  LoaderOptions train_options;
-  train_options.batch_size = args.batch_size;
-  train_options.shuffle = true;
-  train_options.seed = args.seed;
-  train_options.num_workers = args.num_workers;
-  train_options.pin_memory = config.device.is_cuda();
-  train_options.layout = config.image_layout();
-  train_options.shuffle_window = args.shuffle_window;
-  train_options.skip_bad_samples = args.skip_bad_images;
-  train_options.rank = rank;
-  train_options.world_size = world_size;
-  LoaderOptions test_options = train_options;
-  test_options.shuffle = false;
-  train_options.memory_budget = sets.train.memory_budget;
-  test_options.memory_budget = sets.test.memory_budget;
-  train_options.sample_stage = image_stage_for(*sets.train.source, ImageShape{});
-  test_options.sample_stage = image_stage_for(*sets.test.source, ImageShape{});
-  // A loader's budget is its set's share of --memory-budget, and feeder train has no prefetch
-  // option: a refusal of the budget is put in the terms of this command.
-  const auto make_loader = [&](const Dataset& set, const LoaderOptions& options, const char* role) {
-    try {
-      return TensorLoader(set.source, options);
-    } catch (const BudgetError& e) {
-      throw OptionsError(std::string(e.what()) + " (here memory_budget is the " + role + " set's share of " +
-                         "--memory-budget " + format_byte_size(memory_budget) + ", and prefetch is " + std::to_string(options.prefetch) + ": raise " +
-                         "--memory-budget, or lower --batch-size" + (e.window_can_shrink ? " or --shuffle-window)" : ")"));
-    }
-  };
-  TensorLoader train_loader = make_loader(sets.train, train_options, "training");
-  TensorLoader test_loader = make_loader(sets.test, test_options, "test");
-  print_data_choice("Train data", sets.train, train_loader);
-  print_data_choice("Test data", sets.test, test_loader);
-  if (!train_loader.loader().shuffle_advice().empty() && rank == 0) {
-    std::cerr << "feeder train: warning: " << train_loader.loader().shuffle_advice() << "\n";
+  RunLoaders loaders(args, sets, config, rank, world_size, memory_budget);
+  print_data_choice("Train data", sets.train, loaders.train);
+  print_data_choice("Test data", sets.test, loaders.test);
+  if (!loaders.train.loader().shuffle_advice().empty() && rank == 0) {
+    std::cerr << "feeder train: warning: " << loaders.train.loader().shuffle_advice() << "\n";
   }
 
   const int64_t classes = args.num_classes > 0 ? args.num_classes : classes_needed(sets);
   Trainer trainer(make_simple_cnn(args.seed, classes), config);
   std::unique_ptr<GradientAverager> averager;
   if (group) {
-    group->check_same(settings_to_agree_on(args, sets, config, train_loader, classes));
+    group->check_same(settings_to_agree_on(args, sets, config, loaders.train, classes));
     // Every rank starts from rank 0's parameters, as DistributedDataParallel does.
     std::vector<torch::Tensor> parameters = trainer.model()->parameters();
     group->broadcast(parameters, 0);
     averager = std::make_unique<GradientAverager>(*group, trainer.model()->parameters());
     trainer.set_distributed(group.get(), averager.get());
   }
-  RunReport report = describe_run(args, sets, config, train_options);
-  std::cout << "Training SimpleCNN (" << (classes != 10 ? std::to_string(classes) + " classes, " : "")
-            << count_parameters(*trainer.model()) << " parameters) on "
-            << sets.train.source->size() << " images, testing on " << sets.test.source->size() << "; device "
-            << report.device << ", precision " << report.precision << ", channels-last "
-            << (config.channels_last ? "on" : "off") << ", " << report.num_threads << (report.num_threads == 1 ? " thread" : " threads");
-  if (group) std::cout << " per rank, " << world_size << " ranks (batch " << args.batch_size << " each)";
-  std::cout << "\n" << std::flush;
+  RunReport report = describe_run(args, sets, config, loaders.train_options);
+  print_run_header(trainer, report, sets, config, classes, world_size, args.batch_size);
 
   const bool show_progress = rank == 0 && ::isatty(STDERR_FILENO) == 1;
-  const ProgressCallback progress = show_progress ? ProgressCallback([&](const BatchProgress& p) {
-    draw_progress(p, args.epochs);
-  })
-                                                  : nullptr;
-
-  // Checkpoints: rank 0 writes them; on --resume every rank loads the same newest one and
-  // continues its own loader from it.
+  const ProgressCallback progress =
+      show_progress ? ProgressCallback([&](const BatchProgress& p) { draw_progress(p, args.epochs); }) : nullptr;
   std::optional<CheckpointStore> checkpoints;
   if (args.checkpoint_dir) checkpoints.emplace(*args.checkpoint_dir, args.keep_checkpoints);
-  int64_t first_epoch = 1;
-  int64_t global_step = 0;
-  std::optional<PassState> resume_pass;
+  StartPoint start;
   if (args.resume) {
-    const auto warn = [&](const std::string& text) {
-      if (rank == 0) std::cerr << "feeder train: warning: " << text << "\n";
-    };
-    const auto loaded = checkpoints->load_newest(*trainer.model(), trainer.optimizer(), warn);
-    if (!loaded && !checkpoints->files().empty()) {
-      throw DataError(checkpoints->dir().string() + ": no checkpoint in it loads; move them away to start over");
-    }
-    if (loaded) {
-      const TrainingCheckpoint& checkpoint = loaded->first;
-      std::string resumed_window;  // said when the saved window replaces the budget's
-      trainer.restore_layout();
-      report.epochs = checkpoint.finished_epochs;
-      first_epoch = checkpoint.epoch;
-      global_step = checkpoint.global_step;
-      if (checkpoint.batches_done > 0) {
-        LoaderState state = LoaderState::from_json(checkpoint.loader_state);
-        state.rank = rank;  // every rank is at the same batch; its own slice of it
-        const int64_t window_before = train_loader.loader().shuffle_window();
-        try {
-          train_loader.loader().restore(state);  // refuses another world size, dataset or seed
-        } catch (const BudgetError& e) {
-          // A budget that cannot hold the saved window: the loader's budget is the training set's
-          // share of --memory-budget, so say so. Every other refusal (another dataset, world
-          // size, seed) has nothing to do with the budget and goes as it is.
-          if (sets.train.memory_budget == memory_budget || sets.train.memory_budget == 0) throw;
-          throw OptionsError(std::string(e.what()) + " (the training set's share of the memory budget " +
-                             format_byte_size(memory_budget) + ", the rest being the test set's: raise --memory-budget "
-                             "by the difference)");
-        }
-        if (train_loader.loader().shuffle_window() != window_before)
-          resumed_window = " (shuffle window " + std::to_string(train_loader.loader().shuffle_window()) +
-                           " samples, as saved)";
-        // Rank 0 carries the pass's totals over every rank; the others start from zero.
-        resume_pass = PassState{checkpoint.batches_done,
-                                torch::tensor(rank == 0 ? checkpoint.loss_sum : 0.0, torch::kDouble),
-                                rank == 0 ? checkpoint.num_samples : 0};
-      }
-      std::cout << "Resuming from " << loaded->second.string() << ": epoch " << checkpoint.epoch << ", batch "
-                << checkpoint.batches_done << " (step " << checkpoint.global_step << ")" << resumed_window << "\n";
-    } else {
-      std::cout << "No checkpoint in " << checkpoints->dir().string() << " yet: starting from the beginning\n";
-    }
-    if (group) group->check_same({{"resumed at step", std::to_string(global_step)}});
+    start = resume(*checkpoints, trainer, loaders.train.loader(), report, rank, sets, memory_budget);
+    if (group) group->check_same({{"resumed at step", std::to_string(start.global_step)}});
   }
-  int64_t epoch = first_epoch;
-  const auto save_checkpoint = [&](const PassState& pass) {
-    std::vector<double> totals = {pass.loss_sum.item<double>(), static_cast<double>(pass.num_samples)};
-    if (group) totals = group->sum(totals);
-    if (rank != 0) return;
-    TrainingCheckpoint checkpoint;
-    checkpoint.epoch = epoch;
-    checkpoint.batches_done = pass.batches_done;
-    checkpoint.global_step = global_step;
-    checkpoint.loss_sum = totals[0];
-    checkpoint.num_samples = static_cast<int64_t>(totals[1]);
-    checkpoint.world_size = world_size;
-    checkpoint.loader_state = train_loader.loader().state().to_json();
-    checkpoint.finished_epochs = report.epochs;
-    checkpoints->save(*trainer.model(), trainer.optimizer(), checkpoint);
-  };
-  const AfterBatchCallback after_batch = [&](const PassState& pass) {
-    ++global_step;
-    if (!checkpoints) return;
-    const bool every = args.checkpoint_every > 0 && global_step % args.checkpoint_every == 0;
-    if (every || pass.batches_done == train_loader.num_batches()) save_checkpoint(pass);
-  };
-  for (; epoch <= args.epochs; ++epoch) {
-    const EpochReport result = trainer.run_epoch(train_loader, test_loader, epoch, progress,
-                                                 resume_pass ? &*resume_pass : nullptr, after_batch);
-    resume_pass.reset();
+  CheckpointWriter writer(args, checkpoints ? &*checkpoints : nullptr, trainer, loaders.train, group.get(), report);
+  int64_t global_step = start.global_step;
+  for (int64_t epoch = start.epoch; epoch <= args.epochs; ++epoch) {
+    const AfterBatchCallback after_batch = [&](const PassState& pass) { writer.after_batch(pass, epoch, ++global_step); };
+    const EpochReport result = trainer.run_epoch(loaders.train, loaders.test, epoch, progress,
+                                                 start.pass ? &*start.pass : nullptr, after_batch);
+    start.pass.reset();
     if (show_progress) clear_progress();
     print_epoch(result, args.epochs, args.diagnose);
-    for (const auto& [role, loader] : {std::pair{"training", &train_loader}, std::pair{"test", &test_loader}}) {
-      const Loader& inner = loader->loader();
-      if (inner.skipped_samples() == 0) continue;
-      std::cout << "  skipped " << inner.skipped_samples() << " bad " << role << " images, e.g. "
-                << inner.skipped_examples().front() << "\n";
-    }
+    print_skipped(loaders);
     report.epochs.push_back(result);
   }
   print_totals(report.epochs);
@@ -383,13 +460,7 @@ int run(const TrainArgs& args) {
   std::cout << std::flush;
 
   if (group) group->barrier();  // every rank finished: rank 0's store may close
-  if (rank != 0) return 0;
-  if (args.save_path) {
-    std::ostringstream bytes;
-    torch::save(trainer.model(), bytes);
-    write_file_atomically(*args.save_path, bytes.str());
-  }
-  if (args.report_path) write_file_atomically(*args.report_path, to_json_text(report));
+  if (rank == 0) write_outputs(args, trainer, report);
   return 0;
 }
 
