@@ -466,19 +466,126 @@ int run(const TrainArgs& args) {
 
 }  // namespace
 
+// What CLI11 fills as text (or 0) and the command resolves into TrainArgs after the parse.
+struct TrainTexts {
+  std::string data_dir, train_file, test_file, save_path, report_path, memory_budget, checkpoint_dir;
+  std::string precision = "auto";
+  std::string device = "auto";
+  std::string channels_last = "on";
+  int master_port = 0;
+};
+
+void add_data_options(CLI::App* app, TrainArgs& args, TrainTexts& texts) {
+  CLI::Option* data = app->add_option("--data", texts.data_dir, "directory with the train and test files");
+  CLI::Option* train =
+      app->add_option("--train", texts.train_file, "training set: a file, an image folder, a directory of Parquet shards or a glob (with --test)");
+  CLI::Option* test = app->add_option("--test", texts.test_file, "test set: a file, a directory or a glob (with --train)");
+  app->add_option("--memory-budget", texts.memory_budget,
+                  "memory for each rank's data, e.g. 256MiB or 2GB (default: half the available memory, divided among "
+                  "this machine's ranks); larger sets are streamed within it");
+  app->add_flag("--skip-bad-images", args.skip_bad_images,
+               "image folders and Parquet sets of images: leave images that do not decode out of their batches "
+               "(counted each epoch) instead of stopping");
+  app->add_option("--shuffle-window", args.shuffle_window,
+                  "samples shuffled together when streaming (default: the largest the budget allows)")
+      ->check(at_least(1));
+  data->excludes(train)->excludes(test);
+  train->needs(test);
+  test->needs(train);
+}
+
+void add_training_options(CLI::App* app, TrainArgs& args, TrainTexts& texts) {
+  app->add_option("--epochs", args.epochs, "epochs to train")->check(at_least(1))->capture_default_str();
+  app->add_option("--batch-size", args.batch_size, "samples per batch")->check(at_least(1))->capture_default_str();
+  app->add_option("--workers", args.num_workers, "loader worker threads")->check(at_least(0))->capture_default_str();
+  app->add_option("--num-classes", args.num_classes,
+                  "the model's outputs (default: the sets' classes, from their names or labels; at least 10)")
+      ->check(sane_range(1, kMaxClasses));
+  app->add_option("--precision", texts.precision, "auto, fp32 or bf16")
+      ->check(parsed_by(parse_precision, "auto|fp32|bf16"))
+      ->capture_default_str();
+  app->add_option("--device", texts.device, "auto, cpu or cuda")
+      ->check(parsed_by(parse_device, "auto|cpu|cuda"))
+      ->capture_default_str();
+  app->add_option("--channels-last", texts.channels_last, "channels-last model and batches")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app->add_option("--threads", args.num_threads,
+                  "OMP_NUM_THREADS (default: the CPUs available); restarts the process with it")
+      ->check(sane_range(1, kMaxThreads));
+  app->add_option("--seed", args.seed, "seed of the model and the shuffle")->capture_default_str();
+  app->add_option("--save", texts.save_path, "save the trained model (torch::save) to this file");
+  app->add_option("--report-json", texts.report_path, "write the run's results as JSON to this file");
+  app->add_flag("--diagnose", args.diagnose,
+                "measure how long training waits for data each epoch and say what to change");
+}
+
+void add_launch_options(CLI::App* app, TrainArgs& args, TrainTexts& texts) {
+  app->add_option("--nproc-per-node", args.launch.nproc_per_node,
+                  "ranks to start on this machine (data-parallel training, as torchrun --nproc-per-node)")
+      ->check(at_least(1))
+      ->capture_default_str();
+  app->add_option("--nnodes", args.launch.nnodes, "machines in the run")->check(at_least(1))->capture_default_str();
+  app->add_option("--node-rank", args.launch.node_rank, "this machine's number, 0..nnodes-1")
+      ->check(at_least(0))
+      ->capture_default_str();
+  app->add_option("--master-addr", args.launch.master_addr, "address of the machine running rank 0")
+      ->capture_default_str();
+  app->add_option("--master-port", texts.master_port,
+                  "rank 0's port (default: a free one on a single machine, 29500 across machines)")
+      ->check(CLI::Range(1, 65535));
+  app->add_option("--local-addr", args.local_addr,
+                  "the address this machine's ranks use to reach the others (default: the master's when it is "
+                  "a loopback address, else the host name's)");
+}
+
+// Checkpoints, and how long a rank waits for the others.
+void add_checkpoint_options(CLI::App* app, TrainArgs& args, TrainTexts& texts) {
+  CLI::Option* checkpoint_dir_option = app->add_option(
+      "--checkpoint-dir", texts.checkpoint_dir,
+      "save checkpoints here (model, optimizer, loader position): after each epoch's training pass and "
+      "every --checkpoint-every batches");
+  app->add_option("--checkpoint-every", args.checkpoint_every, "batches between checkpoints (0: once an epoch)")
+      ->check(at_least(0))
+      ->needs(checkpoint_dir_option)
+      ->capture_default_str();
+  app->add_option("--keep-checkpoints", args.keep_checkpoints, "checkpoints kept, the newest")
+      ->check(at_least(1))
+      ->needs(checkpoint_dir_option)
+      ->capture_default_str();
+  app->add_flag("--resume", args.resume,
+                "continue from the newest checkpoint in --checkpoint-dir that loads (from the start when there "
+                "is none)")
+      ->needs(checkpoint_dir_option);
+  app->add_option("--dist-timeout", args.dist_timeout_seconds,
+                  "seconds a rank waits for the others (rendezvous, each collective) before failing")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+// The texts into TrainArgs, once the command line is parsed.
+void resolve_train_args(TrainArgs& args, const TrainTexts& texts) {
+  if (!texts.data_dir.empty()) args.data_dir = texts.data_dir;
+  if (!texts.train_file.empty()) args.train_file = texts.train_file;
+  if (!texts.test_file.empty()) args.test_file = texts.test_file;
+  if (!texts.save_path.empty()) args.save_path = texts.save_path;
+  if (!texts.checkpoint_dir.empty()) args.checkpoint_dir = texts.checkpoint_dir;
+  if (!texts.report_path.empty()) args.report_path = texts.report_path;
+  if (!texts.memory_budget.empty()) args.memory_budget = parse_byte_size(texts.memory_budget, "--memory-budget");
+  args.trainer.precision = parse_precision(texts.precision);
+  args.trainer.device = parse_device(texts.device);
+  args.trainer.channels_last = texts.channels_last == "on";
+  if (texts.master_port > 0) args.launch.master_port = texts.master_port;
+  if (args.num_threads > 0) args.launch.threads_per_rank = args.num_threads;
+  if (args.num_threads > num_usable_cpus() && !is_launched_rank()) {
+    std::cerr << "feeder train: note: --threads " << args.num_threads << " is more than the "
+    << num_usable_cpus() << " CPUs available: the extra threads only take turns on them\n";
+  }
+}
+
 Command add_train_command(CLI::App& parent) {
   auto args = std::make_shared<TrainArgs>();
-  // CLI11 fills plain values; the optional ones are set from them after the parse.
-  auto data_dir = std::make_shared<std::string>();
-  auto train_file = std::make_shared<std::string>();
-  auto test_file = std::make_shared<std::string>();
-  auto save_path = std::make_shared<std::string>();
-  auto report_path = std::make_shared<std::string>();
-  auto memory_budget = std::make_shared<std::string>();
-  auto precision = std::make_shared<std::string>("auto");
-  auto device = std::make_shared<std::string>("auto");
-  auto channels_last = std::make_shared<std::string>("on");
-
+  auto texts = std::make_shared<TrainTexts>();
   CLI::App* app = parent.add_subcommand(
       "train", "train the article's SimpleCNN on FashionMNIST (or your IDX/CSV/Parquet files)");
   app->footer(
@@ -489,101 +596,12 @@ Command add_train_command(CLI::App& parent) {
       "or any writer's files) or a glob; a set larger than its share of --memory-budget is streamed.\n"
       "They also take a folder of JPEG, PNG or WebP images in torchvision's ImageFolder layout (a folder\n"
       "per class), or Parquet files of such images: each image is decoded to 1x28x28 gray as batches need it.");
-  CLI::Option* data = app->add_option("--data", *data_dir, "directory with the train and test files");
-  CLI::Option* train =
-      app->add_option("--train", *train_file, "training set: a file, an image folder, a directory of Parquet shards or a glob (with --test)");
-  CLI::Option* test = app->add_option("--test", *test_file, "test set: a file, a directory or a glob (with --train)");
-  app->add_option("--memory-budget", *memory_budget,
-                  "memory for each rank's data, e.g. 256MiB or 2GB (default: half the available memory, divided among "
-                  "this machine's ranks); larger sets are streamed within it");
-  app->add_flag("--skip-bad-images", args->skip_bad_images,
-               "image folders and Parquet sets of images: leave images that do not decode out of their batches "
-               "(counted each epoch) instead of stopping");
-  app->add_option("--shuffle-window", args->shuffle_window,
-                  "samples shuffled together when streaming (default: the largest the budget allows)")
-      ->check(at_least(1));
-  data->excludes(train)->excludes(test);
-  train->needs(test);
-  test->needs(train);
-  app->add_option("--epochs", args->epochs, "epochs to train")->check(at_least(1))->capture_default_str();
-  app->add_option("--batch-size", args->batch_size, "samples per batch")->check(at_least(1))->capture_default_str();
-  app->add_option("--workers", args->num_workers, "loader worker threads")->check(at_least(0))->capture_default_str();
-  app->add_option("--num-classes", args->num_classes,
-                  "the model's outputs (default: the sets' classes, from their names or labels; at least 10)")
-      ->check(sane_range(1, kMaxClasses));
-  app->add_option("--precision", *precision, "auto, fp32 or bf16")
-      ->check(parsed_by(parse_precision, "auto|fp32|bf16"))
-      ->capture_default_str();
-  app->add_option("--device", *device, "auto, cpu or cuda")
-      ->check(parsed_by(parse_device, "auto|cpu|cuda"))
-      ->capture_default_str();
-  app->add_option("--channels-last", *channels_last, "channels-last model and batches")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-  app->add_option("--threads", args->num_threads,
-                  "OMP_NUM_THREADS (default: the CPUs available); restarts the process with it")
-      ->check(sane_range(1, kMaxThreads));
-  app->add_option("--seed", args->seed, "seed of the model and the shuffle")->capture_default_str();
-  app->add_option("--save", *save_path, "save the trained model (torch::save) to this file");
-  app->add_option("--report-json", *report_path, "write the run's results as JSON to this file");
-  app->add_flag("--diagnose", args->diagnose,
-                "measure how long training waits for data each epoch and say what to change");
-  auto master_port = std::make_shared<int>(0);
-  app->add_option("--nproc-per-node", args->launch.nproc_per_node,
-                  "ranks to start on this machine (data-parallel training, as torchrun --nproc-per-node)")
-      ->check(at_least(1))
-      ->capture_default_str();
-  app->add_option("--nnodes", args->launch.nnodes, "machines in the run")->check(at_least(1))->capture_default_str();
-  app->add_option("--node-rank", args->launch.node_rank, "this machine's number, 0..nnodes-1")
-      ->check(at_least(0))
-      ->capture_default_str();
-  app->add_option("--master-addr", args->launch.master_addr, "address of the machine running rank 0")
-      ->capture_default_str();
-  app->add_option("--master-port", *master_port,
-                  "rank 0's port (default: a free one on a single machine, 29500 across machines)")
-      ->check(CLI::Range(1, 65535));
-  app->add_option("--local-addr", args->local_addr,
-                  "the address this machine's ranks use to reach the others (default: the master's when it is "
-                  "a loopback address, else the host name's)");
-  auto checkpoint_dir = std::make_shared<std::string>();
-  CLI::Option* checkpoint_dir_option = app->add_option(
-      "--checkpoint-dir", *checkpoint_dir,
-      "save checkpoints here (model, optimizer, loader position): after each epoch's training pass and "
-      "every --checkpoint-every batches");
-  app->add_option("--checkpoint-every", args->checkpoint_every, "batches between checkpoints (0: once an epoch)")
-      ->check(at_least(0))
-      ->needs(checkpoint_dir_option)
-      ->capture_default_str();
-  app->add_option("--keep-checkpoints", args->keep_checkpoints, "checkpoints kept, the newest")
-      ->check(at_least(1))
-      ->needs(checkpoint_dir_option)
-      ->capture_default_str();
-  app->add_flag("--resume", args->resume,
-                "continue from the newest checkpoint in --checkpoint-dir that loads (from the start when there "
-                "is none)")
-      ->needs(checkpoint_dir_option);
-  app->add_option("--dist-timeout", args->dist_timeout_seconds,
-                  "seconds a rank waits for the others (rendezvous, each collective) before failing")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-
+  add_data_options(app, *args, *texts);
+  add_training_options(app, *args, *texts);
+  add_launch_options(app, *args, *texts);
+  add_checkpoint_options(app, *args, *texts);
   return {app, [=] {
-            if (!data_dir->empty()) args->data_dir = *data_dir;
-            if (!train_file->empty()) args->train_file = *train_file;
-            if (!test_file->empty()) args->test_file = *test_file;
-            if (!save_path->empty()) args->save_path = *save_path;
-            if (!checkpoint_dir->empty()) args->checkpoint_dir = *checkpoint_dir;
-            if (!report_path->empty()) args->report_path = *report_path;
-            if (!memory_budget->empty()) args->memory_budget = parse_byte_size(*memory_budget, "--memory-budget");
-            args->trainer.precision = parse_precision(*precision);
-            args->trainer.device = parse_device(*device);
-            args->trainer.channels_last = *channels_last == "on";
-            if (*master_port > 0) args->launch.master_port = *master_port;
-            if (args->num_threads > 0) args->launch.threads_per_rank = args->num_threads;
-            if (args->num_threads > num_usable_cpus() && !is_launched_rank()) {
-              std::cerr << "feeder train: note: --threads " << args->num_threads << " is more than the "
-                        << num_usable_cpus() << " CPUs available: the extra threads only take turns on them\n";
-            }
+            resolve_train_args(*args, *texts);
             if ((args->launch.nproc_per_node > 1 || args->launch.nnodes > 1) && !is_launched_rank()) {
               return launch_local_ranks(args->launch);
             }
