@@ -50,24 +50,32 @@ void write_errno_message(const std::string& prefix, int error) noexcept {
 
 bool is_launched_rank() { return std::getenv(kLaunchedRankVariable) != nullptr; }
 
-int launch_local_ranks(const LaunchOptions& options) {
+namespace {
+
+void check_launch_options(const LaunchOptions& options) {
   if (options.nproc_per_node < 1) throw OptionsError("--nproc-per-node must be at least 1");
   if (options.nnodes < 1) throw OptionsError("--nnodes must be at least 1");
   if (options.node_rank < 0 || options.node_rank >= options.nnodes) {
     throw OptionsError("--node-rank must be in 0.." + std::to_string(options.nnodes - 1) + ", got " +
                        std::to_string(options.node_rank));
   }
+}
+
+// This machine's ranks as programs to execute, built before any fork: the launcher may have
+// threads by now, and a forked child may only call async-signal-safe functions.
+struct RankPrograms {
+  std::vector<std::unique_ptr<PreparedExec>> programs;
+  std::vector<std::string> exec_failures;  // "feeder: rank R: cannot start, execve failed: errno "
+};
+
+RankPrograms prepare_ranks(const LaunchOptions& options) {
   const int port = options.master_port ? *options.master_port : options.nnodes == 1 ? free_loopback_port() : 29500;
   const int world_size = options.nnodes * options.nproc_per_node;
   const int threads =
       options.threads_per_rank ? *options.threads_per_rank : std::max(1, num_usable_cpus() / options.nproc_per_node);
   const std::vector<std::string> arguments = own_arguments();
   if (arguments.empty()) throw OptionsError("cannot read this program's arguments from /proc/self/cmdline");
-
-  // Each rank's arguments, environment and exec-failure message, built before any fork: the
-  // launcher may have threads by now, and a forked child may only call async-signal-safe functions.
-  std::vector<std::unique_ptr<PreparedExec>> programs;
-  std::vector<std::string> exec_failures;  // "feeder: rank R: cannot start, execve failed: errno "
+  RankPrograms prepared;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     const int rank = options.node_rank * options.nproc_per_node + local;
     const std::vector<std::pair<std::string, std::string>> variables = {
@@ -82,15 +90,19 @@ int launch_local_ranks(const LaunchOptions& options) {
     };
     // Rank 0 serves the store at the port chosen here, even when the launcher itself runs under
     // torchrun, whose variable would make every rank a client of a store nobody serves.
-    programs.push_back(
+    prepared.programs.push_back(
         std::make_unique<PreparedExec>(arguments, environment_with(variables, {"TORCHELASTIC_USE_AGENT_STORE"})));
-    exec_failures.push_back("feeder: rank " + std::to_string(rank) + ": cannot start, execve failed: errno ");
+    prepared.exec_failures.push_back("feeder: rank " + std::to_string(rank) + ": cannot start, execve failed: errno ");
   }
+  return prepared;
+}
 
+// Forks and executes each rank; their process ids, by local rank.
+std::vector<pid_t> start_ranks(const RankPrograms& prepared) {
   std::fflush(nullptr);
   const pid_t launcher = ::getpid();
-  std::vector<pid_t> ranks(static_cast<size_t>(options.nproc_per_node), -1);
-  for (int local = 0; local < options.nproc_per_node; ++local) {
+  std::vector<pid_t> ranks(prepared.programs.size(), -1);
+  for (size_t local = 0; local < prepared.programs.size(); ++local) {
     const pid_t pid = ::fork();
     if (pid < 0) {
       for (const pid_t started : ranks)
@@ -102,16 +114,19 @@ int launch_local_ranks(const LaunchOptions& options) {
       // A rank outlives no launcher: killed with it (the check covers a launcher gone before prctl).
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != launcher) ::_exit(1);
-      exec_self(*programs[static_cast<size_t>(local)]);
-      write_errno_message(exec_failures[static_cast<size_t>(local)], errno);
+      exec_self(*prepared.programs[local]);
+      write_errno_message(prepared.exec_failures[local], errno);
       ::_exit(127);
     }
-    ranks[static_cast<size_t>(local)] = pid;
+    ranks[local] = pid;
   }
+  return ranks;
+}
 
-  // Wait for every rank. The first failure stops the others: a rank that lost its peers would
-  // otherwise wait out its collectives' timeout.
-  int running = options.nproc_per_node;
+// Waits for every rank. The first failure stops the others: a rank that lost its peers would
+// otherwise wait out its collectives' timeout. Returns the first failure ("" when none).
+std::string wait_for_ranks(std::vector<pid_t> ranks, const LaunchOptions& options) {
+  size_t running = ranks.size();
   std::string first_failure;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   while (running > 0) {
@@ -143,6 +158,15 @@ int launch_local_ranks(const LaunchOptions& options) {
       }
     }
   }
+  return first_failure;
+}
+
+}  // namespace
+
+int launch_local_ranks(const LaunchOptions& options) {
+  check_launch_options(options);
+  const RankPrograms prepared = prepare_ranks(options);
+  const std::string first_failure = wait_for_ranks(start_ranks(prepared), options);
   if (!first_failure.empty()) {
     std::fprintf(stderr, "feeder: error: %s; the other ranks were stopped\n", first_failure.c_str());
     return 1;
