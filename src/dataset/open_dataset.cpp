@@ -34,8 +34,9 @@ void open_tars(Dataset& dataset) {
                         format_byte_size(shards.encoded_bytes) + " of encoded images, decoded as batches need them)";
 }
 
-// Encoded images, held as they are (or streamed, beyond the budget) and decoded as batches need them.
-void take_folder(Dataset& dataset, ImageFolder folder, int64_t memory_budget) {
+// Encoded images, held as they are (or streamed, beyond the budget) and decoded as batches need
+// them. The caller says how the set was opened (description).
+void take_folder(Dataset& dataset, ImageFolder folder) {
   set_source(dataset, folder.source);
   dataset.kind = DatasetKind::kImageFolder;
   dataset.held_bytes = folder.encoded_bytes;
@@ -44,20 +45,25 @@ void take_folder(Dataset& dataset, ImageFolder folder, int64_t memory_budget) {
   dataset.classes = std::move(folder.classes);
   dataset.skipped_files = folder.skipped_other + folder.skipped_unsupported;
   dataset.skipped_unsupported = folder.skipped_unsupported;
-  dataset.first_unsupported = folder.first_unsupported;
-  std::string text = std::string(folder.streaming ? "streaming (" : "in memory (") +
+  dataset.first_unsupported = std::move(folder.first_unsupported);
+  dataset.warning = std::move(folder.unreadable_note);
+}
+
+// "in memory (10 classes, 75 MiB of encoded images, decoded as batches need them; ...)".
+std::string folder_description(const Dataset& dataset, int64_t memory_budget) {
+  std::string text = std::string(dataset.streaming ? "streaming (" : "in memory (") +
                      std::to_string(dataset.classes.size()) + " classes, " + format_byte_size(dataset.held_bytes) +
                      " of encoded images" +
-                     (folder.streaming ? ", over the " + format_byte_size(memory_budget) + " budget" : "") +
+                     (dataset.streaming ? ", over the " + format_byte_size(memory_budget) + " budget" : "") +
                      ", decoded as batches need them";
   if (dataset.skipped_files > 0)
     text += "; " + std::to_string(dataset.skipped_files) + " other files skipped" +
-            (folder.skipped_unsupported > 0 ? ", of them " + describe_unsupported(folder.skipped_unsupported, folder.first_unsupported)
-                                            : std::string());
+            (dataset.skipped_unsupported > 0
+                 ? ", of them " + describe_unsupported(dataset.skipped_unsupported, dataset.first_unsupported)
+                 : std::string());
   text += ")";
-  if (!folder.unreadable_note.empty()) text += "; " + folder.unreadable_note;
-  dataset.description = std::move(text);
-  dataset.warning = std::move(folder.unreadable_note);
+  if (!dataset.warning.empty()) text += "; " + dataset.warning;
+  return text;
 }
 
 // IDX and CSV files: read into memory whole.
@@ -137,7 +143,10 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
   dataset.kind = dataset_kind(spec);
   switch (dataset.kind) {
     case DatasetKind::kTarShards: open_tars(dataset); break;
-    case DatasetKind::kImageFolder: take_folder(dataset, open_image_folder(spec, 0, budget, options.classes), budget); break;
+    case DatasetKind::kImageFolder:
+      take_folder(dataset, open_image_folder(spec, 0, budget, options.classes));
+      dataset.description = folder_description(dataset, budget);
+      break;
     case DatasetKind::kIdxDirectory: open_file_in_memory(dataset, find_split_file(spec, options.split)); break;
     case DatasetKind::kIdxFile:
     case DatasetKind::kCsvFile: open_file_in_memory(dataset, spec); break;
@@ -156,7 +165,7 @@ Dataset open_dataset(ImageFiles files, const DatasetOptions& options) {
   Dataset dataset;
   dataset.spec = files.name;
   ImageFolderListing listing = list_image_files(std::move(files.paths), std::move(files.labels), std::move(files.classes));
-  take_folder(dataset, open_image_listing(listing, files.name, 0, budget, files.mix_streamed), budget);
+  take_folder(dataset, open_image_listing(listing, files.name, 0, budget, files.mix_streamed));
   dataset.description = std::string(dataset.streaming ? "streaming (" : "in memory (") +
                         std::to_string(dataset.source->size()) + " images, " + format_byte_size(dataset.held_bytes) +
                         " encoded" + (dataset.streaming ? ", over the budget)" : ")");

@@ -52,12 +52,13 @@ fs::path find_idx_labels(const fs::path& images) {
 }
 
 ImageStore load_images(const fs::path& file) {
-  switch (dataset_file_kind(file.string())) {
+  const DatasetKind kind = dataset_file_kind(file.string());
+  switch (kind) {
     case DatasetKind::kCsvFile: return read_csv(file);
     case DatasetKind::kParquetFile: return parquet::read_parquet_images(file);
     case DatasetKind::kIdxFile: return read_idx(file, find_idx_labels(file));
     default:
-      throw DataError(file.string() + ": " + std::string(to_string(dataset_file_kind(file.string()))) +
+      throw DataError(file.string() + ": " + std::string(to_string(kind)) +
                       " are not read into memory as one file; open the set instead");
   }
 }

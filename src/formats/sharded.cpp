@@ -345,7 +345,6 @@ int64_t ShardedDataset::num_row_groups() const {
   return count;
 }
 
-
 namespace {
 
 // A set feeder convert has not finished writing (its marker beside `files`, or in `directory`):

@@ -141,7 +141,6 @@ class StreamedImageFolder final : public SampleSource {
 
 }  // namespace
 
-
 bool is_image_file_name(const std::string& name) { return ends_with_any(lower(name), {".jpg", ".jpeg", ".png", ".webp"}); }
 
 namespace {

@@ -354,7 +354,6 @@ class TarShardSource final : public SampleSource {
 
 }  // namespace
 
-
 TarShards open_tar_shards(const std::string& spec) {
   auto source = std::make_shared<TarShardSource>(spec);
   TarShards shards;
