@@ -83,6 +83,10 @@ struct Job {
   const ConvertProgress& progress;
   parquet::ParquetWriteOptions parquet;  // the options given; the defaults of the output kind are set where it is known
   std::vector<std::string> warnings;
+  // What the input holds, decided once (classify_input); nullopt when it does not exist, which
+  // load() says after the options are checked.
+  std::optional<DatasetKind> input_kind;
+  std::optional<ShardedDataset> parquet_input;  // a Parquet input, as its footers or index describe it
 
   void say(const std::string& line) const {
     if (progress) progress(line);
@@ -139,9 +143,10 @@ ImageStore load(Job& job) {
   const ConvertOptions& options = job.options;
   // Image folders, tar shards and sets of encoded images are written by write_encoded_set; what is
   // left of the sets that are not one file is said here.
-  switch (dataset_kind(options.input.string())) {
+  const DatasetKind kind = job.input_kind ? *job.input_kind : dataset_kind(options.input.string());  // throws: missing
+  switch (kind) {
     case DatasetKind::kParquet: {
-      const ShardedDataset dataset = open_sharded_dataset(options.input.string());
+      const ShardedDataset& dataset = *job.parquet_input;
       throw DataError(options.input.string() + ": a sharded set of " + to_string(dataset.shape) +
                       " images: convert reads one of its files, or a set of encoded images (" +
                       (dataset.shards.empty() ? std::string("it has no shards") : dataset.shards.front().path.string()) +
@@ -450,41 +455,48 @@ ConvertReport convert_pngs(Job& job) {
   return write_encoded_set(job, std::move(input));
 }
 
-// An input of encoded images: an image folder, tar shards, or a Parquet set of them (opened once,
-// here, to tell it from a set of pixels).
+// An input of encoded images: an image folder, tar shards, or a Parquet set of them (the set as
+// classify_input opened it, Job::parquet_input).
 struct EncodedImagesInput {
   enum class Kind { kFolder, kTars, kParquet };
   Kind kind = Kind::kFolder;
-  std::optional<ShardedDataset> dataset;  // kParquet
 };
 
-// What the input holds when it is encoded images; nullopt for pixel sets (the paths that read them
-// say what is wrong with a bad one). A Parquet input's footers say which it is.
-std::optional<EncodedImagesInput> encoded_images_input(const ConvertOptions& options) {
-  using Kind = EncodedImagesInput::Kind;
-  // A missing input is said by load(), after the options are checked.
+// Decides once what the input holds; a Parquet input's footers are read here, and say whether it
+// holds encoded images or pixels.
+void classify_input(Job& job) {
+  const ConvertOptions& options = job.options;
   const std::string spec = options.input.string();
   if (!has_glob_chars(options.input.filename().string()) && file_system_for(spec).stat(spec).kind == FileKind::kMissing)
-    return std::nullopt;
-  switch (dataset_kind(spec)) {
-    case DatasetKind::kImageFolder: return EncodedImagesInput{Kind::kFolder, {}};
-    case DatasetKind::kTarShards: return EncodedImagesInput{Kind::kTars, {}};
+    return;
+  job.input_kind = dataset_kind(spec);
+  if (job.input_kind != DatasetKind::kParquetFile && job.input_kind != DatasetKind::kParquet) return;
+  parquet::ParquetImageOptions parquet;
+  parquet.shape = options.shape;  // a file of pixel columns may need it to say what it holds
+  job.parquet_input = open_sharded_dataset(spec, parquet);
+}
+
+// What the input holds when it is encoded images; nullopt for pixel sets (the paths that read them
+// say what is wrong with a bad one) and a missing input.
+std::optional<EncodedImagesInput> encoded_images_input(const Job& job) {
+  using Kind = EncodedImagesInput::Kind;
+  if (!job.input_kind) return std::nullopt;
+  switch (*job.input_kind) {
+    case DatasetKind::kImageFolder: return EncodedImagesInput{Kind::kFolder};
+    case DatasetKind::kTarShards: return EncodedImagesInput{Kind::kTars};
     case DatasetKind::kParquetFile:
-    case DatasetKind::kParquet: {
-      parquet::ParquetImageOptions parquet;
-      parquet.shape = options.shape;  // a file of pixel columns may need it to say what it holds
-      ShardedDataset dataset = open_sharded_dataset(spec, parquet);
-      if (dataset.encoded) return EncodedImagesInput{Kind::kParquet, std::move(dataset)};
+    case DatasetKind::kParquet:
+      if (job.parquet_input->encoded) return EncodedImagesInput{Kind::kParquet};
       return std::nullopt;
-    }
     default: return std::nullopt;
   }
 }
 
 ConvertReport run(Job& job) {
   const ConvertOptions& options = job.options;
+  classify_input(job);
   // Encoded images are always written as a sharded set (OUT/).
-  const std::optional<EncodedImagesInput> images = encoded_images_input(options);
+  const std::optional<EncodedImagesInput> images = encoded_images_input(job);
   if (options.shuffle_seed && !sharded_output(options) && !images)
     throw OptionsError("--shuffle-on-write applies to a sharded set (an output directory)");
   if (!images && (options.max_side || options.jpeg_quality))
@@ -494,7 +506,7 @@ ConvertReport run(Job& job) {
     switch (images->kind) {
       case EncodedImagesInput::Kind::kFolder: return convert_image_folder(job);
       case EncodedImagesInput::Kind::kTars: return convert_tar_shards(job);
-      case EncodedImagesInput::Kind::kParquet: return convert_encoded_parquet(job, *images->dataset);
+      case EncodedImagesInput::Kind::kParquet: return convert_encoded_parquet(job, *job.parquet_input);
     }
   }
   if (options.layout == ConvertLayout::kPng) return convert_pngs(job);
@@ -506,7 +518,7 @@ ConvertReport run(Job& job) {
 
 ConvertReport convert_dataset(const ConvertOptions& options, const ConvertProgress& progress) {
   check_convert_options(options);
-  Job job{options, progress, parquet_options(options), {}};
+  Job job{options, progress, parquet_options(options), {}, std::nullopt, std::nullopt};
   ConvertReport report = run(job);
   report.warnings = std::move(job.warnings);
   return report;
