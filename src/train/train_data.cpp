@@ -1,16 +1,12 @@
 #include "feeder/train/train_data.h"
 
 #include <algorithm>
-#include <optional>
 #include <string>
 
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
-#include "feeder/formats/parquet/class_labels.h"
 #include "feeder/formats/sharded.h"
-#include "feeder/image/image_folder.h"
 #include "feeder/image/image_stage.h"
-#include "feeder/image/tar_shards.h"
 #include "feeder/util/byte_size.h"
 
 namespace feeder {
