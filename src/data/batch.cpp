@@ -1,6 +1,7 @@
 // Batch: one assembled batch over a leased buffer; any thread (a Batch is used by one at a time).
 
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "data/detail/buffer_pool.h"
@@ -51,5 +52,20 @@ std::span<const int64_t> Batch::sample_indices() const {
   return {buffer_->sample_indices, static_cast<size_t>(size_)};
 }
 std::shared_ptr<void> Batch::buffer_owner() const { return buffer_; }
+
+std::span<const Field> Batch::value_fields() const { return buffer_->fields; }
+
+FieldView Batch::value(size_t field) const {
+  return {&buffer_->fields[field], buffer_->values.at(field), size_};
+}
+
+FieldView Batch::value(std::string_view name) const {
+  for (size_t f = 0; f < buffer_->fields.size(); ++f)
+    if (buffer_->fields[f].name == name) return value(f);
+  std::string names;
+  for (const Field& field : buffer_->fields) names += (names.empty() ? "'" : ", '") + field.name + "'";
+  throw std::out_of_range("the batch has no field '" + std::string(name) + "' (" +
+                          (names.empty() ? std::string("it has images and labels only") : "its fields: " + names) + ")");
+}
 
 }  // namespace feeder

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,26 @@ void write_pixel_rows(const EpochView& epoch, int64_t first, std::span<const Sam
   }
 }
 
+// The batch's value fields (SampleSource::value_fields): row i's value of field f from
+// value_of(i, f), copied as bytes; the fields' types only size them (element_bytes).
+template <class ValueOf>
+void write_values(int64_t rows, BatchBuffer& buffer, const ValueOf& value_of) {
+  for (size_t f = 0; f < buffer.fields.size(); ++f) {
+    const auto bytes = static_cast<size_t>(field_bytes(buffer.fields[f]));
+    for (int64_t i = 0; i < rows; ++i) std::memcpy(buffer.values[f] + static_cast<size_t>(i) * bytes, value_of(i, f), bytes);
+  }
+}
+
+// A value of a sample in a block the batch holds.
+const uint8_t* block_value(const SampleRef& ref, size_t f, const BatchBuffer& buffer) {
+  return ref.block->values()[f] + ref.row * field_bytes(buffer.fields[f]);
+}
+
+void write_block_values(std::span<const SampleRef> refs, BatchBuffer& buffer) {
+  write_values(static_cast<int64_t>(refs.size()), buffer,
+               [&](int64_t i, size_t f) { return block_value(refs[static_cast<size_t>(i)], f, buffer); });
+}
+
 Batch pixel_batch(const EpochView& epoch, std::shared_ptr<BatchBuffer> buffer, int64_t batch_index) {
   const auto [first, last] = epoch.order.batch_span(batch_index);
   const int64_t num_padding = std::max<int64_t>(0, last - std::max(first, order_size(epoch)));
@@ -87,8 +108,8 @@ class StagedRows {
   StagedRows(const EpochView& epoch, const SampleSource& source, BatchBuffer& buffer, int64_t first)
       : epoch_(epoch), source_(source), buffer_(buffer), first_padding_(std::max(first, order_size(epoch))) {}
 
-  // The sample at `position` of the epoch's order.
-  void add(int64_t position, int64_t sample, const SampleView& view) {
+  // The sample at `position` of the epoch's order; `ref` where its values are when it has any.
+  void add(int64_t position, int64_t sample, const SampleView& view, const SampleRef* ref = nullptr) {
     const LoaderOptions& options = epoch_.plan.options();
     const int64_t row_bytes = epoch_.plan.sample_shape().num_pixels() * dtype_bytes(options.dtype);
     SplitMix64 rng = sample_generator(options.seed, epoch_.epoch, sample);
@@ -102,6 +123,10 @@ class StagedRows {
     }
     buffer_.sample_indices[rows_] = sample;
     buffer_.labels[rows_] = view.label;
+    for (size_t f = 0; f < buffer_.fields.size(); ++f) {
+      const int64_t bytes = field_bytes(buffer_.fields[f]);
+      std::memcpy(buffer_.values[f] + rows_ * bytes, block_value(*ref, f, buffer_), static_cast<size_t>(bytes));
+    }
     if (position >= first_padding_) ++padding_;
     ++rows_;
   }
@@ -128,8 +153,12 @@ class StorePixels : public BatchAssembly {
   StorePixels(std::shared_ptr<const SampleSource> source, std::shared_ptr<BufferPool> pool)
       : source_(std::move(source)),
         store_(*source_->in_memory()),
+        values_(dynamic_cast<const InMemorySource*>(source_.get())),
         float_store_(store_.pixel_type() == PixelType::kFloat32),
-        pool_(std::move(pool)) {}
+        pool_(std::move(pool)) {
+    if (!source_->value_fields().empty() && values_ == nullptr)
+      throw std::logic_error(source_->name() + ": a store in memory with value fields must be an InMemorySource");
+  }
 
   Batch assemble(const EpochView& epoch, int64_t batch_index) const override {
     const auto [first, last] = epoch.order.batch_span(batch_index);
@@ -140,6 +169,8 @@ class StorePixels : public BatchAssembly {
     }
     std::shared_ptr<BatchBuffer> buffer = pool_->acquire();
     write_pixel_rows(epoch, first, refs, float_store_, *buffer);
+    write_values(last - first, *buffer,
+                 [&](int64_t i, size_t f) { return values_->value(f, epoch.order.sample_at(first + i)); });
     finish_streaming();
     return pixel_batch(epoch, std::move(buffer), batch_index);
   }
@@ -147,6 +178,7 @@ class StorePixels : public BatchAssembly {
  private:
   std::shared_ptr<const SampleSource> source_;
   const ImageStore& store_;  // source_'s
+  const InMemorySource* values_;  // source_, for its value fields
   const bool float_store_;
   std::shared_ptr<BufferPool> pool_;
 };
@@ -163,6 +195,7 @@ class StreamedPixels : public BatchAssembly {
     if (!lease->acquire(refs)) throw BatchCancelled{};
     std::shared_ptr<BatchBuffer> buffer = pool_->acquire();
     write_pixel_rows(epoch, first, refs, false, *buffer);
+    write_block_values(refs, *buffer);
     finish_streaming();
     lease.reset();
     return pixel_batch(epoch, std::move(buffer), batch_index);
@@ -211,7 +244,7 @@ class EncodedStreamed : public BatchAssembly {
     for (int64_t i = 0; i < last - first; ++i) {
       const SampleRef& ref = refs[static_cast<size_t>(i)];
       rows.add(first + i, epoch.order.sample_at(first + i),
-               SampleView{std::span<const uint8_t>(ref.pixels, static_cast<size_t>(ref.size)), ref.label});
+               SampleView{std::span<const uint8_t>(ref.pixels, static_cast<size_t>(ref.size)), ref.label}, &ref);
     }
     finish_streaming();
     lease.reset();
@@ -228,7 +261,11 @@ class EncodedStreamed : public BatchAssembly {
 
 std::unique_ptr<BatchAssembly> make_batch_assembly(std::shared_ptr<const SampleSource> source,
                                                    std::shared_ptr<BufferPool> pool, BlockStream* stream) {
-  if (source->samples_in_memory()) return std::make_unique<EncodedInMemory>(std::move(source), std::move(pool));
+  if (source->samples_in_memory()) {
+    if (!source->value_fields().empty())
+      throw std::logic_error(source->name() + ": encoded samples in memory carry no value fields");
+    return std::make_unique<EncodedInMemory>(std::move(source), std::move(pool));
+  }
   if (stream == nullptr) return std::make_unique<StorePixels>(std::move(source), std::move(pool));
   if (source->encoded()) return std::make_unique<EncodedStreamed>(std::move(source), std::move(pool), *stream);
   return std::make_unique<StreamedPixels>(std::move(pool), *stream);

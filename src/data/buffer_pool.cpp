@@ -30,10 +30,12 @@ class AlignedAllocator : public BufferAllocator {
 
 }  // namespace
 
-BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image)
+BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image,
+                       std::vector<Field> value_fields)
     : allocator_(allocator ? std::move(allocator) : std::make_shared<AlignedAllocator>()),
       batch_size_(batch_size),
-      bytes_per_image_(bytes_per_image) {}
+      bytes_per_image_(bytes_per_image),
+      value_fields_(std::move(value_fields)) {}
 
 BufferPool::~BufferPool() {
   for (BatchBuffer* buffer : free_) {
@@ -57,18 +59,25 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
     const size_t labels_bytes = round_up(batch * sizeof(int64_t));
     auto owned = std::make_unique<BatchBuffer>();
     owned->size_bytes = images_bytes + 2 * labels_bytes;
+    for (const Field& field : value_fields_) owned->size_bytes += round_up(batch * static_cast<size_t>(field_bytes(field)));
     try {
       owned->memory = allocator_->allocate(owned->size_bytes);
     } catch (const std::bad_alloc&) {
       throw OptionsError("cannot allocate a batch buffer of " + format_byte_size(static_cast<int64_t>(owned->size_bytes)) +
                          " (batch_size " + std::to_string(batch_size_) + " x " + std::to_string(bytes_per_image_) +
-                         " bytes of image, labels and indices): lower batch_size");
+                         " bytes of image, labels, indices and values): lower batch_size");
     }
     num_allocated_.fetch_add(1, std::memory_order_relaxed);
     auto* base = static_cast<char*>(owned->memory);
     owned->images = base;
     owned->labels = reinterpret_cast<int64_t*>(base + images_bytes);
     owned->sample_indices = reinterpret_cast<int64_t*>(base + images_bytes + labels_bytes);
+    size_t offset = images_bytes + 2 * labels_bytes;
+    for (const Field& field : value_fields_) {
+      owned->values.push_back(reinterpret_cast<uint8_t*>(base + offset));
+      offset += round_up(batch * static_cast<size_t>(field_bytes(field)));
+    }
+    owned->fields = value_fields_;
     buffer = owned.release();
   }
   return std::shared_ptr<BatchBuffer>(buffer, [pool = shared_from_this()](BatchBuffer* b) { pool->release(b); });

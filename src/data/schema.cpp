@@ -8,8 +8,32 @@ std::string_view to_string(FieldType type) {
     case FieldType::kEncodedImage: return "encoded image";
     case FieldType::kInt64: return "int64";
     case FieldType::kFloat32: return "float32";
+    case FieldType::kFloat64: return "float64";
   }
   return "?";
+}
+
+int64_t element_bytes(FieldType type) {
+  switch (type) {
+    case FieldType::kPixels: return 1;
+    case FieldType::kEncodedImage: return 0;
+    case FieldType::kInt64: return 8;
+    case FieldType::kFloat32: return 4;
+    case FieldType::kFloat64: return 8;
+  }
+  return 0;
+}
+
+int64_t field_bytes(const Field& field) {
+  int64_t bytes = element_bytes(field.type);
+  for (const int64_t extent : field.shape) bytes *= extent;
+  return bytes;
+}
+
+int64_t fields_bytes(std::span<const Field> fields) {
+  int64_t bytes = 0;
+  for (const Field& field : fields) bytes += field_bytes(field);
+  return bytes;
 }
 
 const Field* Schema::find(std::string_view name) const {
@@ -36,6 +60,12 @@ Schema image_schema(const ImageShape& shape, bool encoded, bool labeled, PixelTy
   if (encoded) schema.fields.push_back({"image", FieldType::kEncodedImage, {}});
   else schema.fields.push_back({"image", pixels, {shape.channels, shape.height, shape.width}});
   if (labeled) schema.fields.push_back({"label", FieldType::kInt64, {}});
+  return schema;
+}
+
+Schema sample_schema(const ImageShape& shape, bool encoded, bool labeled, std::span<const Field> values, PixelType type) {
+  Schema schema = image_schema(shape, encoded, labeled, type);
+  schema.fields.insert(schema.fields.end(), values.begin(), values.end());
   return schema;
 }
 

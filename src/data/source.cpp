@@ -40,10 +40,23 @@ int64_t SampleSource::held_bytes_for_rows(int64_t rows) const {
   return bytes;
 }
 
+Schema SampleSource::schema() const {
+  const ImageStore* store = in_memory();
+  return sample_schema(shape(), encoded(), labeled(), value_fields(), store ? store->pixel_type() : PixelType::kUint8);
+}
+
 InMemorySource::InMemorySource(std::shared_ptr<const ImageStore> store, std::string name,
-                               std::vector<int64_t> block_starts, std::optional<uint64_t> fingerprint)
-    : store_(std::move(store)), name_(std::move(name)), block_starts_(std::move(block_starts)) {
+                               std::vector<int64_t> block_starts, std::optional<uint64_t> fingerprint,
+                               std::vector<FieldValues> values)
+    : store_(std::move(store)), name_(std::move(name)), block_starts_(std::move(block_starts)), values_(std::move(values)) {
   if (!store_) throw OptionsError("InMemorySource needs an image store, got none");
+  for (const FieldValues& field : values_) {
+    const int64_t bytes = field_bytes(field.field);
+    if (bytes <= 0 || static_cast<int64_t>(field.bytes.size()) != store_->size() * bytes)
+      throw OptionsError("InMemorySource: field '" + field.field.name + "' holds " + std::to_string(field.bytes.size()) +
+                         " bytes, not " + std::to_string(store_->size()) + " values of " + std::to_string(bytes));
+    fields_.push_back(field.field);
+  }
   if (block_starts_.empty()) block_starts_ = {0, store_->size()};
   if (block_starts_.front() != 0 || block_starts_.back() != store_->size() ||
       !std::is_sorted(block_starts_.begin(), block_starts_.end()))
@@ -81,9 +94,20 @@ void InMemorySource::read_block(int64_t block_idx, std::vector<uint8_t>&, uint8_
   std::copy_n(store_->labels().begin() + first, rows, labels);
 }
 
+void InMemorySource::read_values(int64_t block_idx, std::vector<uint8_t>&, std::span<uint8_t* const> values) const {
+  if (block_idx < 0 || block_idx >= num_blocks())
+    throw OptionsError(name_ + ": no block " + std::to_string(block_idx) + " (it has " + std::to_string(num_blocks()) + ")");
+  const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
+  for (size_t f = 0; f < values_.size(); ++f)
+    std::memcpy(values[f], value(f, first), static_cast<size_t>(block_rows(block_idx) * field_bytes(fields_[f])));
+}
+
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads) {
   const int threads = resolve_num_threads(num_threads, "read_into_memory: num_threads");
   auto store = std::make_shared<ImageStore>(source.shape(), source.size(), source.labeled());
+  std::vector<FieldValues> values;
+  for (const Field& field : source.value_fields())
+    values.push_back({field, std::vector<uint8_t>(static_cast<size_t>(source.size() * field_bytes(field)))});
   const int64_t num_blocks = source.num_blocks();
   const auto starts = source.block_starts();
   // Read groups (runs of blocks sharing one), each read at once: the pieces of a row group read
@@ -101,6 +125,7 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
     std::vector<int64_t> blocks;
     std::vector<uint8_t*> pixels;
     std::vector<int64_t*> labels;
+    std::vector<uint8_t*> field_rows(values.size());
     for (int64_t g = num_groups * range / num_ranges; g < num_groups * (range + 1) / num_ranges; ++g) {
       blocks.clear();
       pixels.clear();
@@ -112,10 +137,18 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
         labels.push_back(store->labels().data() + first);
       }
       source.read_blocks(blocks, scratch, pixels, labels);
+      if (values.empty()) continue;
+      for (const int64_t b : blocks) {
+        const int64_t first = starts[static_cast<size_t>(b)];
+        for (size_t f = 0; f < values.size(); ++f)
+          field_rows[f] = values[f].bytes.data() + first * field_bytes(values[f].field);
+        source.read_values(b, scratch, field_rows);
+      }
     }
   });
   return std::make_shared<InMemorySource>(std::move(store), source.name(),
-                                          std::vector<int64_t>(starts.begin(), starts.end()), source.fingerprint());
+                                          std::vector<int64_t>(starts.begin(), starts.end()), source.fingerprint(),
+                                          std::move(values));
 }
 
 std::vector<int64_t> read_labels(const SampleSource& source, int num_threads) {

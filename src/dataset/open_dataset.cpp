@@ -16,9 +16,7 @@ namespace feeder {
 namespace {
 
 void set_source(Dataset& dataset, std::shared_ptr<const SampleSource> source) {
-  const ImageStore* store = source->in_memory();
-  dataset.schema = image_schema(source->shape(), source->encoded(), source->labeled(),
-                                store ? store->pixel_type() : PixelType::kUint8);
+  dataset.schema = source->schema();
   dataset.source = std::move(source);
 }
 
@@ -66,6 +64,13 @@ std::string folder_description(const Dataset& dataset, int64_t memory_budget) {
   return text;
 }
 
+// Fields are columns of a Parquet table; other sets have images and labels only.
+[[noreturn]] void throw_no_fields(const std::string& spec, DatasetKind kind, const std::vector<std::string>& fields) {
+  throw OptionsError(spec + ": fields (" + fields.front() + (fields.size() > 1 ? ", ..." : "") +
+                     ") are read from the columns of a Parquet set, and this is a " + std::string(to_string(kind)) +
+                     " (images and labels only)");
+}
+
 // IDX and CSV files: read into memory whole.
 void open_file_in_memory(Dataset& dataset, const std::filesystem::path& file) {
   auto store = std::make_shared<const ImageStore>(load_images(file));
@@ -75,11 +80,13 @@ void open_file_in_memory(Dataset& dataset, const std::filesystem::path& file) {
 }
 
 // A Parquet set described from its footers or index; hold_within_budget reads or streams it.
-void describe_parquet(Dataset& dataset, int64_t memory_budget) {
+void describe_parquet(Dataset& dataset, int64_t memory_budget, const std::vector<std::string>& fields) {
   // A footer must fit the budget once parsed: refused before it is read, not after.
   parquet::ParquetImageOptions options;
   options.max_metadata_bytes = memory_budget;
+  options.value_columns = fields;
   auto set = std::make_shared<ShardedDataset>(open_sharded_dataset(dataset.spec, options));
+  dataset.schema = sample_schema(set->shape, set->encoded, set->labeled, set->values);
   dataset.held_bytes = set->decoded_bytes();
   dataset.num_files = static_cast<int64_t>(set->shards.size());
   dataset.num_row_groups = set->num_row_groups();
@@ -141,6 +148,8 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
   Dataset dataset;
   dataset.spec = spec;
   dataset.kind = dataset_kind(spec);
+  if (!options.fields.empty() && dataset.kind != DatasetKind::kParquetFile && dataset.kind != DatasetKind::kParquet)
+    throw_no_fields(spec, dataset.kind, options.fields);
   switch (dataset.kind) {
     case DatasetKind::kTarShards: open_tars(dataset); break;
     case DatasetKind::kImageFolder:
@@ -152,7 +161,7 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
     case DatasetKind::kCsvFile: open_file_in_memory(dataset, spec); break;
     case DatasetKind::kParquetFile:
     case DatasetKind::kParquet:
-      describe_parquet(dataset, budget);
+      describe_parquet(dataset, budget, options.fields);
       if (options.hold_within_budget) hold_parquet(dataset, budget);
       break;
     case DatasetKind::kArrays: throw std::logic_error(spec + ": arrays are not opened by path");
@@ -161,6 +170,7 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
 }
 
 Dataset open_dataset(ImageFiles files, const DatasetOptions& options) {
+  if (!options.fields.empty()) throw_no_fields(files.name, DatasetKind::kImageFolder, options.fields);
   const int64_t budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
   Dataset dataset;
   dataset.spec = files.name;

@@ -107,6 +107,7 @@ ShardedDataset describe_from_footers(const fs::path& root, const std::vector<fs:
       dataset.shape = reader.shape();
       dataset.labeled = reader.labeled();
       dataset.columns = reader.columns();
+      dataset.values = reader.value_fields();
       dataset.encoded = reader.encoded();
     } else if (reader.encoded() != dataset.encoded) {
       // Encoded images have no shape of their own: say what each file holds, not 0x0x0.
@@ -195,6 +196,7 @@ ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& opti
                     " records " + row_groups_text(first.row_group_rows));
   }
   dataset.columns = reader.columns();
+  dataset.values = reader.value_fields();
   return dataset;
 }
 

@@ -38,7 +38,7 @@ std::string row_groups_text(const std::vector<int64_t>& rows) {
 class ParquetShardSource final : public SampleSource {
  public:
   ParquetShardSource(ShardedDataset dataset, ParquetImageOptions options, int64_t piece_rows)
-      : dataset_(std::move(dataset)), options_(std::move(options)) {
+      : dataset_(std::move(dataset)), options_(with_values(std::move(options), dataset_.values)) {
     if (piece_rows < 0) throw OptionsError("piece_rows must be positive (or 0 for the default), got " + std::to_string(piece_rows));
     piece_rows_ = piece_rows > 0 ? piece_rows : stream_piece_rows(dataset_.shape, dataset_.num_rows);
     block_starts_.push_back(0);
@@ -84,6 +84,14 @@ class ParquetShardSource final : public SampleSource {
 
   int64_t size() const override { return block_starts_.back(); }
   bool encoded() const override { return dataset_.encoded; }
+  std::span<const Field> value_fields() const override { return dataset_.values; }
+  // The values of a block's rows, from the value columns' pages that hold them.
+  void read_values(int64_t block_idx, std::vector<uint8_t>& scratch, std::span<uint8_t* const> values) const override {
+    if (dataset_.values.empty()) return;
+    const Place place = place_of(block_idx);
+    const int64_t begin = block_starts_[static_cast<size_t>(block_idx)] - place.first_row;
+    place.reader->read_values(place.row_group_idx, begin, begin + block_rows(block_idx), values, scratch);
+  }
   int64_t block_bytes(int64_t block_idx) const override {
     return dataset_.encoded ? block_bytes_.at(static_cast<size_t>(block_idx)) : SampleSource::block_bytes(block_idx);
   }
@@ -99,16 +107,10 @@ class ParquetShardSource final : public SampleSource {
   void read_encoded_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* bytes, int64_t capacity,
                           int64_t* ends, int64_t* labels) const override {
     if (!dataset_.encoded) throw std::logic_error(name() + ": holds pixels, not encoded images");
-    if (block_idx < 0 || block_idx >= num_blocks()) {
-      throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
-                              std::to_string(num_blocks()) + ")");
-    }
-    const int64_t row_group = read_group(block_idx);
-    const auto it = std::upper_bound(shard_first_row_group_.begin(), shard_first_row_group_.end(), row_group) - 1;
-    const auto shard_idx = static_cast<size_t>(it - shard_first_row_group_.begin());
-    const int64_t row_group_idx = row_group - *it;
-    const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, row_group_idx);
-    const int64_t begin = block_starts_[static_cast<size_t>(block_idx)] - row_group_starts_[static_cast<size_t>(row_group)];
+    const Place place = place_of(block_idx);
+    const ParquetRowGroupReader* reader = place.reader.get();
+    const int64_t row_group_idx = place.row_group_idx;
+    const int64_t begin = block_starts_[static_cast<size_t>(block_idx)] - place.first_row;
     const int64_t rows = block_rows(block_idx);
     if (begin == 0 && rows == reader->row_group_rows(row_group_idx)) {
       reader->read_encoded_row_group(row_group_idx, scratch, bytes, capacity, ends, labels);
@@ -190,20 +192,12 @@ class ParquetShardSource final : public SampleSource {
   void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<uint8_t* const> pixels,
                    std::span<int64_t* const> labels) const override {
     if (blocks.empty()) return;
-    for (const int64_t block_idx : blocks) {
-      if (block_idx < 0 || block_idx >= num_blocks()) {
-        throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
-                                std::to_string(num_blocks()) + ")");
-      }
-    }
+    const Place place = place_of(blocks[0]);
     const int64_t row_group = read_group(blocks[0]);
-    // The shard holding the row group: the last whose first row group is not after it.
-    const auto it = std::upper_bound(shard_first_row_group_.begin(), shard_first_row_group_.end(), row_group) - 1;
-    const auto shard_idx = static_cast<size_t>(it - shard_first_row_group_.begin());
-    const int64_t row_group_idx = row_group - *it;
-    const int64_t first_row = row_group_starts_[static_cast<size_t>(row_group)];
+    const int64_t row_group_idx = place.row_group_idx;
+    const int64_t first_row = place.first_row;
     const int64_t rows = row_group_starts_[static_cast<size_t>(row_group) + 1] - first_row;
-    const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, row_group_idx);
+    const ParquetRowGroupReader* reader = place.reader.get();
     if (rows <= piece_rows_) {
       reader->read_row_group(row_group_idx, scratch, pixels[0], labels[0]);
       return;
@@ -231,7 +225,8 @@ class ParquetShardSource final : public SampleSource {
     // column's uncompressed size).
     if (shard.row_group_encoded_bytes.size() != shard.row_group_rows.size())
       throw DataError(shard.path.string() + ": the sizes of its encoded images are not known");
-    constexpr int64_t kRowBytes = 2 * static_cast<int64_t>(sizeof(int64_t));  // an end and a label
+    // An end, a label and the values.
+    const int64_t kRowBytes = 2 * static_cast<int64_t>(sizeof(int64_t)) + fields_bytes(dataset_.values);
     for (size_t rg = 0; rg < shard.row_group_rows.size(); ++rg) {
       const int64_t rows = shard.row_group_rows[rg];
       const int64_t bound = shard.row_group_encoded_bytes[rg];
@@ -260,6 +255,32 @@ class ParquetShardSource final : public SampleSource {
       }
       max_read_bytes_ = std::max(max_read_bytes_, pieces->max_read_bytes);
     }
+  }
+
+  // `options` reading the set's value columns too.
+  static ParquetImageOptions with_values(ParquetImageOptions options, const std::vector<Field>& values) {
+    options.value_columns.clear();
+    for (const Field& field : values) options.value_columns.push_back(field.name);
+    return options;
+  }
+
+  // Where a block is: its shard's reader, its row group in the shard, the row group's first row.
+  struct Place {
+    std::shared_ptr<const ParquetRowGroupReader> reader;
+    int64_t row_group_idx = 0;
+    int64_t first_row = 0;
+  };
+  Place place_of(int64_t block_idx) const {
+    if (block_idx < 0 || block_idx >= num_blocks()) {
+      throw std::out_of_range(name() + ": no block " + std::to_string(block_idx) + " (the set has " +
+                              std::to_string(num_blocks()) + ")");
+    }
+    const int64_t row_group = read_group(block_idx);
+    // The shard holding the row group: the last whose first row group is not after it.
+    const auto it = std::upper_bound(shard_first_row_group_.begin(), shard_first_row_group_.end(), row_group) - 1;
+    const auto shard_idx = static_cast<size_t>(it - shard_first_row_group_.begin());
+    const int64_t row_group_idx = row_group - *it;
+    return {open_shard(shard_idx, row_group_idx), row_group_idx, row_group_starts_[static_cast<size_t>(row_group)]};
   }
 
   // The open reader of a shard: from the cache, else opened and checked against the set.

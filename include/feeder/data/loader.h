@@ -20,11 +20,14 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <stdexcept>
 #include <vector>
 
 #include "feeder/data/epoch_range.h"
 #include "feeder/data/random.h"
 #include "feeder/data/sample_stage.h"
+#include "feeder/data/schema.h"
 #include "feeder/data/source.h"
 #include "feeder/store/image_store.h"
 
@@ -128,6 +131,31 @@ class BufferPool;
 struct BatchBuffer;
 }  // namespace detail
 
+// One value field of a batch (SampleSource::value_fields): `rows` values of its type and shape,
+// contiguous, in batch order.
+struct FieldView {
+  const Field* field = nullptr;
+  void* data = nullptr;
+  int64_t rows = 0;
+
+  // The values as T, the field's element type (float for float32, double for float64, int64_t for
+  // int64); another T throws std::logic_error naming the field's type.
+  template <class T>
+  std::span<T> as() const {
+    using Element = std::remove_const_t<T>;
+    static_assert(std::is_same_v<Element, float> || std::is_same_v<Element, double> || std::is_same_v<Element, int64_t>,
+                  "a field's values are float, double or int64_t");
+    constexpr FieldType type = std::is_same_v<Element, float>    ? FieldType::kFloat32
+                               : std::is_same_v<Element, double> ? FieldType::kFloat64
+                                                                 : FieldType::kInt64;
+    if (field->type != type) {
+      throw std::logic_error("field '" + field->name + "' holds " + std::string(to_string(field->type)) + ", not " +
+                             std::string(to_string(type)));
+    }
+    return {static_cast<T*>(data), static_cast<size_t>(rows * field_bytes(*field) / element_bytes(type))};
+  }
+};
+
 // One assembled batch. It leases a buffer from the loader's pool; the buffer goes back to the pool
 // when the batch and every holder of buffer_owner() are gone, so steady-state iteration allocates
 // nothing. Safe to outlive the loader.
@@ -162,6 +190,12 @@ class Batch {
   const int64_t* labels() const;
   // Store indices of the samples in this batch, in batch order.
   std::span<const int64_t> sample_indices() const;
+  // The batch's named values besides images and labels (SampleSource::value_fields), in the
+  // source's order, and each one's values: batch.value("weight").as<float>().
+  std::span<const Field> value_fields() const;
+  FieldView value(size_t field) const;
+  // Throws std::out_of_range naming the fields the batch has.
+  FieldView value(std::string_view name) const;
 
   // Keeps the buffer alive (for zero-copy tensors that outlive the Batch object).
   std::shared_ptr<void> buffer_owner() const;

@@ -6,6 +6,7 @@
 // Thread safety: a value type.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,9 +20,14 @@ enum class FieldType {
   kEncodedImage,  // an image file's bytes, each of its own length, decoded by a per-sample stage
   kInt64,         // an integer per sample (a label)
   kFloat32,       // floats per sample: a scalar (a weight, a target), or values of a fixed shape
+  kFloat64,       // doubles per sample, as kFloat32 (a DOUBLE column stays double, as pandas reads it)
 };
 
 std::string_view to_string(FieldType type);
+
+// The bytes of one element of a field of this type; 0 for an encoded image, which has no fixed size.
+// The one switch over FieldType that the buffers, the blocks and the budget size fields by.
+int64_t element_bytes(FieldType type);
 
 struct Field {
   std::string name;
@@ -30,6 +36,11 @@ struct Field {
 
   bool operator==(const Field&) const = default;
 };
+
+// The bytes one sample's value of a fixed-size field takes: element_bytes times its shape's elements.
+int64_t field_bytes(const Field& field);
+// The sum of field_bytes over `fields`.
+int64_t fields_bytes(std::span<const Field> fields);
 
 struct Schema {
   std::vector<Field> fields;
@@ -45,5 +56,10 @@ std::string to_string(const Schema& schema);
 // The schema of a set of images and (when `labeled`) labels: `image` as pixels of `shape`, or as
 // encoded images when `encoded` (float32 values of `shape` for a store of floats); `label` an int64.
 Schema image_schema(const ImageShape& shape, bool encoded, bool labeled, PixelType type = PixelType::kUint8);
+
+// An image schema followed by `values`: the named values of each sample besides the image and the
+// label (a per-sample weight, a target), each of a fixed size.
+Schema sample_schema(const ImageShape& shape, bool encoded, bool labeled, std::span<const Field> values,
+                     PixelType type = PixelType::kUint8);
 
 }  // namespace feeder

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "feeder/data/sample_stage.h"
+#include "feeder/data/schema.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder {
@@ -37,6 +38,19 @@ class SampleSource {
   virtual uint64_t fingerprint() const = 0;
   // A path or a short description, for messages.
   virtual std::string name() const = 0;
+
+  // The named values of each sample besides its image and label (a per-sample weight, a target),
+  // each of a fixed size (field_bytes): a batch carries them stacked (Batch::value). Empty for a set
+  // of images and labels alone.
+  virtual std::span<const Field> value_fields() const { return {}; }
+  // Block b's values: field f's into values[f], field_bytes of it a row, for the block's rows.
+  // Called for a source with value_fields() only, each of which reads them; a source without any
+  // has nothing to read. Throws DataError naming the file and place.
+  virtual void read_values(int64_t block_idx, std::vector<uint8_t>& scratch, std::span<uint8_t* const> values) const {
+    (void)block_idx, (void)scratch, (void)values;
+  }
+  // What one sample holds: the image, the label when labeled, then the value fields.
+  Schema schema() const;
 
   // The store when every sample is in memory: the loader then gathers straight from it and never
   // calls read_block(). nullptr for a streaming source.
@@ -111,10 +125,11 @@ class SampleSource {
   int64_t block_rows(int64_t block_idx) const {
     return block_starts()[static_cast<size_t>(block_idx) + 1] - block_starts()[static_cast<size_t>(block_idx)];
   }
-  // Decoded bytes per sample as the loader holds them: pixels plus an int64 label.
+  // Decoded bytes per sample as the loader holds them: pixels, an int64 label and the values.
   int64_t decoded_sample_bytes() const {
     const ImageStore* store = in_memory();
-    return (store ? store->image_bytes() : shape().num_pixels()) + static_cast<int64_t>(sizeof(int64_t));
+    return (store ? store->image_bytes() : shape().num_pixels()) + static_cast<int64_t>(sizeof(int64_t)) +
+           fields_bytes(value_fields());
   }
   int64_t decoded_bytes() const { return size() * decoded_sample_bytes(); }
   // What holding every block at once would take: decoded_bytes() for pixels, the encoded bytes
@@ -134,14 +149,23 @@ class SampleSource {
   int64_t held_bytes_for_rows(int64_t rows) const;
 };
 
+// Every sample's values of one field, back to back (field_bytes(field) each): what a source in
+// memory holds of a field besides the image and the label.
+struct FieldValues {
+  Field field;
+  std::vector<uint8_t> bytes;
+};
+
 // An ImageStore as a source, every sample in memory. One block, unless it was read from a stream
 // (read_into_memory below), whose blocks and fingerprint it keeps, so that the loader's order is the
 // same in memory and streaming for the same shuffle window, and a loader state saved in one mode
 // restores in the other.
 class InMemorySource : public SampleSource {
  public:
+  // `values`: the samples' value fields, each with size() values.
   explicit InMemorySource(std::shared_ptr<const ImageStore> store, std::string name = "in-memory store",
-                          std::vector<int64_t> block_starts = {}, std::optional<uint64_t> fingerprint = std::nullopt);
+                          std::vector<int64_t> block_starts = {}, std::optional<uint64_t> fingerprint = std::nullopt,
+                          std::vector<FieldValues> values = {});
 
   int64_t size() const override { return store_->size(); }
   ImageShape shape() const override { return store_->shape(); }
@@ -156,19 +180,28 @@ class InMemorySource : public SampleSource {
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }
   void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override;
+  std::span<const Field> value_fields() const override { return fields_; }
+  void read_values(int64_t block_idx, std::vector<uint8_t>& scratch, std::span<uint8_t* const> values) const override;
 
   const std::shared_ptr<const ImageStore>& store() const { return store_; }
+  // Sample i's value of field f.
+  const uint8_t* value(size_t f, int64_t i) const {
+    return values_[f].bytes.data() + i * field_bytes(fields_[f]);
+  }
 
  private:
   std::shared_ptr<const ImageStore> store_;
   std::string name_;
   std::vector<int64_t> block_starts_;
+  std::vector<FieldValues> values_;
+  std::vector<Field> fields_;  // values_'s fields
   mutable std::once_flag fingerprint_once_;
   mutable uint64_t fingerprint_ = 0;
 };
 
-// Reads every block of `source` into one store, on up to `num_threads` threads (0: one per core),
-// as an InMemorySource with the source's name, blocks and fingerprint. What `feeder train` does
+// Reads every block of `source` into one store (and its value fields beside it), on up to
+// `num_threads` threads (0: one per core), as an InMemorySource with the source's name, blocks and
+// fingerprint. What `feeder train` does
 // when a sharded set fits the memory budget.
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads = 0);
 

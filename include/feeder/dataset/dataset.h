@@ -33,6 +33,11 @@ struct DatasetOptions {
   // otherwise. False: it is left streaming, for hold_within_budget() to decide with a share known
   // later (a train/test pair divides one budget by what each set takes).
   bool hold_within_budget = true;
+  // Columns of a Parquet set read as named values of each sample besides its image and label (a
+  // per-sample weight, a target: FLOAT, DOUBLE, INT32 or INT64): the source's value_fields(), which
+  // every batch carries (Batch::value). Other kinds of set have no such columns: naming a field for
+  // one throws OptionsError.
+  std::vector<std::string> fields;
 };
 
 struct Dataset {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "feeder/data/schema.h"
 #include "feeder/data/source.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
@@ -71,6 +72,8 @@ struct ShardedDataset {
   // The columns read, as ParquetRowGroupReader::columns() describes them; every shard must match:
   // "label INT64, 784 pixel columns pixel1..pixel784 INT32 INT(8,false)".
   std::string columns;
+  // The columns read as named values of each sample (ParquetImageOptions::value_columns), as fields.
+  std::vector<Field> values;
   bool indexed = false;  // described by index.json rather than by the footers
   std::optional<int64_t> label_min, label_max;  // from the index or the label statistics, when known
   // The seed the rows were shuffled with when written (`feeder convert --shuffle-on-write SEED`),
@@ -81,8 +84,8 @@ struct ShardedDataset {
   uint64_t fingerprint = 0;
 
   int64_t num_row_groups() const;
-  // Decoded size in memory: pixels plus an int64 label per sample.
-  int64_t decoded_bytes() const { return num_rows * (shape.num_pixels() + 8); }
+  // Decoded size in memory: pixels, an int64 label and the values of each sample.
+  int64_t decoded_bytes() const { return num_rows * (shape.num_pixels() + 8 + fields_bytes(values)); }
 };
 
 // Opens `spec`: a directory (its index.json when present, else every *.parquet in it sorted by

@@ -7,21 +7,32 @@
 
 #include <algorithm>
 #include <new>
+#include <vector>
 
 namespace feeder::detail {
 
-DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, LiveBytes& live) : live_(live) {
-  const int64_t row_bytes = static_cast<int64_t>(sizeof(int64_t)) * (encoded ? 2 : 1);
+DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, std::span<const int64_t> value_bytes,
+                           LiveBytes& live)
+    : live_(live) {
+  int64_t row_bytes = static_cast<int64_t>(sizeof(int64_t)) * (encoded ? 2 : 1);
+  for (const int64_t bytes : value_bytes) row_bytes += bytes;
   payload_capacity_ = std::max<int64_t>(0, counted_bytes - rows * row_bytes);
   const auto align = [](size_t offset) { return (offset + 63) / 64 * 64; };
   ends_offset_ = align(static_cast<size_t>(payload_capacity_));
   labels_offset_ = encoded ? align(ends_offset_ + static_cast<size_t>(rows) * sizeof(int64_t)) : ends_offset_;
   size_bytes_ = labels_offset_ + static_cast<size_t>(rows) * sizeof(int64_t);
+  std::vector<size_t> value_offsets;
+  for (const int64_t bytes : value_bytes) {
+    size_bytes_ = align(size_bytes_);
+    value_offsets.push_back(size_bytes_);
+    size_bytes_ += static_cast<size_t>(rows * bytes);
+  }
   if (size_bytes_ == 0) size_bytes_ = 1;
   // Populated in one call: the block is about to be filled, and faulting its pages in one at a
   // time cost an image stream a tenth of its time in the kernel (more on a virtual machine).
   memory_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (memory_ == MAP_FAILED) throw std::bad_alloc();
+  for (const size_t offset : value_offsets) values_.push_back(static_cast<uint8_t*>(memory_) + offset);
   rows_capacity_ = rows;
   counted_bytes_ = counted_bytes;
   live_.add(counted_bytes_);

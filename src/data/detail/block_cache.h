@@ -31,13 +31,15 @@ struct LiveBytes {
 
 // One block's samples in an anonymous mapping of its own, so that freeing it returns the memory
 // to the system at once, whatever the allocator's thresholds: its pixels (rows of a fixed size) or,
-// for an encoded source, its samples' bytes back to back with the end of each; then the labels.
-// Counted in `live`, which must outlive it.
+// for an encoded source, its samples' bytes back to back with the end of each; then the labels;
+// then one region per value field (SampleSource::value_fields). Counted in `live`, which must
+// outlive it.
 class DecodedBlock {
  public:
   // `counted_bytes`: what the budget counts for it (SampleSource::block_bytes): the payload, plus
-  // an int64 label per row, plus an int64 end per row when `encoded`.
-  DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, LiveBytes& live);
+  // an int64 label per row, an int64 end per row when `encoded`, and value_bytes[f] per row for
+  // each value field f.
+  DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, std::span<const int64_t> value_bytes, LiveBytes& live);
   ~DecodedBlock();
   DecodedBlock(const DecodedBlock&) = delete;
   DecodedBlock& operator=(const DecodedBlock&) = delete;
@@ -51,6 +53,8 @@ class DecodedBlock {
   int64_t* labels() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + labels_offset_); }
   // Encoded blocks: where each sample's bytes end in pixels().
   int64_t* ends() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + ends_offset_); }
+  // Field f's values, value_bytes[f] a row.
+  std::span<uint8_t* const> values() const { return values_; }
 
  private:
   void* memory_ = nullptr;
@@ -60,6 +64,7 @@ class DecodedBlock {
   int64_t payload_capacity_ = 0;
   size_t ends_offset_ = 0;
   size_t labels_offset_ = 0;
+  std::vector<uint8_t*> values_;
   LiveBytes& live_;
 };
 

@@ -31,6 +31,12 @@ constexpr int kReaderNice = 10;
   }
 }
 
+std::vector<int64_t> value_bytes(const SampleSource& source) {
+  std::vector<int64_t> bytes;
+  for (const Field& field : source.value_fields()) bytes.push_back(field_bytes(field));
+  return bytes;
+}
+
 }  // namespace
 
 BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_readers, int64_t budget_bytes,
@@ -38,6 +44,7 @@ BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_rea
     : source_(std::move(source)),
       index_(source_->block_starts()),
       pixels_per_sample_(source_->shape().num_pixels()),
+      value_bytes_(value_bytes(*source_)),
       encoded_(source_->encoded()),
       cache_(budget_bytes) {
   for (int i = 0; i < num_readers; ++i) {
@@ -153,6 +160,8 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
       refs[i].pixels = data.pixels() + row * pixels_per_sample_;
     }
     refs[i].label = data.labels()[row];
+    refs[i].block = &data;
+    refs[i].row = row;
   }
   return true;
 }
@@ -257,7 +266,7 @@ std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
     for (size_t i = 0; i < blocks.size(); ++i) {
       if (!data[i]) {
         data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), block_bytes(blocks[i]), encoded_,
-                                                 live_bytes_);
+                                                 value_bytes_, live_bytes_);
       }
     }
     if (encoded_) {
@@ -266,15 +275,18 @@ std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
         source_->read_encoded_block(blocks[i], scratch, block.pixels(), block.payload_capacity(), block.ends(),
                                     block.labels());
       }
-      return nullptr;
+    } else {
+      std::vector<uint8_t*> pixels;
+      std::vector<int64_t*> labels;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        pixels.push_back(data[i]->pixels());
+        labels.push_back(data[i]->labels());
+      }
+      source_->read_blocks(blocks, scratch, pixels, labels);
     }
-    std::vector<uint8_t*> pixels;
-    std::vector<int64_t*> labels;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      pixels.push_back(data[i]->pixels());
-      labels.push_back(data[i]->labels());
+    if (!value_bytes_.empty()) {
+      for (size_t i = 0; i < blocks.size(); ++i) source_->read_values(blocks[i], scratch, data[i]->values());
     }
-    source_->read_blocks(blocks, scratch, pixels, labels);
   } catch (...) {
     return std::current_exception();
   }

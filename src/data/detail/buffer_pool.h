@@ -7,20 +7,25 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "feeder/data/loader.h"
+#include "feeder/data/schema.h"
 #include "util/mutex.h"
 
 namespace feeder::detail {
 
-// One batch's memory: images, labels and sample indices in a single allocation.
+// One batch's memory: images, labels, sample indices and one region per value field, in a single
+// allocation.
 struct BatchBuffer {
   void* memory = nullptr;
   size_t size_bytes = 0;
   void* images = nullptr;           // (batch_size, bytes_per_image)
   int64_t* labels = nullptr;        // (batch_size)
   int64_t* sample_indices = nullptr;  // (batch_size)
+  std::vector<uint8_t*> values;     // per value field f: (batch_size, field_bytes(fields[f]))
+  std::span<const Field> fields;    // the pool's value fields (it outlives its buffers)
 };
 
 // Recycles batch buffers. acquire() hands out a buffer whose deleter returns it to the free list,
@@ -28,7 +33,8 @@ struct BatchBuffer {
 // shared_ptr to it), so batches may outlive the loader. Thread safe.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image);
+  BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image,
+             std::vector<Field> value_fields = {});
   ~BufferPool();
 
   std::shared_ptr<BatchBuffer> acquire();
@@ -42,6 +48,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   std::shared_ptr<BufferAllocator> allocator_;
   int64_t batch_size_;
   int64_t bytes_per_image_;
+  const std::vector<Field> value_fields_;
   Mutex mutex_;
   std::vector<BatchBuffer*> free_ GUARDED_BY(mutex_);
   std::atomic<int64_t> num_allocated_{0};

@@ -14,6 +14,7 @@
 #include "formats/parquet/detail/footer.h"
 #include "formats/parquet/detail/image_columns.h"
 #include "formats/parquet/detail/image_decode.h"
+#include "formats/parquet/detail/value_columns.h"
 #include "util/mutex.h"
 
 namespace feeder::parquet {
@@ -91,6 +92,9 @@ ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& p
   reader.verify_checksums_ = options.verify_checksums;
 
   reader.encoded_idx_ = columns.encoded_idx;
+  reader.value_idx_ = columns.value_idx;
+  for (const int64_t idx : columns.value_idx)
+    reader.value_fields_.push_back(detail::value_field(reader.metadata_.columns[static_cast<size_t>(idx)], n));
   const std::vector<int64_t> needed = reader.needed_columns();
   for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) {
     const RowGroupInfo& group = reader.metadata_.row_groups[static_cast<size_t>(rg)];
@@ -339,10 +343,10 @@ int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
     int64_t column_bytes = 0;
     for (const int64_t column_idx : needed_columns()) {
       const detail::ChunkPages& chunk = (*pages)[static_cast<size_t>(column_idx)];
-      // A page's rows decoded: images, or labels; pixel columns decode into the tile (below).
-      const int64_t value_bytes = column_idx == image_idx_   ? image_bytes
-                                  : column_idx == label_idx_ ? static_cast<int64_t>(sizeof(int64_t))
-                                                             : 0;
+      // A page's rows decoded: images, labels or values (8 bytes at most); pixel columns decode
+      // into the tile (below).
+      const bool eight_bytes = column_idx == label_idx_ || std::find(value_idx_.begin(), value_idx_.end(), column_idx) != value_idx_.end();
+      const int64_t value_bytes = column_idx == image_idx_ ? image_bytes : eight_bytes ? int64_t{8} : 0;
       const int64_t dictionary = chunk.dictionary ? chunk.dictionary->size_bytes + chunk.dictionary->uncompressed_bytes : 0;
       for (const detail::PageSpan& page : chunk.data) {
         column_bytes = std::max(column_bytes, dictionary + page.size_bytes + page.uncompressed_bytes + page.num_values * value_bytes);
@@ -373,6 +377,7 @@ std::vector<int64_t> ParquetRowGroupReader::needed_columns() const {
   if (image_idx_ >= 0) needed.push_back(image_idx_);
   if (encoded_idx_ >= 0) needed.push_back(encoded_idx_);
   if (label_idx_ >= 0) needed.push_back(label_idx_);
+  needed.insert(needed.end(), value_idx_.begin(), value_idx_.end());
   return needed;
 }
 
@@ -466,6 +471,30 @@ void ParquetRowGroupReader::read_label_rows(int64_t row_group_idx, const std::ve
     const int64_t from = std::max(begin, where.first_row);
     const int64_t to = std::min(end, where.first_row + where.num_rows);
     std::copy(decoded.begin() + (from - where.first_row), decoded.begin() + (to - where.first_row), labels + (from - begin));
+  }
+}
+
+void ParquetRowGroupReader::read_values(int64_t row_group_idx, int64_t begin, int64_t end,
+                                        std::span<uint8_t* const> values, std::vector<uint8_t>& scratch) const {
+  if (value_idx_.empty() || begin >= end) return;
+  const std::shared_ptr<const PageMaps::RowGroupPages> pages = row_group_pages(row_group_idx);
+  const RowRange range{begin, end, nullptr, nullptr};
+  detail::PageBuffer buffer;
+  ColumnChunkInfo partial;
+  std::vector<uint8_t> decoded;
+  for (size_t f = 0; f < value_idx_.size(); ++f) {
+    const int64_t column_idx = value_idx_[f];
+    const auto bytes = static_cast<size_t>(field_bytes(value_fields_[f]));
+    const detail::ChunkPages& chunk_pages = (*pages)[static_cast<size_t>(column_idx)];
+    for (const auto& [first, last] : page_runs(chunk_pages.data, std::span(&range, 1), 1)) {
+      const detail::ChunkLocation where = read_page_run(row_group_idx, column_idx, chunk_pages, first, last, scratch, partial);
+      decoded.resize(static_cast<size_t>(where.num_rows) * bytes);
+      detail::decode_value_chunk(where, value_fields_[f], decoded.data(), buffer);
+      const int64_t from = std::max(begin, where.first_row);
+      const int64_t to = std::min(end, where.first_row + where.num_rows);
+      std::memcpy(values[f] + static_cast<size_t>(from - begin) * bytes,
+                  decoded.data() + static_cast<size_t>(from - where.first_row) * bytes, static_cast<size_t>(to - from) * bytes);
+    }
   }
 }
 

@@ -107,6 +107,10 @@ struct ParquetImageOptions {
   // Image column (FIXED_LEN_BYTE_ARRAY of C*H*W bytes); unset: use it when it is the only
   // non-label column of that type.
   std::optional<std::string> image_column;
+  // Columns read as named values of each sample besides the image and the label (a per-sample
+  // weight, a target; see SampleSource::value_fields): FLOAT, DOUBLE, INT32 or INT64, one value
+  // per row, never null. They are never taken as pixels. A name the file lacks throws DataError.
+  std::vector<std::string> value_columns;
   bool verify_checksums = true;
   // Threads decoding column chunks in parallel; 0 = one per core. Must not be negative. When the
   // system refuses a thread, the read fails with ThreadStartError (feeder/util/parallel_for.h).

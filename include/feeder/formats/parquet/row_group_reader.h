@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "feeder/data/schema.h"
 #include "feeder/formats/parquet/metadata.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/io/file_system.h"
@@ -70,6 +71,14 @@ class ParquetRowGroupReader {
   // The columns read, for comparing the files of one set:
   // "label INT64, 784 pixel columns pixel1..pixel784 INT32 INT(8,false)".
   const std::string& columns() const { return columns_; }
+
+  // The columns read as named values (ParquetImageOptions::value_columns), as fields, in order.
+  const std::vector<Field>& value_fields() const { return value_fields_; }
+  // Rows [begin, end) of a row group's value columns: field f's values into values[f], field_bytes
+  // of it a row, reading only the pages that hold them, a page at a time, into `scratch`. Errors
+  // name the file, column, row group and row.
+  void read_values(int64_t row_group_idx, int64_t begin, int64_t end, std::span<uint8_t* const> values,
+                   std::vector<uint8_t>& scratch) const;
 
   // The label column's smallest and largest value from its chunk statistics, when every row group
   // has them and the column is a signed INT32 or INT64; otherwise (or unlabeled) nullopt.
@@ -182,6 +191,8 @@ class ParquetRowGroupReader {
   std::vector<int64_t> pixel_idx_;  // numeric pixel columns in pixel order; or
   int64_t image_idx_ = -1;          // the FIXED_LEN_BYTE_ARRAY column of whole images; or
   int64_t encoded_idx_ = -1;        // the BYTE_ARRAY column of encoded images
+  std::vector<int64_t> value_idx_;  // the value columns, and the fields they are read as
+  std::vector<Field> value_fields_;
   std::vector<Span> spans_;         // per row group, the bytes read
   std::shared_ptr<PageMaps> page_maps_;
   std::vector<int64_t> needed_columns() const;

@@ -44,11 +44,42 @@ int64_t find_label_column(const FileMetadata& meta, const std::string& name, con
   return label_idx;
 }
 
+bool is_value_column(const ImageColumns& columns, int64_t idx) {
+  return std::find(columns.value_idx.begin(), columns.value_idx.end(), idx) != columns.value_idx.end();
+}
+
+// The columns named as values (ParquetImageOptions::value_columns), each a number column.
+std::vector<int64_t> find_value_columns(const FileMetadata& meta, const std::string& name,
+                                        const ParquetImageOptions& options) {
+  std::vector<int64_t> found;
+  for (const std::string& value_name : options.value_columns) {
+    const int64_t idx = meta.column_index(value_name);
+    if (idx < 0) {
+      std::string names;
+      for (const ColumnSchema& column : meta.columns) {
+        if (names.size() > 200) {
+          names += ", ...";
+          break;
+        }
+        names += (names.empty() ? "'" : ", '") + column.name + "'";
+      }
+      throw DataError(name + ": no column named '" + value_name + "' to read as a field (its columns: " + names + ")");
+    }
+    if (idx == meta.column_index(options.label_column))
+      throw DataError(name + ": column '" + value_name + "' is the label column; a field is another column");
+    if (std::find(found.begin(), found.end(), idx) != found.end())
+      throw DataError(name + ": column '" + value_name + "' is named twice as a field");
+    found.push_back(idx);
+  }
+  return found;
+}
+
 // Every number column but the label, in file order; failing that, the one FIXED_LEN_BYTE_ARRAY
 // column other than the label.
 void choose_default_columns(const FileMetadata& meta, const std::string& name, ImageColumns& columns) {
   for (int64_t i = 0; i < static_cast<int64_t>(meta.columns.size()); ++i) {
-    if (i != columns.label_idx && is_number_column(meta.columns[static_cast<size_t>(i)])) columns.pixel_idx.push_back(i);
+    if (i != columns.label_idx && !is_value_column(columns, i) && is_number_column(meta.columns[static_cast<size_t>(i)]))
+      columns.pixel_idx.push_back(i);
   }
   if (!columns.pixel_idx.empty()) return;
   for (int64_t i = 0; i < static_cast<int64_t>(meta.columns.size()); ++i) {
@@ -66,6 +97,8 @@ void choose_columns(const FileMetadata& meta, const std::string& name, const Par
     for (const std::string& pixel_name : options.pixel_columns) {
       const int64_t idx = meta.column_index(pixel_name);
       if (idx < 0) throw DataError(name + ": no pixel column named '" + pixel_name + "'");
+      if (is_value_column(columns, idx))
+        throw DataError(name + ": column '" + pixel_name + "' is named both as pixels and as a field");
       const ColumnSchema& column = meta.columns[static_cast<size_t>(idx)];
       if (!is_number_column(column)) {
         throw DataError(name + ": pixel column '" + pixel_name + "' is " + type_text(column) + ", expected " + kNumberTypes);
@@ -101,7 +134,8 @@ bool is_binary_column(const ColumnSchema& column) {
 // the file has no number columns besides the label and no pixel columns are named, its one binary
 // column, or `image.bytes` among several.
 int64_t find_encoded_column(const FileMetadata& meta, const std::string& name, const ParquetImageOptions& options,
-                            int64_t label_idx) {
+                            const ImageColumns& columns) {
+  const int64_t label_idx = columns.label_idx;
   if (!options.pixel_columns.empty()) return -1;
   if (options.image_column) {
     int64_t idx = meta.column_index(*options.image_column);
@@ -112,7 +146,7 @@ int64_t find_encoded_column(const FileMetadata& meta, const std::string& name, c
   std::vector<int64_t> binary;
   for (int64_t i = 0; i < static_cast<int64_t>(meta.columns.size()); ++i) {
     const ColumnSchema& column = meta.columns[static_cast<size_t>(i)];
-    if (i == label_idx) continue;
+    if (i == label_idx || is_value_column(columns, i)) continue;
     if (is_number_column(column) || column.physical_type == PhysicalType::kFixedLenByteArray) return -1;
     if (is_binary_column(column)) binary.push_back(i);
   }
@@ -144,7 +178,8 @@ bool is_number_column(const ColumnSchema& column) {
 ImageColumns resolve_image_columns(const FileMetadata& meta, const std::string& name, const ParquetImageOptions& options) {
   ImageColumns columns;
   columns.label_idx = find_label_column(meta, name, options.label_column);
-  columns.encoded_idx = find_encoded_column(meta, name, options, columns.label_idx);
+  columns.value_idx = find_value_columns(meta, name, options);
+  columns.encoded_idx = find_encoded_column(meta, name, options, columns);
   if (columns.encoded_idx >= 0) {
     // Nested columns are fine where they are not lists: a struct's fields are columns of their own.
     for (const int64_t idx : {columns.encoded_idx, columns.label_idx}) {
@@ -181,7 +216,29 @@ void check_decoded_size(int64_t num_rows, const ImageShape& shape, int64_t max_d
   }
 }
 
+namespace {
+
+// ", fields weight FLOAT, age INT64" for the value columns, "" without them.
+std::string describe_value_columns(const FileMetadata& meta, const ImageColumns& columns) {
+  std::string text;
+  for (const int64_t idx : columns.value_idx) {
+    const ColumnSchema& column = meta.columns[static_cast<size_t>(idx)];
+    text += (text.empty() ? ", fields " : ", ") + column.name + " " + type_text(column);
+  }
+  return text;
+}
+
+std::string describe_image_and_label(const FileMetadata& meta, const ImageColumns& columns);
+
+}  // namespace
+
 std::string describe_image_columns(const FileMetadata& meta, const ImageColumns& columns) {
+  return describe_image_and_label(meta, columns) + describe_value_columns(meta, columns);
+}
+
+namespace {
+
+std::string describe_image_and_label(const FileMetadata& meta, const ImageColumns& columns) {
   std::string text = columns.label_idx >= 0
                          ? "label " + type_text(meta.columns[static_cast<size_t>(columns.label_idx)])
                          : std::string("no label");
@@ -211,5 +268,7 @@ std::string describe_image_columns(const FileMetadata& meta, const ImageColumns&
   }
   return text + ")";
 }
+
+}  // namespace
 
 }  // namespace feeder::parquet::detail

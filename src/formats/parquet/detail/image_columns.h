@@ -20,6 +20,7 @@ struct ImageColumns {
   int64_t image_idx = -1;          // one FIXED_LEN_BYTE_ARRAY column of whole images; or
   int64_t encoded_idx = -1;        // one BYTE_ARRAY column of encoded images (JPEG, PNG, WebP files)
   ImageShape shape;                // {0, 0, 0} for encoded images, each of its own size
+  std::vector<int64_t> value_idx;  // ParquetImageOptions::value_columns, in their order
 };
 
 // True for the columns whose values can become pixels or labels: INT32, INT64, FLOAT or DOUBLE,

@@ -1,0 +1,32 @@
+// Writes the DuckDB fixture of the value-field tests, once; committed under
+// tests/data/parquet-testing/generated/duckdb-1.5.6/ and described in INDEX.md there. run.sh also
+// writes it afresh with the DuckDB it installs, and checks feeder's Python loader against it.
+//   cd tests/compat && npm install && node make_field_fixture.mjs ../data/parquet-testing/generated/duckdb-1.5.6
+// duckdb_fields.parquet: 3,000 rows in two row groups (2,048 + 952: DuckDB rounds ROW_GROUP_SIZE 1000 up
+// to its vectors of 2,048 rows), as DuckDB writes them (one page per
+// column chunk): label BIGINT; pixels p0..p15 UTINYINT (p0 = i % 256 and p1 = i / 256 name the row);
+// weight FLOAT = (i % 9) * 0.25 + 0.5; score DOUBLE = 1 / (i + 3); count INTEGER = i * 7 - 5000.
+
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+
+const outDir = process.argv[2];
+if (!outDir) {
+  console.error('usage: node make_field_fixture.mjs OUTDIR');
+  process.exit(2);
+}
+
+const connection = await (await DuckDBInstance.create(':memory:')).connect();
+// One thread keeps rows and row groups in the order of i.
+await connection.run('SET threads = 1');
+const pixels = Array.from({ length: 16 }, (_, k) =>
+  k === 0 ? '(i % 256)::UTINYINT AS p0' : k === 1 ? '(i // 256)::UTINYINT AS p1' : `((i * 31 + ${k} * 17) % 256)::UTINYINT AS p${k}`);
+const file = path.join(outDir, 'duckdb_fields.parquet');
+await connection.run(`COPY (
+  SELECT (i % 10)::BIGINT AS label, ${pixels.join(', ')},
+         ((i % 9) * 0.25 + 0.5)::FLOAT AS weight,
+         (1.0 / (i + 3))::DOUBLE AS score,
+         (i * 7 - 5000)::INTEGER AS count
+  FROM range(3000) t(i) ORDER BY i
+) TO '${file.replaceAll("'", "''")}' (FORMAT PARQUET, ROW_GROUP_SIZE 1000)`);
+console.log(`wrote ${file}`);

@@ -1,0 +1,324 @@
+// Samples of more than an image and a label: Parquet columns read as named value fields (a float
+// weight, a double score, an integer count) reach every batch, in memory and streamed, with the same
+// values for the same samples in either, and every error names its file and place.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "feeder/data/loader.h"
+#include "feeder/dataset/dataset.h"
+#include "feeder/error.h"
+#include "feeder/formats/parquet/row_group_reader.h"
+#include "feeder/formats/sharded.h"
+#include "formats/test_files.h"
+#include "parquet/reader_test_util.h"
+#include "parquet/table_writer_test_util.h"
+
+namespace feeder {
+namespace {
+
+using feeder::testing::TempDir;
+using parquet::PhysicalType;
+using parquet::testing::Cell;
+using parquet::testing::int_column;
+using parquet::testing::real_column;
+using parquet::testing::TableColumn;
+using parquet::testing::write_table;
+
+constexpr int64_t kRows = 600;
+constexpr int64_t kPixels = 16;  // 1x4x4
+
+// Each row's values are functions of its index, so a batch's row can be checked on its own.
+float weight_of(int64_t row) { return 0.25f * static_cast<float>(row % 9) + 0.5f; }
+double score_of(int64_t row) { return 1.0 / static_cast<double>(row + 3); }
+int64_t count_of(int64_t row) { return row * 1000003 % 65536 - 32768; }
+
+// label, pixel0..pixel15 (pixel0 = row % 256, pixel1 = row / 256), weight FLOAT, score DOUBLE,
+// count INT32, in row groups of `rows_per_group`.
+std::filesystem::path write_set(const TempDir& dir, const std::string& name, int64_t rows_per_group,
+                                int64_t num_rows = kRows) {
+  std::vector<int64_t> labels, counts;
+  std::vector<double> weights, scores;
+  std::vector<std::vector<int64_t>> pixels(kPixels);
+  for (int64_t r = 0; r < num_rows; ++r) {
+    labels.push_back(r % 10);
+    weights.push_back(weight_of(r));
+    scores.push_back(score_of(r));
+    counts.push_back(count_of(r));
+    for (int64_t p = 0; p < kPixels; ++p) pixels[static_cast<size_t>(p)].push_back(p == 0 ? r % 256 : p == 1 ? r / 256 : p);
+  }
+  std::vector<TableColumn> columns{int_column("label", PhysicalType::kInt64, labels)};
+  for (int64_t p = 0; p < kPixels; ++p)
+    columns.push_back(int_column("pixel" + std::to_string(p), PhysicalType::kInt32, pixels[static_cast<size_t>(p)]));
+  columns.push_back(real_column("weight", PhysicalType::kFloat, weights));
+  columns.push_back(real_column("score", PhysicalType::kDouble, scores));
+  columns.push_back(int_column("count", PhysicalType::kInt32, counts));
+  const auto path = dir.path() / name;
+  testing::write_bytes(path, write_table(columns, rows_per_group));
+  return path;
+}
+
+DatasetOptions with_fields(std::vector<std::string> fields, int64_t budget = int64_t{1} << 30) {
+  DatasetOptions options;
+  options.fields = std::move(fields);
+  options.memory_budget = budget;
+  return options;
+}
+
+// Every row of every batch of epoch `epoch`: the fields agree with the row its pixels name.
+// Returns the rows seen, in batch order.
+std::vector<int64_t> check_epoch(Loader& loader, int64_t epoch) {
+  std::vector<int64_t> rows;
+  for (Batch& batch : loader.epoch(epoch)) {
+    const std::span<const float> weights = batch.value("weight").as<const float>();
+    const std::span<const double> scores = batch.value("score").as<const double>();
+    const std::span<const int64_t> counts = batch.value("count").as<const int64_t>();
+    EXPECT_EQ(static_cast<int64_t>(weights.size()), batch.size());
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      const uint8_t* image = batch.images_u8() + i * kPixels;
+      const int64_t row = image[0] + 256 * image[1];
+      EXPECT_EQ(row, batch.sample_indices()[static_cast<size_t>(i)]);
+      EXPECT_EQ(weights[static_cast<size_t>(i)], weight_of(row)) << "row " << row;
+      EXPECT_EQ(scores[static_cast<size_t>(i)], score_of(row)) << "row " << row;
+      EXPECT_EQ(counts[static_cast<size_t>(i)], count_of(row)) << "row " << row;
+      EXPECT_EQ(batch.labels()[i], row % 10);
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+LoaderOptions loader_options(int64_t budget = 0) {
+  LoaderOptions options;
+  options.batch_size = 64;
+  options.dtype = ImageDtype::kUint8;
+  options.num_workers = 2;
+  options.shuffle_window = 200;
+  options.memory_budget = budget;
+  return options;
+}
+
+TEST(ValueFields, SchemaNamesEachFieldWithItsType) {
+  TempDir dir;
+  const Dataset dataset = open_dataset(write_set(dir, "t.parquet", 128).string(), with_fields({"weight", "score", "count"}));
+  EXPECT_EQ(to_string(dataset.schema), "image: uint8[1,4,4], label: int64, weight: float32, score: float64, count: int64");
+  EXPECT_EQ(to_string(dataset.source->schema()), to_string(dataset.schema));
+  // 16 pixels, a label, 4 + 8 + 8 bytes of values: the budget counts them.
+  EXPECT_EQ(dataset.source->decoded_sample_bytes(), 16 + 8 + 20);
+  EXPECT_EQ(dataset.held_bytes, kRows * (16 + 8 + 20));
+}
+
+TEST(ValueFields, InMemoryAndStreamedGiveTheSameBatches) {
+  TempDir dir;
+  const std::string path = write_set(dir, "t.parquet", 128).string();
+  const DatasetOptions options = with_fields({"weight", "score", "count"});
+  const Dataset memory = open_dataset(path, options);
+  ASSERT_FALSE(memory.streaming);
+  // Streamed within a budget below the set's, in the blocks it was read into memory in.
+  auto stream = open_parquet_source(*memory.parquet);
+  Loader in_memory(memory.source, loader_options());
+  Loader streamed(stream, loader_options(int64_t{128} << 10));
+  ASSERT_TRUE(streamed.streaming());
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    const std::vector<int64_t> a = check_epoch(in_memory, epoch);
+    const std::vector<int64_t> b = check_epoch(streamed, epoch);
+    EXPECT_EQ(static_cast<int64_t>(a.size()), kRows);
+    EXPECT_EQ(a, b) << "epoch " << epoch;
+  }
+}
+
+TEST(ValueFields, AnOpenDatasetStreamsBeyondItsBudget) {
+  TempDir dir;
+  constexpr int64_t kMany = 20000;
+  const Dataset dataset =
+      open_dataset(write_set(dir, "t.parquet", 1000, kMany).string(), with_fields({"weight", "score", "count"}, 400 << 10));
+  ASSERT_TRUE(dataset.streaming);
+  LoaderOptions options = loader_options(dataset.memory_budget);
+  options.shuffle_window = 0;  // as large as the budget allows
+  Loader loader(dataset.source, options);
+  std::vector<int64_t> rows;
+  for (Batch& batch : loader.epoch(0)) {
+    ASSERT_EQ(batch.value_fields().size(), 3u);
+    const std::span<const float> weights = batch.value(0).as<const float>();
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      const int64_t row = batch.sample_indices()[static_cast<size_t>(i)];
+      EXPECT_EQ(weights[static_cast<size_t>(i)], weight_of(row));
+      rows.push_back(row);
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  for (int64_t r = 0; r < kMany; ++r) ASSERT_EQ(rows[static_cast<size_t>(r)], r);
+}
+
+TEST(ValueFields, ABatchRefusesAnotherNameOrType) {
+  TempDir dir;
+  const Dataset dataset =
+      open_dataset(write_set(dir, "t.parquet", 128).string(), with_fields({"weight", "score", "count"}));
+  Loader loader(dataset.source, loader_options());
+  loader.start_epoch(0);
+  const std::optional<Batch> batch = loader.next();
+  ASSERT_TRUE(batch);
+  try {
+    batch->value("wieght");
+    FAIL() << "no error for a field the batch lacks";
+  } catch (const std::out_of_range& error) {
+    EXPECT_STREQ(error.what(), "the batch has no field 'wieght' (its fields: 'weight', 'score', 'count')");
+  }
+  EXPECT_THROW(batch->value("weight").as<double>(), std::logic_error);
+}
+
+TEST(ValueFields, ASetWithoutFieldsKeepsImagesAndLabelsOnly) {
+  // A store in memory without fields: a batch has none, and says so when asked.
+  auto store = std::make_shared<ImageStore>(ImageShape{1, 2, 2}, 4, true);
+  Loader plain(store, loader_options());
+  plain.start_epoch(0);
+  const std::optional<Batch> batch = plain.next();
+  EXPECT_TRUE(batch->value_fields().empty());
+  try {
+    batch->value("weight");
+    FAIL() << "no error for a batch without fields";
+  } catch (const std::out_of_range& error) {
+    EXPECT_STREQ(error.what(), "the batch has no field 'weight' (it has images and labels only)");
+  }
+}
+
+TEST(ValueFields, AMissingColumnIsNamedWithTheFileAndItsColumns) {
+  TempDir dir;
+  const std::string path = write_set(dir, "t.parquet", 128).string();
+  try {
+    open_dataset(path, with_fields({"wieght"}));
+    FAIL() << "no error for a missing column";
+  } catch (const DataError& error) {
+    const std::string what = error.what();
+    EXPECT_EQ(what.rfind(path + ": no column named 'wieght' to read as a field (its columns: 'label', 'pixel0'", 0), 0u)
+        << what;
+  }
+  try {
+    open_dataset(path, with_fields({"label"}));
+    FAIL() << "no error for the label as a field";
+  } catch (const DataError& error) {
+    EXPECT_EQ(std::string(error.what()), path + ": column 'label' is the label column; a field is another column");
+  }
+}
+
+TEST(ValueFields, ANullValueNamesItsRowGroupAndRow) {
+  TempDir dir;
+  std::vector<TableColumn> columns{int_column("label", PhysicalType::kInt64, {0, 1, 2, 3, 4, 5})};
+  for (int p = 0; p < 4; ++p) columns.push_back(int_column("p" + std::to_string(p), PhysicalType::kInt32, {1, 2, 3, 4, 5, 6}));
+  TableColumn weight = real_column("weight", PhysicalType::kFloat, {1, 2, 3, 4, 5, 6});
+  weight.cells[4] = Cell{};
+  columns.push_back(weight);
+  const auto path = dir.path() / "nulls.parquet";
+  testing::write_bytes(path, write_table(columns, 3));
+  const std::string expected =
+      path.string() + ": column 'weight' row group 1 row 1: null value (a field's column must not have nulls)";
+  try {  // read into memory as it opens
+    open_dataset(path.string(), with_fields({"weight"}));
+    FAIL() << "no error for a null weight";
+  } catch (const DataError& error) {
+    EXPECT_EQ(std::string(error.what()), expected);
+  }
+  // Streamed: the batch that needs the row fails.
+  Dataset dataset = open_dataset(path.string(), [] {
+    DatasetOptions options = with_fields({"weight"});
+    options.hold_within_budget = false;
+    return options;
+  }());
+  LoaderOptions options = loader_options();
+  options.shuffle = false;
+  Loader loader(open_parquet_source(*dataset.parquet), options);
+  loader.start_epoch(0);
+  try {
+    loader.next();
+    FAIL() << "no error for a null weight";
+  } catch (const DataError& error) {
+    EXPECT_EQ(std::string(error.what()), expected);
+  }
+}
+
+TEST(ValueFields, OnlyParquetSetsHaveFields) {
+  TempDir dir;
+  const auto csv = dir.path() / "t.csv";
+  testing::write_text(csv, "label,p0,p1,p2,p3\n1,0,0,0,0\n");
+  try {
+    open_dataset(csv.string(), with_fields({"weight"}));
+    FAIL() << "no error for fields of a CSV file";
+  } catch (const OptionsError& error) {
+    EXPECT_EQ(std::string(error.what()), csv.string() +
+                                             ": fields (weight) are read from the columns of a Parquet set, and this "
+                                             "is a CSV file (images and labels only)");
+  }
+}
+
+TEST(ValueFields, TheReaderReadsAnyRowsOfItsValueColumns) {
+  TempDir dir;
+  const std::string path = write_set(dir, "t.parquet", 128).string();
+  const auto reader = parquet::ParquetRowGroupReader::open(path, [] {
+    parquet::ParquetImageOptions options;
+    options.value_columns = {"count", "weight", "score"};
+    return options;
+  }());
+  ASSERT_EQ(reader.value_fields().size(), 3u);
+  EXPECT_EQ(reader.value_fields()[0].type, FieldType::kInt64);
+  EXPECT_EQ(reader.value_fields()[1].type, FieldType::kFloat32);
+  EXPECT_EQ(reader.value_fields()[2].type, FieldType::kFloat64);
+  EXPECT_NE(reader.columns().find(", fields count INT32, weight FLOAT, score DOUBLE"), std::string::npos)
+      << reader.columns();
+  // Rows 100..130 of row group 0 alone.
+  std::vector<int64_t> counts(30);
+  std::vector<float> weights(30);
+  std::vector<double> scores(30);
+  std::vector<uint8_t*> out{reinterpret_cast<uint8_t*>(counts.data()), reinterpret_cast<uint8_t*>(weights.data()),
+                            reinterpret_cast<uint8_t*>(scores.data())};
+  std::vector<uint8_t> scratch;
+  reader.read_values(0, 100, 128, out, scratch);
+  for (int64_t r = 100; r < 128; ++r) {
+    EXPECT_EQ(counts[static_cast<size_t>(r - 100)], count_of(r));
+    EXPECT_EQ(weights[static_cast<size_t>(r - 100)], weight_of(r));
+    EXPECT_EQ(scores[static_cast<size_t>(r - 100)], score_of(r));
+  }
+}
+
+// DuckDB's table (tests/compat/make_field_fixture.mjs): its FLOAT, DOUBLE and INTEGER columns in
+// every batch, in memory and streamed in pieces of its 2,048-row row groups (one page per column).
+TEST(ValueFields, ATableWrittenByDuckDbTrainsWithItsWeights) {
+  const std::string path = parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_fields.parquet");
+  const DatasetOptions options = with_fields({"weight", "score", "count"});
+  const Dataset memory = open_dataset(path, options);
+  ASSERT_FALSE(memory.streaming);
+  EXPECT_EQ(to_string(memory.schema), "image: uint8[1,4,4], label: int64, weight: float32, score: float64, count: int64");
+  auto stream = open_parquet_source(*memory.parquet);
+  Loader in_memory(memory.source, loader_options());
+  Loader streamed(stream, loader_options(int64_t{1} << 20));
+  ASSERT_TRUE(streamed.streaming());
+  for (Loader* loader : {&in_memory, &streamed}) {
+    std::vector<int64_t> rows;
+    for (Batch& batch : loader->epoch(3)) {
+      const auto weights = batch.value("weight").as<const float>();
+      const auto scores = batch.value("score").as<const double>();
+      const auto counts = batch.value("count").as<const int64_t>();
+      for (int64_t i = 0; i < batch.size(); ++i) {
+        const uint8_t* image = batch.images_u8() + i * kPixels;
+        const int64_t row = image[0] + 256 * image[1];
+        const auto at = static_cast<size_t>(i);
+        ASSERT_EQ(weights[at], 0.25f * static_cast<float>(row % 9) + 0.5f) << "row " << row;
+        ASSERT_EQ(scores[at], 1.0 / static_cast<double>(row + 3)) << "row " << row;
+        ASSERT_EQ(counts[at], row * 7 - 5000) << "row " << row;
+        rows.push_back(row);
+      }
+    }
+    std::sort(rows.begin(), rows.end());
+    ASSERT_EQ(rows.size(), 3000u);
+    for (int64_t r = 0; r < 3000; ++r) ASSERT_EQ(rows[static_cast<size_t>(r)], r);
+  }
+}
+
+}  // namespace
+}  // namespace feeder
