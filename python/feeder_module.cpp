@@ -51,11 +51,12 @@ namespace py = pybind11;
 namespace feeder::python {
 namespace {
 
-Dataset open_path(const std::string& spec, int64_t memory_budget, bool train) {
+Dataset open_path(const std::string& spec, int64_t memory_budget, bool train, std::vector<std::string> fields) {
   py::gil_scoped_release release;
   DatasetOptions options;
   options.memory_budget = memory_budget;
   options.split = train ? Split::kTrain : Split::kTest;
+  options.fields = std::move(fields);
   return open_dataset(spec, options);
 }
 
@@ -141,6 +142,18 @@ py::capsule export_tensor(const void* data, DLDataType dtype, std::initializer_l
   return py::reinterpret_steal<py::capsule>(capsule);
 }
 
+// The DLPack type of a fixed-size field's elements.
+DLDataType dlpack_type(FieldType type) {
+  switch (type) {
+    case FieldType::kFloat32: return {kDLFloat, 32, 1};
+    case FieldType::kFloat64: return {kDLFloat, 64, 1};
+    case FieldType::kInt64: return {kDLInt, 64, 1};
+    case FieldType::kPixels: return {kDLUInt, 8, 1};
+    case FieldType::kEncodedImage: break;
+  }
+  throw std::logic_error("an encoded image is no tensor");
+}
+
 // A name or a message that holds one, as Python's os.fsdecode gives it: bytes that are not UTF-8
 // become lone surrogates, so any name a POSIX file system allows reaches Python (and goes back,
 // through os.fsencode, to the same bytes) where a UTF-8 decode would raise UnicodeDecodeError.
@@ -188,8 +201,9 @@ class PyLoader {
     loader_->reseed(seed);
   }
 
-  // (images, labels, num_padding): the batch's buffer as two DLPack capsules, and how many of its
-  // last rows are the padding of ranks (EpochPlan); None at the end of the epoch. The images are
+  // (images, labels, num_padding, values): the batch's buffer as DLPack capsules, how many of its
+  // last rows are the padding of ranks (EpochPlan), and a (name, capsule) pair per value field
+  // (Batch::value), empty for images and labels alone; None at the end of the epoch. The images are
   // logically (B,C,H,W), with the batch's strides (Batch::image_strides).
   py::object next() {
     std::optional<Batch> batch;
@@ -216,9 +230,16 @@ class PyLoader {
     std::shared_ptr<void> owner = batch->buffer_owner();
     py::capsule images = export_tensor(image_data, u8 ? DLDataType{kDLUInt, 8, 1} : DLDataType{kDLFloat, 32, 1},
                                        {b, shape.channels, shape.height, shape.width}, image_strides, owner);
-    py::capsule labels =
-        export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, kLabelStrides, std::move(owner));
-    return py::make_tuple(std::move(images), std::move(labels), batch->num_padding());
+    py::capsule labels = export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, kLabelStrides, owner);
+    py::list values;
+    for (size_t f = 0; f < batch->value_fields().size(); ++f) {
+      const FieldView view = batch->value(f);
+      if (!view.field->shape.empty())  // scalars only, so far: one value per sample
+        throw std::logic_error("field '" + view.field->name + "' has a shape; only scalar fields reach Python");
+      values.append(py::make_tuple(view.field->name, export_tensor(view.data, dlpack_type(view.field->type), {b},
+                                                                   kLabelStrides, owner)));
+    }
+    return py::make_tuple(std::move(images), std::move(labels), batch->num_padding(), std::move(values));
   }
 
   // Runs epoch `epoch` to its end in C++ and returns its number of samples: the loader's rate with
@@ -420,6 +441,12 @@ void bind_datasets(py::module_& m) {
       .def_property_readonly("name", [](const Dataset& s) { return fs_str(s.source->name()); })
       .def_property_readonly("kind", [](const Dataset& s) { return std::string(to_string(s.kind)); })
       .def_property_readonly("schema", [](const Dataset& s) { return to_string(s.schema); })
+      .def_property_readonly("fields",
+                             [](const Dataset& s) {
+                               std::vector<std::string> names;
+                               for (const Field& field : s.source->value_fields()) names.push_back(field.name);
+                               return names;
+                             })
       .def_property_readonly("num_samples", [](const Dataset& s) { return s.source->size(); })
       .def_property_readonly("labeled", [](const Dataset& s) { return s.source->labeled(); })
       .def_property_readonly("encoded", [](const Dataset& s) { return s.source->encoded(); })
@@ -449,7 +476,8 @@ void bind_datasets(py::module_& m) {
         const ImageShape shape = s.source->shape();
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
-  m.def("open_dataset", &open_path, py::arg("spec"), py::arg("memory_budget"), py::arg("train"));
+  m.def("open_dataset", &open_path, py::arg("spec"), py::arg("memory_budget"), py::arg("train"),
+        py::arg("fields") = std::vector<std::string>{});
   m.def(
       "open_image_files",
       [](const std::string& name, const std::vector<std::string>& paths, std::vector<int64_t> labels,

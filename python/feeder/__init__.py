@@ -44,7 +44,7 @@ __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "Batch", "DataError", "UnsupportedTransform", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "__version__"]
+__all__ = ["DataLoader", "Batch", "FieldBatch", "DataError", "UnsupportedTransform", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -136,14 +136,14 @@ def _labeled_or_allowed(opened, path, allow_unlabeled):
     return opened
 
 
-def _open_source(source, labels, memory_budget, train, allow_unlabeled):
+def _open_source(source, labels, memory_budget, train, allow_unlabeled, fields=()):
     if isinstance(source, (str, os.PathLike)):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
         path = os.fspath(source)
         # Paths cross as os.fsencode gives them: any name a POSIX file system allows. train=: the
         # training or the test split of a directory of IDX files, as torchvision's MNIST takes it.
-        opened = _feeder.open_dataset(os.fsencode(path), memory_budget, bool(train))
+        opened = _feeder.open_dataset(os.fsencode(path), memory_budget, bool(train), list(fields))
         if opened.skipped_unsupported:
             warnings.warn(f"{path}: {opened.skipped_unsupported} images of formats feeder does not decode (.bmp, "
                           f".ppm, .pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them. "
@@ -208,8 +208,12 @@ class _DatasetView:
         if self._item_loader is None:
             self._item_loader = self._make_item_loader()
         self._item_loader.start_epoch_with_order(0, [index % size], 0)
-        images, labels, _ = self._item_loader.next()
-        return _from_dlpack(images)[0].clone(), int(_from_dlpack(labels)[0])
+        images, labels, _, values = self._item_loader.next()
+        image, label = _from_dlpack(images)[0].clone(), int(_from_dlpack(labels)[0])
+        if not values:
+            return image, label
+        # A sample of named fields, as a dict (what default_collate stacks into a FieldBatch's dict).
+        return {"image": image, "label": label, **{name: _from_dlpack(value)[0].clone() for name, value in values}}
 
     @property
     def root(self):
@@ -430,6 +434,11 @@ class DataLoader:
     tensors are freed, so keeping every batch of an epoch costs a new buffer each; an unlabeled set
     yields labels of -1.
 
+    Samples of more fields: ``fields=["weight", ...]`` reads those columns of a Parquet set (FLOAT,
+    DOUBLE, INT32 or INT64, one value per row) beside the image and the label, and iterating then
+    yields a ``feeder.FieldBatch``: a dict ``{"image": ..., "label": ..., "weight": ...}`` of tensors,
+    as torch's default collate gives for dict samples, in memory or streamed alike.
+
     Epochs: like DistributedSampler, ``set_epoch(e)`` before iterating picks epoch e's shuffle;
     without it each pass takes the next epoch number (0, 1, 2, ...), so every pass is shuffled
     differently and reproducibly. One pass at a time: starting a new ``iter()`` ends the last one.
@@ -446,7 +455,7 @@ class DataLoader:
                  pin_memory_device="", in_order=True, sampler=None, batch_sampler=None, collate_fn=None,
                  worker_init_fn=None, multiprocessing_context=None, image_size=None, augment=None, channels=3,
                  resize=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=True, dct_scaling=True,
-                 on_error="raise", dtype=torch.float32):
+                 on_error="raise", dtype=torch.float32, fields=None):
         # Everything given, to re-open the loader when it is pickled or copied.
         self._arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         for name, value in {"worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}.items():
@@ -531,6 +540,14 @@ class DataLoader:
         else:
             mean, std = None, None  # once the source is open: an image folder normalises per channel
         budget = _memory_budget_bytes(memory_budget)
+        if fields is None:
+            fields = ()
+        elif isinstance(fields, str) or not all(isinstance(name, str) for name in fields):
+            raise ValueError(f"fields must be a list of column names, got {fields!r}")
+        self.fields = tuple(fields)
+        if self.fields and not isinstance(source, (str, os.PathLike)):
+            raise ValueError(f"fields= names columns of a Parquet set given by its path; a {type(source).__name__} "
+                             f"has images and labels only")
 
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -588,7 +605,7 @@ class DataLoader:
                                  "with PILToTensor() instead to have uint8")
             dtype = torch.uint8 if opened.dtype == "uint8" else torch.float32
         else:
-            self._source = _open_source(source, labels, budget, train, allow_unlabeled)
+            self._source = _open_source(source, labels, budget, train, allow_unlabeled, self.fields)
         if self._source.warning:
             warnings.warn(f"{self._source.name}: {self._source.warning}", RuntimeWarning, stacklevel=2)
         if on_error == "skip" and not self._source.encoded:
@@ -915,6 +932,20 @@ class Batch(list):
         return (Batch, (self[0], self[1], self.num_padding))
 
 
+class FieldBatch(dict):
+    """A batch of a set opened with ``fields=``: a dict of tensors, ``{"image": (B,C,H,W), "label":
+    (B), field: (B), ...}``, as torch's default collate gives for samples that are dicts, with
+    ``num_padding`` as Batch has it. A float column is float32 (a DOUBLE one float64), an integer
+    one int64."""
+
+    def __init__(self, items, num_padding):
+        super().__init__(items)
+        self.num_padding = num_padding
+
+    def __reduce__(self):
+        return (FieldBatch, (dict(self), self.num_padding))
+
+
 class _EpochIterator:
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
@@ -958,10 +989,14 @@ class _EpochIterator:
             num_padding = min(len(labels), max(0, end - self._first_padding))
         if self._batch_stage is not None:  # the dataset transform's steps the C++ stage does not run
             images = self._batch_stage(images, owner.seed, owner._epoch, owner.rank, index)
+        values = [(name, _from_dlpack(value)) for name, value in batch[3]]
         if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
+            values = [(name, value.pin_memory()) for name, value in values]
         if self._transform is not None:
             images, labels = self._transform(images, labels)
+        if values:
+            return FieldBatch({"image": images, "label": labels, **dict(values)}, num_padding)
         return Batch(images, labels, num_padding)
 
 

@@ -3,6 +3,8 @@
 #include <ATen/Context.h>
 
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "torch/libtorch_compat.h"
@@ -34,6 +36,22 @@ class PinnedAllocator : public BufferAllocator {
 
 }  // namespace
 
+namespace {
+
+// LibTorch's type of a fixed-size field's elements.
+torch::ScalarType torch_type(const Field& field) {
+  switch (field.type) {
+    case FieldType::kFloat32: return torch::kFloat32;
+    case FieldType::kFloat64: return torch::kFloat64;
+    case FieldType::kInt64: return torch::kInt64;
+    case FieldType::kPixels: return torch::kUInt8;
+    case FieldType::kEncodedImage: break;
+  }
+  throw std::logic_error("field '" + field.name + "': an encoded image is no tensor");
+}
+
+}  // namespace
+
 TensorBatch to_tensors(const Batch& batch) {
   const ImageShape& shape = batch.shape();
   const int64_t b = batch.size();
@@ -54,6 +72,13 @@ TensorBatch to_tensors(const Batch& batch) {
                                     torch::TensorOptions().dtype(torch::kInt64));
   tensors.index = batch.index();
   tensors.num_padding = batch.num_padding();
+  for (size_t f = 0; f < batch.value_fields().size(); ++f) {
+    const FieldView view = batch.value(f);
+    std::vector<int64_t> field_sizes{b};
+    field_sizes.insert(field_sizes.end(), view.field->shape.begin(), view.field->shape.end());
+    tensors.values.emplace(view.field->name,
+                           torch::from_blob(view.data, field_sizes, keep_alive, torch::TensorOptions().dtype(torch_type(*view.field))));
+  }
   return tensors;
 }
 

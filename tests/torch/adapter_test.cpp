@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
 namespace feeder {
 namespace {
 
@@ -104,6 +107,44 @@ TEST(TensorLoader, PinnedOnlyWithCuda) {
   int64_t batches = 0;
   while (auto tensors = loader.next()) ++batches;
   EXPECT_EQ(batches, 2);
+}
+
+}  // namespace
+}  // namespace feeder
+
+namespace feeder {
+namespace {
+
+// A value field reaches LibTorch as a tensor of its type over the batch's buffer, named.
+TEST(ToTensors, ValueFieldsAreNamedTensorsOfTheirType) {
+  constexpr int64_t kSamples = 10;
+  auto store = std::make_shared<ImageStore>(ImageShape{1, 2, 2}, kSamples, true);
+  std::vector<float> weights(kSamples);
+  for (int64_t i = 0; i < kSamples; ++i) {
+    store->image(i)[0] = static_cast<uint8_t>(i);
+    weights[static_cast<size_t>(i)] = 0.5f * static_cast<float>(i) + 1.0f;
+  }
+  std::vector<uint8_t> bytes(kSamples * sizeof(float));
+  std::memcpy(bytes.data(), weights.data(), bytes.size());
+  auto source = std::make_shared<InMemorySource>(store, "weighted", std::vector<int64_t>{}, std::nullopt,
+                                                 std::vector<FieldValues>{{{"weight", FieldType::kFloat32, {}}, bytes}});
+  EXPECT_EQ(to_string(source->schema()), "image: uint8[1,2,2], label: int64, weight: float32");
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.num_workers = 2;
+  TensorLoader loader(source, options);
+  int64_t seen = 0;
+  for (TensorBatch& batch : loader.epoch(1)) {
+    ASSERT_EQ(batch.values.size(), 1u);
+    const torch::Tensor& weight = batch.values.at("weight");
+    EXPECT_EQ(weight.scalar_type(), torch::kFloat32);
+    EXPECT_EQ(weight.sizes(), batch.labels.sizes());
+    // Each row's weight is its sample's: the first pixel (i / 255 as float) names the sample.
+    const torch::Tensor samples = torch::round(batch.images.flatten(1).select(1, 0) * 255).to(torch::kInt64);
+    EXPECT_TRUE(torch::equal(weight, samples.to(torch::kFloat32) * 0.5 + 1.0)) << weight << samples;
+    seen += weight.size(0);
+  }
+  EXPECT_EQ(seen, kSamples);
 }
 
 }  // namespace

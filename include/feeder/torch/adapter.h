@@ -9,8 +9,10 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "feeder/data/epoch_range.h"
 #include "feeder/data/loader.h"
@@ -22,6 +24,8 @@ struct TensorBatch {
   torch::Tensor labels;  // (B) int64
   int64_t index = 0;     // batch number within the epoch
   int64_t num_padding = 0;  // the last samples that only pad the epoch for the ranks (Batch::num_padding)
+  // The value fields (Batch::value), by name: (B, shape...) float32, float64 or int64 each.
+  std::map<std::string, torch::Tensor> values;
 };
 
 // Wraps the batch's buffer as tensors without copying; the tensors keep the buffer leased until

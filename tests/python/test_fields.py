@@ -1,0 +1,119 @@
+"""feeder.DataLoader(path, fields=[...]): columns of a Parquet table besides the image and the label
+(a per-sample weight) in every batch, as a dict of tensors as torch's default_collate gives for dict
+samples, in memory and streamed alike; the table is DuckDB's (tests/compat/make_field_fixture.mjs,
+described in tests/data/parquet-testing/INDEX.md)."""
+
+import pathlib
+
+import pytest
+import torch
+
+import feeder
+
+TABLE = (pathlib.Path(__file__).resolve().parents[1] / "data" / "parquet-testing" / "generated" / "duckdb-1.5.6"
+         / "duckdb_fields.parquet")
+ROWS = 3000
+COPIES = 12  # of the table, as the shards of one set: large enough to stream within a budget
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("fields")
+    for k in range(COPIES):
+        (directory / f"part-{k:02d}.parquet").write_bytes(TABLE.read_bytes())
+    return directory
+
+
+def rows_of(images):
+    # p0 = i % 256 and p1 = i / 256 name each row (uint8 pixels as stored).
+    flat = images.reshape(images.shape[0], -1).to(torch.int64)
+    return flat[:, 0] + 256 * flat[:, 1]
+
+
+def check_epoch(loader):
+    seen = []
+    for batch in loader:
+        assert isinstance(batch, feeder.FieldBatch) and isinstance(batch, dict)
+        assert list(batch) == ["image", "label", "weight", "score", "count"]
+        assert batch["weight"].dtype == torch.float32
+        assert batch["score"].dtype == torch.float64
+        assert batch["count"].dtype == torch.int64
+        rows = rows_of(batch["image"])
+        assert torch.equal(batch["weight"], (rows % 9).to(torch.float32) * 0.25 + 0.5)
+        assert torch.equal(batch["score"], 1.0 / (rows + 3).to(torch.float64))
+        assert torch.equal(batch["count"], rows * 7 - 5000)
+        assert torch.equal(batch["label"], rows % 10)
+        assert batch.num_padding == 0
+        seen.append(rows)
+    return torch.cat(seen)
+
+
+@pytest.mark.parametrize("memory_budget", [None, 1 << 20], ids=["in_memory", "streamed"])
+def test_every_batch_carries_the_tables_fields(memory_budget, shards):
+    loader = feeder.DataLoader(str(shards), batch_size=64, shuffle=True, seed=5, num_workers=2, dtype=torch.uint8,
+                               fields=["weight", "score", "count"], memory_budget=memory_budget)
+    assert loader.streaming == (memory_budget is not None)
+    first = check_epoch(loader)
+    assert sorted(first.tolist()) == sorted(list(range(ROWS)) * COPIES)
+    assert first.tolist() != sorted(first.tolist())  # shuffled
+    assert check_epoch(loader).tolist() != first.tolist()  # the next epoch, shuffled anew
+
+
+def test_in_memory_and_streamed_give_the_same_batches_for_any_workers(shards):
+    runs = []
+    for budget, workers in ((None, 0), (1 << 20, 1), (1 << 20, 3)):
+        loader = feeder.DataLoader(str(shards), batch_size=50, shuffle=True, seed=9, shuffle_window=2048,
+                                   num_workers=workers, fields=["weight", "score", "count"], memory_budget=budget)
+        assert loader.streaming == (budget is not None)
+        runs.append([(batch["label"].clone(), batch["weight"].clone()) for batch in loader])
+    for run in runs[1:]:
+        assert len(run) == len(runs[0])
+        for (labels, weights), (expected_labels, expected_weights) in zip(run, runs[0]):
+            assert torch.equal(labels, expected_labels) and torch.equal(weights, expected_weights)
+
+
+def test_a_weighted_loss_trains_from_the_batches():
+    # What the weight is for: a per-sample weight of the loss, straight from the batch.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 10)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = feeder.DataLoader(str(TABLE), batch_size=100, shuffle=True, fields=["weight", "score", "count"])
+    for batch in loader:
+        losses = torch.nn.functional.cross_entropy(model(batch["image"].flatten(1)), batch["label"], reduction="none")
+        loss = (losses * batch["weight"]).sum() / batch["weight"].sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert torch.isfinite(loss)
+
+
+def test_a_sample_of_the_dataset_is_a_dict():
+    fields = ["weight", "score", "count"]
+    loader = feeder.DataLoader(str(TABLE), batch_size=8, fields=fields, dtype=torch.uint8)
+    sample = loader.dataset[10]
+    assert list(sample) == ["image", "label", "weight", "score", "count"]
+    assert sample["label"] == 0 and sample["weight"].item() == 0.75 and sample["count"].item() == -4930
+    # default_collate of such samples is the loader's batch.
+    collated = torch.utils.data.default_collate([loader.dataset[i] for i in range(8)])
+    batch = next(iter(feeder.DataLoader(str(TABLE), batch_size=8, fields=fields, dtype=torch.uint8)))
+    for key in ("image", "label", *fields):
+        assert collated[key].dtype == batch[key].dtype
+        assert torch.equal(collated[key], batch[key])
+
+
+def test_without_fields_every_number_column_is_a_pixel_as_before():
+    # Without fields=, the table's 16 pixel columns and its weight, score and count are 19 pixel
+    # columns, as before fields existed: refused, naming the file, not read as something else.
+    with pytest.raises(feeder.DataError, match=r"duckdb_fields\.parquet: 19 pixels per image is not a square"):
+        feeder.DataLoader(str(TABLE), batch_size=64)
+
+
+def test_errors_name_the_column_and_the_source():
+    with pytest.raises(feeder.DataError, match=r"duckdb_fields\.parquet: no column named 'wieght' to read as a field "
+                                                r"\(its columns: 'label', 'p0'"):
+        feeder.DataLoader(str(TABLE), fields=["wieght"])
+    with pytest.raises(ValueError, match="fields must be a list of column names"):
+        feeder.DataLoader(str(TABLE), fields="weight")
+    with pytest.raises(ValueError, match="fields= names columns of a Parquet set given by its path"):
+        feeder.DataLoader(torch.zeros(4, 1, 2, 2, dtype=torch.uint8), labels=torch.zeros(4, dtype=torch.int64),
+                          fields=["weight"])
