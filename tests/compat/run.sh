@@ -6,6 +6,7 @@
 #   2. both write MNIST-shaped files their own way (defaults, v2 pages, no dictionary, zstd/gzip,
 #      small row groups, uint8 and int64 pixels); feeder converts each to CSV, which must hold the
 #      same values.
+#   3. DuckDB writes a table with a weight and other fields; feeder's Python loader reads them.
 # Usage: tests/compat/run.sh [FEEDER_BINARY]   (default: build/feeder)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -98,6 +99,20 @@ if foreign="$(node compat.mjs write-foreign "$work" "$work/labeled.csv" 2>"$work
   done <<<"$foreign"
 else
   echo "FAIL writing DuckDB / arrow-rs files: $(tail -n 3 "$work/write-foreign.err" | tr '\n' ' ')" >>"$log"
+fi
+
+# 3. DuckDB writes a table of samples with fields (a FLOAT weight, a DOUBLE, an INTEGER) afresh;
+#    feeder's Python loader reads it with fields=, in memory and streamed (tests/python/test_fields.py).
+python="$root/build/venv/bin/python3"
+if [ -x "$python" ] && node make_field_fixture.mjs "$work" >"$work/fields.out" 2>&1; then
+  if FEEDER_FIELD_TABLE="$work/duckdb_fields.parquet" "$python" -m pytest -q -p no:cacheprovider \
+      "$root/tests/python/test_fields.py" >"$work/fields.log" 2>&1; then
+    echo "PASS feeder's loader reads the fields of a table DuckDB wrote" >>"$log"
+  else
+    echo "FAIL fields of a table DuckDB wrote: $(tail -n 3 "$work/fields.log" | tr '\n' ' ')" >>"$log"
+  fi
+else
+  echo "FAIL writing the DuckDB table of fields (or no $python): $(tail -n 3 "$work/fields.out" 2>/dev/null | tr '\n' ' ')" >>"$log"
 fi
 
 cat "$log"

@@ -3,6 +3,7 @@
 samples, in memory and streamed alike; the table is DuckDB's (tests/compat/make_field_fixture.mjs,
 described in tests/data/parquet-testing/INDEX.md)."""
 
+import os
 import pathlib
 
 import pytest
@@ -10,8 +11,10 @@ import torch
 
 import feeder
 
-TABLE = (pathlib.Path(__file__).resolve().parents[1] / "data" / "parquet-testing" / "generated" / "duckdb-1.5.6"
-         / "duckdb_fields.parquet")
+# tests/compat/run.sh points FEEDER_FIELD_TABLE at the table DuckDB has just written the same way.
+TABLE = pathlib.Path(os.environ.get("FEEDER_FIELD_TABLE") or (
+    pathlib.Path(__file__).resolve().parents[1] / "data" / "parquet-testing" / "generated" / "duckdb-1.5.6"
+    / "duckdb_fields.parquet"))
 ROWS = 3000
 COPIES = 12  # of the table, as the shards of one set: large enough to stream within a budget
 
