@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The library leaves the process alone: no object in feeder's library archives calls a function that
 # changes the environment, replaces the program or changes glibc's malloc settings. Those belong to
-# the program that owns the process (feeder's own executables do it in src/cli/process_setup.cpp).
+# the program that owns the process (feeder's own executables do it in src/app/process_setup.cpp).
 # Usage: tests/library_symbols_test.sh ARCHIVE...    Prints "N passed, N failed".
 set -uo pipefail
 forbidden='^(setenv|unsetenv|putenv|clearenv|execv|execve|execvp|execvpe|execl|execlp|execle|fexecve|mallopt)$'

@@ -11,11 +11,11 @@
 #include "ablation/reports.h"
 #include "ablation/results.h"
 #include "ablation/rows.h"
+#include "app/data_dir.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
 #include "feeder/stopwatch.h"
-#include "cli/data_dir.h"
 #include "feeder/system/runtime.h"
 
 namespace feeder::bench {

@@ -9,8 +9,8 @@
 
 #include "ablation/naive_dataset.h"
 #include "ablation/sources.h"
+#include "app/data_dir.h"
 #include "common/memcpy_bound.h"
-#include "cli/data_dir.h"
 #include "common/mnist_dir.h"
 #include "common/peak_rss.h"
 #include "feeder/error.h"

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "cli/command_line.h"
-#include "cli/data_dir.h"
+#include "app/command_line.h"
+#include "app/data_dir.h"
 #include "common/statistics.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"

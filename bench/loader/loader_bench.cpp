@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "app/data_dir.h"
 #include "common/memcpy_bound.h"
 #include "common/mnist_dir.h"
 #include "common/statistics.h"
 #include "feeder/error.h"
-#include "cli/data_dir.h"
 #include "feeder/data/sampler.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"

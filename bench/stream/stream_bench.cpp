@@ -30,9 +30,9 @@
 #include <thread>
 #include <vector>
 
-#include "cli/command_line.h"
+#include "app/command_line.h"
+#include "app/data_dir.h"
 #include "common/peak_rss.h"
-#include "cli/data_dir.h"
 #include "common/statistics.h"
 #include "feeder/data/loader.h"
 #include "feeder/data/random.h"

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "cli/command_line.h"
+#include "app/command_line.h"
 #include "cli/commands.h"
 #include "feeder/convert/convert.h"
 #include "feeder/formats/parquet/writer.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/command_line.h"
+#include "app/command_line.h"
 #include "cli/commands.h"
 #include "feeder/convert/inspect.h"
 #include "feeder/util/printable.h"

@@ -1,5 +1,5 @@
 #include "cli/launch.h"
-#include "cli/process_setup.h"
+#include "app/process_setup.h"
 
 #include <signal.h>
 #include <sys/prctl.h>

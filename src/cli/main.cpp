@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "app/command_line.h"
 #include "cli/bench.h"
-#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/interrupt_signals.h"
 #include "cli/train.h"

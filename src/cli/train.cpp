@@ -1,8 +1,8 @@
 #include "cli/train.h"
-#include "cli/command_line.h"
-#include "cli/data_dir.h"
+#include "app/command_line.h"
+#include "app/data_dir.h"
+#include "app/process_setup.h"
 #include "cli/launch.h"
-#include "cli/process_setup.h"
 #include "formats/detail/shard_index.h"  // hex64: fingerprints as feeder inspect prints them
 
 #include <unistd.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/command_line.h"
+#include "app/command_line.h"
 #include "feeder/error.h"
 
 namespace feeder::cli {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/data_dir.h"
+#include "app/data_dir.h"
 #include "formats/test_files.h"
 
 namespace feeder {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/data_dir.h"
+#include "app/data_dir.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/torch/adapter.h"

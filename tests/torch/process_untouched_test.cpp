@@ -1,6 +1,7 @@
 // The library leaves the process alone: loading data and training a few steps changes neither the
-// environment nor glibc's malloc settings. (The `feeder` executable applies its recommended settings
-// itself; see src/cli/process_setup.h. tests/library_symbols_test.sh checks the archives too.)
+// environment nor glibc's malloc settings. (The `feeder` executable applies its recommended
+// settings itself, src/app/include/app/process_setup.h; tests/library_symbols_test.sh checks the
+// archives too.)
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -1,8 +1,9 @@
 #pragma once
 
 // Start-up of feeder's own executables: they own their process, so they apply the settings the
-// library recommends (feeder/system/runtime.h) before LibTorch runs anything. Never part of a
-// library: a library inside someone else's program must leave the process alone.
+// library recommends (feeder/system/runtime.h) before LibTorch runs anything. Only executables link
+// feeder_app, never feeder's libraries: a library inside someone else's program must leave the
+// process alone.
 
 #include <string>
 #include <utility>

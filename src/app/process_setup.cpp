@@ -1,4 +1,4 @@
-#include "cli/process_setup.h"
+#include "app/process_setup.h"
 
 #include <malloc.h>
 #include <unistd.h>
