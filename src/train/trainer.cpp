@@ -199,10 +199,16 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   }
   EpochReport report;
   report.epoch = epoch;
-  const torch::TensorOptions counter = torch::TensorOptions().device(config_.device);
+  train_pass(train, epoch, progress, resume, after_batch, report);
+  test_pass(test, epoch, progress, report);
+  return report;
+}
 
-  // Training pass. Loss sums stay on the device and are read once at the end, so a GPU never
-  // waits for the host in the middle of an epoch.
+void Trainer::train_pass(BatchSource& train, int64_t epoch, const ProgressCallback& progress,
+                         const PassState* resume, const AfterBatchCallback& after_batch, EpochReport& report) {
+  const torch::TensorOptions counter = torch::TensorOptions().device(config_.device);
+  // Loss sums stay on the device and are read once at the end, so a GPU never waits for the host
+  // in the middle of an epoch.
   const Stopwatch train_time;
   if (!resume) train.start_epoch(epoch);
   torch::Tensor loss_sum = torch::zeros({}, counter.dtype(torch::kDouble));
@@ -237,8 +243,10 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   report.train_loss = report.num_train_samples > 0 ? loss_total / report.num_train_samples : 0.0;
   report.samples_per_second =
       report.train_seconds > 0 ? static_cast<double>(report.num_train_samples - carried_samples) / report.train_seconds : 0.0;
+}
 
-  // Test pass.
+void Trainer::test_pass(BatchSource& test, int64_t epoch, const ProgressCallback& progress, EpochReport& report) {
+  const torch::TensorOptions counter = torch::TensorOptions().device(config_.device);
   const bool labeled = test.labeled();
   const Stopwatch test_time;
   test.start_epoch(epoch);
@@ -270,7 +278,6 @@ EpochReport Trainer::run_epoch(BatchSource& train, BatchSource& test, int64_t ep
   if (labeled && report.num_test_samples > 0) {
     report.accuracy = static_cast<double>(correct) / static_cast<double>(report.num_test_samples);
   }
-  return report;
 }
 
 RunReport describe_training_run(const std::string& train_file, const std::string& test_file,

@@ -124,6 +124,12 @@ class Trainer {
 
  private:
   torch::Tensor prepare_images(const torch::Tensor& images) const;
+  // run_epoch's two passes, each filling its fields of `report` (summed over the ranks when
+  // distributed): the training pass its loss, samples, speed and waits; the test pass its
+  // samples, accuracy and waits.
+  void train_pass(BatchSource& train, int64_t epoch, const ProgressCallback& progress, const PassState* resume,
+                  const AfterBatchCallback& after_batch, EpochReport& report);
+  void test_pass(BatchSource& test, int64_t epoch, const ProgressCallback& progress, EpochReport& report);
 
   TrainerConfig config_;
   SimpleCNN model_;
