@@ -9,6 +9,8 @@
 #   ./setup.sh --test-release  the same without the sanitizer builds, fuzzing, cross-checks and
 #                              ablation check: the release build and every one of its tests (CI runs
 #                              this on the second Debian release, where the whole would not fit its time)
+# The randomized checks have budgets sized for CI; longer runs: FUZZ_SECONDS=N (each fuzz target,
+# default 20) and FEEDER_STRESS_SECONDS=N (each case of the loader's stress test, default 10 to 15).
 set -euo pipefail
 # Each stage's time, printed as it ends: the log says where the minutes go.
 stage_started=$SECONDS
@@ -24,7 +26,7 @@ for arg in "$@"; do
   case "$arg" in
     --test) run_tests=1; run_checks=1 ;;
     --test-release) run_tests=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test, --test-release or nothing)" >&2; exit 2 ;;
   esac
 done
@@ -128,10 +130,14 @@ if ((run_tests)); then
 fi
 if ((run_checks)); then
   # The core again under AddressSanitizer + UndefinedBehaviorSanitizer (no LibTorch: it is not built
-  # with sanitizers and would only be noise).
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_SANITIZE=ON -DFEEDER_WITH_TORCH=OFF -DFEEDER_PYTHON=OFF
+  # with sanitizers and would only be noise). Built with clang, which compiles under the sanitizers
+  # in half GCC's time, and with libFuzzer's instrumentation too (FEEDER_FUZZ): the same objects serve
+  # these tests and the fuzz targets below, so the core is compiled once for both. No benchmarks:
+  # the release build compiles them and nothing here runs them.
+  CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEEDER_SANITIZE=ON -DFEEDER_FUZZ=ON \
+    -DFEEDER_WITH_TORCH=OFF -DFEEDER_PYTHON=OFF -DFEEDER_BENCH=OFF
   cmake --build build-asan -j "$jobs"
-  stage_done "the ASan+UBSan build"
+  stage_done "the ASan+UBSan build (and the fuzz targets)"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
   stage_done "the ASan+UBSan tests"
@@ -143,9 +149,9 @@ if ((run_checks)); then
   stage_done "the TSan build"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure -j "$jobs"
   stage_done "the TSan tests"
-  # Parsers under libFuzzer for a bounded time each.
-  fuzz/run.sh
-  stage_done "the fuzz targets (build and runs)"
+  # Parsers under libFuzzer for a bounded time each (FUZZ_SECONDS, 20 by default), built above.
+  FUZZ_BUILD_DIR=build-asan fuzz/run.sh
+  stage_done "the fuzz runs"
   # Cross-checks with independent Parquet implementations (DuckDB, arrow-rs) from npm.
   tests/compat/run.sh
   stage_done "the cross-checks with DuckDB and arrow-rs"

@@ -235,6 +235,8 @@ class Run {
 
 // Runs scenarios from seeds 1, 2, ... until `budget` is spent (at least `min_scenarios`).
 void run_for(bool streaming, Faults faults, std::chrono::seconds budget, int min_scenarios) {
+  // FEEDER_STRESS_SECONDS=N gives each case N seconds instead of its budget (sized for CI): a longer search.
+  if (const char* seconds = std::getenv("FEEDER_STRESS_SECONDS")) budget = std::chrono::seconds(std::atoll(seconds));
   const auto start = std::chrono::steady_clock::now();
   int64_t scenarios = 0, full_epochs = 0, batches = 0, failed = 0;
   // FEEDER_STRESS_SEED=N runs scenario N alone: how a failure is reproduced.
