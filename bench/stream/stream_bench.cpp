@@ -333,7 +333,9 @@ MixQuality mix_quality(Loader& loader, int64_t epoch, const std::map<int64_t, do
 std::shared_ptr<const SampleStage> first_image_stage(const SampleSource& source) {
   std::vector<uint8_t> scratch, bytes(static_cast<size_t>(source.block_bytes(0)));
   std::vector<int64_t> ends(static_cast<size_t>(source.block_rows(0))), labels(ends.size());
-  source.read_encoded_block(0, scratch, bytes.data(), static_cast<int64_t>(bytes.size()), ends.data(), labels.data());
+  source.read_block(0, scratch,
+                    {.payload = bytes.data(), .capacity = static_cast<int64_t>(bytes.size()), .ends = ends.data(),
+                     .labels = labels.data()});
   const ImageHeader header = read_image_header(std::span<const uint8_t>(bytes.data(), static_cast<size_t>(ends[0])),
                                                source.sample_name(0));
   ImageStageOptions stage;
@@ -358,12 +360,13 @@ double piece_read_us(const SampleSource& source) {
       if (source.encoded()) {  // the images' bytes only: each is decoded when a batch needs it
         pixels.resize(static_cast<size_t>(source.block_bytes(b)));
         ends.resize(static_cast<size_t>(source.block_rows(b)));
-        source.read_encoded_block(b, scratch, pixels.data(), static_cast<int64_t>(pixels.size()), ends.data(),
-                                  labels.data());
+        source.read_block(b, scratch,
+                          {.payload = pixels.data(), .capacity = static_cast<int64_t>(pixels.size()), .ends = ends.data(),
+                           .labels = labels.data()});
         continue;
       }
       pixels.resize(static_cast<size_t>(source.block_rows(b) * source.shape().num_pixels()));
-      source.read_block(b, scratch, pixels.data(), labels.data());
+      source.read_block(b, scratch, {.payload = pixels.data(), .labels = labels.data()});
     }
     passes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e6 /
                      static_cast<double>(std::max<int64_t>(source.num_blocks(), 1)));

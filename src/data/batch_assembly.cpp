@@ -150,15 +150,11 @@ class StagedRows {
 // Pixels of an ImageStore in memory, read in place.
 class StorePixels : public BatchAssembly {
  public:
-  StorePixels(std::shared_ptr<const SampleSource> source, std::shared_ptr<BufferPool> pool)
+  StorePixels(std::shared_ptr<const InMemorySource> source, std::shared_ptr<BufferPool> pool)
       : source_(std::move(source)),
-        store_(*source_->in_memory()),
-        values_(dynamic_cast<const InMemorySource*>(source_.get())),
+        store_(*source_->store()),
         float_store_(store_.pixel_type() == PixelType::kFloat32),
-        pool_(std::move(pool)) {
-    if (!source_->value_fields().empty() && values_ == nullptr)
-      throw std::logic_error(source_->name() + ": a store in memory with value fields must be an InMemorySource");
-  }
+        pool_(std::move(pool)) {}
 
   Batch assemble(const EpochView& epoch, int64_t batch_index) const override {
     const auto [first, last] = epoch.order.batch_span(batch_index);
@@ -170,15 +166,14 @@ class StorePixels : public BatchAssembly {
     std::shared_ptr<BatchBuffer> buffer = pool_->acquire();
     write_pixel_rows(epoch, first, refs, float_store_, *buffer);
     write_values(last - first, *buffer,
-                 [&](int64_t i, size_t f) { return values_->value(f, epoch.order.sample_at(first + i)); });
+                 [&](int64_t i, size_t f) { return source_->value(f, epoch.order.sample_at(first + i)); });
     finish_streaming();
     return pixel_batch(epoch, std::move(buffer), batch_index);
   }
 
  private:
-  std::shared_ptr<const SampleSource> source_;
+  std::shared_ptr<const InMemorySource> source_;
   const ImageStore& store_;  // source_'s
-  const InMemorySource* values_;  // source_, for its value fields
   const bool float_store_;
   std::shared_ptr<BufferPool> pool_;
 };
@@ -206,11 +201,14 @@ class StreamedPixels : public BatchAssembly {
   BlockStream& stream_;
 };
 
-// Encoded samples held in memory (SampleSource::sample), each through the sample stage.
+// Encoded samples held in memory (RandomAccessSource::sample), each through the sample stage.
 class EncodedInMemory : public BatchAssembly {
  public:
-  EncodedInMemory(std::shared_ptr<const SampleSource> source, std::shared_ptr<BufferPool> pool)
-      : source_(std::move(source)), pool_(std::move(pool)) {}
+  EncodedInMemory(std::shared_ptr<const RandomAccessSource> source, std::shared_ptr<BufferPool> pool)
+      : source_(std::move(source)), pool_(std::move(pool)) {
+    if (!source_->value_fields().empty())
+      throw std::logic_error(source_->name() + ": encoded samples in memory carry no value fields");
+  }
 
   Batch assemble(const EpochView& epoch, int64_t batch_index) const override {
     const auto [first, last] = epoch.order.batch_span(batch_index);
@@ -224,7 +222,7 @@ class EncodedInMemory : public BatchAssembly {
   }
 
  private:
-  std::shared_ptr<const SampleSource> source_;
+  std::shared_ptr<const RandomAccessSource> source_;
   std::shared_ptr<BufferPool> pool_;
 };
 
@@ -261,12 +259,11 @@ class EncodedStreamed : public BatchAssembly {
 
 std::unique_ptr<BatchAssembly> make_batch_assembly(std::shared_ptr<const SampleSource> source,
                                                    std::shared_ptr<BufferPool> pool, BlockStream* stream) {
-  if (source->samples_in_memory()) {
-    if (!source->value_fields().empty())
-      throw std::logic_error(source->name() + ": encoded samples in memory carry no value fields");
-    return std::make_unique<EncodedInMemory>(std::move(source), std::move(pool));
-  }
-  if (stream == nullptr) return std::make_unique<StorePixels>(std::move(source), std::move(pool));
+  if (auto store = std::dynamic_pointer_cast<const InMemorySource>(source))
+    return std::make_unique<StorePixels>(std::move(store), std::move(pool));
+  if (auto held = std::dynamic_pointer_cast<const RandomAccessSource>(source))
+    return std::make_unique<EncodedInMemory>(std::move(held), std::move(pool));
+  if (stream == nullptr) throw std::logic_error(source->name() + ": a stream's assembly needs the stream");
   if (source->encoded()) return std::make_unique<EncodedStreamed>(std::move(source), std::move(pool), *stream);
   return std::make_unique<StreamedPixels>(std::move(pool), *stream);
 }

@@ -62,8 +62,8 @@ void check_against_source(const SampleSource& source, const LoaderOptions& optio
   if (source.encoded() && normalised)
     throw OptionsError(source.name() + ": encoded images are normalised by their sample stage (its mean and "
                        "std per channel); leave the loader's normalization at mean 0, std 1");
-  if (source.samples_in_memory() || !source.in_memory() || source.in_memory()->pixel_type() != PixelType::kFloat32)
-    return;
+  const ImageStore* store = pixel_store(source);
+  if (store == nullptr || store->pixel_type() != PixelType::kFloat32) return;
   if (options.dtype == ImageDtype::kUint8)
     throw OptionsError(source.name() + ": its pixels are float32 values: they cannot be served as uint8");
   if (normalised)
@@ -163,7 +163,7 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   EpochPlan::check(size, options.batch_size, options.drop_last, options.rank, options.world_size, source.name());
   validate(options);
   check_against_source(source, options);
-  if (source.samples_in_memory() || source.in_memory()) {
+  if (random_access(source)) {
     options.shuffle_window = options.shuffle_window == 0 ? size : std::min(options.shuffle_window, size);
     options.memory_budget = 0;
     return options;
@@ -186,7 +186,7 @@ LoaderPlan LoaderPlan::resolve(const SampleSource& source, const LoaderOptions& 
   const LoaderOptions& options = plan.options_;
   const int64_t size = source.size();
   plan.window_given_ = given.shuffle_window > 0;
-  plan.streaming_ = source.in_memory() == nullptr && !source.samples_in_memory();
+  plan.streaming_ = random_access(source) == nullptr;
   plan.sample_shape_ = options.sample_stage ? options.sample_stage->output_shape() : source.shape();
   plan.num_samples_ = EpochPlan::count_samples(size, options.batch_size, options.drop_last, options.world_size);
   plan.num_batches_ = EpochPlan::count_batches(size, options.batch_size, options.drop_last, options.world_size);

@@ -40,9 +40,26 @@ int64_t SampleSource::held_bytes_for_rows(int64_t rows) const {
   return bytes;
 }
 
+std::span<uint8_t* const> BlockValues::rows(const SampleSource& source, int64_t rows) {
+  const std::span<const Field> fields = source.value_fields();
+  values_.resize(fields.size());
+  places_.resize(fields.size());
+  for (size_t f = 0; f < fields.size(); ++f) {
+    values_[f].resize(static_cast<size_t>(rows * field_bytes(fields[f])));
+    places_[f] = values_[f].data();
+  }
+  return places_;
+}
+
 Schema SampleSource::schema() const {
-  const ImageStore* store = in_memory();
+  const ImageStore* store = pixel_store(*this);
   return sample_schema(shape(), encoded(), labeled(), value_fields(), store ? store->pixel_type() : PixelType::kUint8);
+}
+
+int64_t SampleSource::decoded_sample_bytes() const {
+  const ImageStore* store = pixel_store(*this);
+  return (store ? store->image_bytes() : shape().num_pixels()) + static_cast<int64_t>(sizeof(int64_t)) +
+         fields_bytes(value_fields());
 }
 
 InMemorySource::InMemorySource(std::shared_ptr<const ImageStore> store, std::string name,
@@ -82,24 +99,22 @@ uint64_t InMemorySource::fingerprint() const {
   return fingerprint_;
 }
 
-void InMemorySource::read_block(int64_t block_idx, std::vector<uint8_t>&, uint8_t* pixels, int64_t* labels) const {
-  if (block_idx < 0 || block_idx >= num_blocks())
-    throw OptionsError(name_ + ": no block " + std::to_string(block_idx) + " (it has " + std::to_string(num_blocks()) + ")");
+void InMemorySource::read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>&,
+                                 std::span<const BlockBuffers> out) const {
   // Blocks are read as uint8 pixels (streaming, read_into_memory); a float32 store is only gathered from.
   if (store_->pixel_type() != PixelType::kUint8)
     throw OptionsError(name_ + ": a float32 store is served from memory only, not read as blocks of uint8 pixels");
-  const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
-  const int64_t rows = block_rows(block_idx);
-  std::memcpy(pixels, store_->image(first), static_cast<size_t>(rows * store_->image_bytes()));
-  std::copy_n(store_->labels().begin() + first, rows, labels);
-}
-
-void InMemorySource::read_values(int64_t block_idx, std::vector<uint8_t>&, std::span<uint8_t* const> values) const {
-  if (block_idx < 0 || block_idx >= num_blocks())
-    throw OptionsError(name_ + ": no block " + std::to_string(block_idx) + " (it has " + std::to_string(num_blocks()) + ")");
-  const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
-  for (size_t f = 0; f < values_.size(); ++f)
-    std::memcpy(values[f], value(f, first), static_cast<size_t>(block_rows(block_idx) * field_bytes(fields_[f])));
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const int64_t block_idx = blocks[i];
+    if (block_idx < 0 || block_idx >= num_blocks())
+      throw OptionsError(name_ + ": no block " + std::to_string(block_idx) + " (it has " + std::to_string(num_blocks()) + ")");
+    const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
+    const int64_t rows = block_rows(block_idx);
+    std::memcpy(out[i].payload, store_->image(first), static_cast<size_t>(rows * store_->image_bytes()));
+    std::copy_n(store_->labels().begin() + first, rows, out[i].labels);
+    for (size_t f = 0; f < values_.size(); ++f)
+      std::memcpy(out[i].values[f], value(f, first), static_cast<size_t>(rows * field_bytes(fields_[f])));
+  }
 }
 
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads) {
@@ -123,27 +138,27 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
   parallel_for(num_ranges, static_cast<int>(num_ranges), [&](int64_t range) {
     std::vector<uint8_t> scratch;
     std::vector<int64_t> blocks;
-    std::vector<uint8_t*> pixels;
-    std::vector<int64_t*> labels;
-    std::vector<uint8_t*> field_rows(values.size());
+    std::vector<BlockBuffers> out;
+    // Per block of the group, its values' places: out[i].values spans a row of this.
+    std::vector<std::vector<uint8_t*>> field_rows;
     for (int64_t g = num_groups * range / num_ranges; g < num_groups * (range + 1) / num_ranges; ++g) {
       blocks.clear();
-      pixels.clear();
-      labels.clear();
-      for (int64_t b = group_starts[static_cast<size_t>(g)]; b < group_starts[static_cast<size_t>(g) + 1]; ++b) {
+      out.clear();
+      const int64_t group_begin = group_starts[static_cast<size_t>(g)];
+      const int64_t group_end = group_starts[static_cast<size_t>(g) + 1];
+      field_rows.assign(static_cast<size_t>(group_end - group_begin), std::vector<uint8_t*>(values.size()));
+      for (int64_t b = group_begin; b < group_end; ++b) {
         const int64_t first = starts[static_cast<size_t>(b)];
-        blocks.push_back(b);
-        pixels.push_back(store->image(first));
-        labels.push_back(store->labels().data() + first);
-      }
-      source.read_blocks(blocks, scratch, pixels, labels);
-      if (values.empty()) continue;
-      for (const int64_t b : blocks) {
-        const int64_t first = starts[static_cast<size_t>(b)];
+        std::vector<uint8_t*>& fields = field_rows[static_cast<size_t>(b - group_begin)];
         for (size_t f = 0; f < values.size(); ++f)
-          field_rows[f] = values[f].bytes.data() + first * field_bytes(values[f].field);
-        source.read_values(b, scratch, field_rows);
+          fields[f] = values[f].bytes.data() + first * field_bytes(values[f].field);
+        blocks.push_back(b);
+        out.push_back({.payload = store->image(first),
+                       .capacity = source.block_rows(b) * store->image_bytes(),
+                       .labels = store->labels().data() + first,
+                       .values = fields});
       }
+      source.read_blocks(blocks, scratch, out);
     }
   });
   return std::make_shared<InMemorySource>(std::move(store), source.name(),
@@ -163,17 +178,17 @@ std::vector<int64_t> read_labels(const SampleSource& source, int num_threads) {
   parallel_for(num_ranges, static_cast<int>(num_ranges), [&](int64_t range) {
     std::vector<uint8_t> scratch, samples;
     std::vector<int64_t> ends;
+    BlockValues values;  // dropped, as the samples are
     for (int64_t b = num_blocks * range / num_ranges; b < num_blocks * (range + 1) / num_ranges; ++b) {
-      int64_t* block_labels = labels.data() + starts[static_cast<size_t>(b)];
-      if (source.encoded()) {
-        samples.resize(static_cast<size_t>(source.block_bytes(b)));
-        ends.resize(static_cast<size_t>(source.block_rows(b)));
-        source.read_encoded_block(b, scratch, samples.data(), static_cast<int64_t>(samples.size()), ends.data(),
-                                  block_labels);
-      } else {
-        samples.resize(static_cast<size_t>(source.block_rows(b) * source.shape().num_pixels()));
-        source.read_block(b, scratch, samples.data(), block_labels);
-      }
+      const auto rows = static_cast<size_t>(source.block_rows(b));
+      samples.resize(source.encoded() ? static_cast<size_t>(source.block_bytes(b)) : rows * static_cast<size_t>(source.shape().num_pixels()));
+      ends.resize(rows);
+      source.read_block(b, scratch,
+                        {.payload = samples.data(),
+                         .capacity = static_cast<int64_t>(samples.size()),
+                         .ends = source.encoded() ? ends.data() : nullptr,
+                         .labels = labels.data() + starts[static_cast<size_t>(b)],
+                         .values = values.rows(source, static_cast<int64_t>(rows))});
     }
   });
   return labels;

@@ -85,13 +85,6 @@ class ParquetShardSource final : public SampleSource {
   int64_t size() const override { return block_starts_.back(); }
   bool encoded() const override { return dataset_.encoded; }
   std::span<const Field> value_fields() const override { return dataset_.values; }
-  // The values of a block's rows, from the value columns' pages that hold them.
-  void read_values(int64_t block_idx, std::vector<uint8_t>& scratch, std::span<uint8_t* const> values) const override {
-    if (dataset_.values.empty()) return;
-    const Place place = place_of(block_idx);
-    const int64_t begin = block_starts_[static_cast<size_t>(block_idx)] - place.first_row;
-    place.reader->read_values(place.row_group_idx, begin, begin + block_rows(block_idx), values, scratch);
-  }
   int64_t block_bytes(int64_t block_idx) const override {
     return dataset_.encoded ? block_bytes_.at(static_cast<size_t>(block_idx)) : SampleSource::block_bytes(block_idx);
   }
@@ -103,20 +96,6 @@ class ParquetShardSource final : public SampleSource {
     const ShardInfo& shard = dataset_.shards[static_cast<size_t>(it - shard_first_row_group_.begin())];
     return shard.path.string() + ": row group " + std::to_string(row_group - *it) + " row " +
            std::to_string(sample - row_group_starts_[static_cast<size_t>(row_group)]);
-  }
-  void read_encoded_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* bytes, int64_t capacity,
-                          int64_t* ends, int64_t* labels) const override {
-    if (!dataset_.encoded) throw std::logic_error(name() + ": holds pixels, not encoded images");
-    const Place place = place_of(block_idx);
-    const ParquetRowGroupReader* reader = place.reader.get();
-    const int64_t row_group_idx = place.row_group_idx;
-    const int64_t begin = block_starts_[static_cast<size_t>(block_idx)] - place.first_row;
-    const int64_t rows = block_rows(block_idx);
-    if (begin == 0 && rows == reader->row_group_rows(row_group_idx)) {
-      reader->read_encoded_row_group(row_group_idx, scratch, bytes, capacity, ends, labels);
-    } else {  // a piece: whole image pages
-      reader->read_encoded_rows(row_group_idx, begin, begin + rows, scratch, bytes, capacity, ends, labels);
-    }
   }
   ImageShape shape() const override { return dataset_.shape; }
   bool labeled() const override { return dataset_.labeled; }
@@ -182,24 +161,32 @@ class ParquetShardSource final : public SampleSource {
     return labels;
   }
 
-  void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override {
-    const int64_t blocks[] = {block_idx};
-    uint8_t* const pixel_ptrs[] = {pixels};
-    int64_t* const label_ptrs[] = {labels};
-    read_blocks(blocks, scratch, pixel_ptrs, label_ptrs);
+  // Pixels: the blocks of a row group with one read (a whole row group) or a page at a time (its
+  // pieces); encoded images: each block's image pages. Then each block's values.
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,
+                   std::span<const BlockBuffers> out) const override {
+    if (blocks.empty()) return;
+    if (dataset_.encoded) {
+      for (size_t i = 0; i < blocks.size(); ++i) read_encoded(blocks[i], scratch, out[i]);
+    } else {
+      read_pixels(blocks, scratch, out);
+    }
+    if (dataset_.values.empty()) return;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const Place place = place_of(blocks[i]);
+      const int64_t begin = block_starts_[static_cast<size_t>(blocks[i])] - place.first_row;
+      place.reader->read_values(place.row_group_idx, begin, begin + block_rows(blocks[i]), out[i].values, scratch);
+    }
   }
 
-  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<uint8_t* const> pixels,
-                   std::span<int64_t* const> labels) const override {
-    if (blocks.empty()) return;
+ private:
+  // Pixel blocks of one row group.
+  void read_pixels(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<const BlockBuffers> out) const {
     const Place place = place_of(blocks[0]);
     const int64_t row_group = read_group(blocks[0]);
-    const int64_t row_group_idx = place.row_group_idx;
-    const int64_t first_row = place.first_row;
-    const int64_t rows = row_group_starts_[static_cast<size_t>(row_group) + 1] - first_row;
-    const ParquetRowGroupReader* reader = place.reader.get();
+    const int64_t rows = row_group_starts_[static_cast<size_t>(row_group) + 1] - place.first_row;
     if (rows <= piece_rows_) {
-      reader->read_row_group(row_group_idx, scratch, pixels[0], labels[0]);
+      place.reader->read_row_group(place.row_group_idx, scratch, out[0].payload, out[0].labels);
       return;
     }
     std::vector<ParquetRowGroupReader::RowRange> ranges;
@@ -208,13 +195,26 @@ class ParquetShardSource final : public SampleSource {
         throw std::invalid_argument(name() + ": blocks " + std::to_string(blocks[0]) + " and " +
                                     std::to_string(blocks[i]) + " are in different row groups");
       }
-      const int64_t begin = block_starts_[static_cast<size_t>(blocks[i])] - first_row;
-      ranges.push_back({begin, begin + block_rows(blocks[i]), pixels[i], labels[i]});
+      const int64_t begin = block_starts_[static_cast<size_t>(blocks[i])] - place.first_row;
+      ranges.push_back({begin, begin + block_rows(blocks[i]), out[i].payload, out[i].labels});
     }
-    reader->read_rows(row_group_idx, ranges, scratch);
+    place.reader->read_rows(place.row_group_idx, ranges, scratch);
   }
 
- private:
+  // An encoded block: its row group whole, or a piece of whole image pages.
+  void read_encoded(int64_t block_idx, std::vector<uint8_t>& scratch, const BlockBuffers& out) const {
+    const Place place = place_of(block_idx);
+    const ParquetRowGroupReader* reader = place.reader.get();
+    const int64_t row_group_idx = place.row_group_idx;
+    const int64_t begin = block_starts_[static_cast<size_t>(block_idx)] - place.first_row;
+    const int64_t rows = block_rows(block_idx);
+    if (begin == 0 && rows == reader->row_group_rows(row_group_idx)) {
+      reader->read_encoded_row_group(row_group_idx, scratch, out.payload, out.capacity, out.ends, out.labels);
+    } else {  // a piece: whole image pages
+      reader->read_encoded_rows(row_group_idx, begin, begin + rows, scratch, out.payload, out.capacity, out.ends,
+                                out.labels);
+    }
+  }
   // The blocks of an encoded shard: each row group whole, or, over kEncodedWholeRows rows or
   // kEncodedWholeBytes of images, in pieces of whole image pages (ParquetRowGroupReader::
   // encoded_pieces), so that a writer's large row groups (DuckDB's, pyarrow's) stream in a budget

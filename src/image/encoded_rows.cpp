@@ -50,16 +50,20 @@ struct Block {
   std::vector<int64_t> ends;
   std::vector<int64_t> labels;
   std::vector<uint8_t> scratch;
+  BlockValues values;  // read and dropped: a conversion writes images and labels
 
   void read(const SampleSource& source, int64_t block_idx) {
     first = source.block_starts()[static_cast<size_t>(block_idx)];
     rows = source.block_rows(block_idx);
-    // block_bytes counts a label and an end per row besides the images' bytes.
-    const int64_t capacity = source.block_bytes(block_idx) - 2 * static_cast<int64_t>(sizeof(int64_t)) * rows;
+    // block_bytes counts a label, an end and the values per row besides the images' bytes.
+    const int64_t capacity =
+        source.block_bytes(block_idx) - (2 * static_cast<int64_t>(sizeof(int64_t)) + fields_bytes(source.value_fields())) * rows;
     bytes.resize(static_cast<size_t>(std::max<int64_t>(capacity, 1)));
     ends.resize(static_cast<size_t>(rows));
     labels.resize(static_cast<size_t>(rows));
-    source.read_encoded_block(block_idx, scratch, bytes.data(), capacity, ends.data(), labels.data());
+    source.read_block(block_idx, scratch,
+                      {.payload = bytes.data(), .capacity = capacity, .ends = ends.data(), .labels = labels.data(),
+                       .values = values.rows(source, rows)});
   }
   int64_t begin(int64_t r) const { return r == 0 ? 0 : ends[static_cast<size_t>(r) - 1]; }
 };
@@ -73,7 +77,7 @@ class StreamRowReader final : public EncodedRowReader {
         any_order_(any_order),
         spill_dir_(std::move(spill_dir)),
         progress_(std::move(progress)) {
-    if (!source_->encoded() || source_->samples_in_memory())
+    if (!source_->encoded() || random_access(*source_))
       throw OptionsError(source_->name() + ": not a streaming source of encoded images");
   }
   ~StreamRowReader() override {

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 #include "feeder/error.h"
@@ -45,8 +46,22 @@ SampleView EncodedImageSource::sample(int64_t i) const {
           labels_[at]};
 }
 
-void EncodedImageSource::read_block(int64_t, std::vector<uint8_t>&, uint8_t*, int64_t*) const {
-  throw OptionsError(name_ + ": encoded images are read one sample at a time, not as blocks of pixels");
+void EncodedImageSource::read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>&,
+                                     std::span<const BlockBuffers> out) const {
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const int64_t first = block_starts_.at(static_cast<size_t>(blocks[b]));
+    const int64_t last = block_starts_[static_cast<size_t>(blocks[b]) + 1];
+    const int64_t begin = offsets_[static_cast<size_t>(first)];
+    const int64_t bytes = offsets_[static_cast<size_t>(last)] - begin;
+    if (bytes > out[b].capacity)
+      throw OptionsError(name_ + ": block " + std::to_string(blocks[b]) + " holds " + std::to_string(bytes) +
+                         " bytes, more than the " + std::to_string(out[b].capacity) + " given");
+    std::memcpy(out[b].payload, bytes_.data() + begin, static_cast<size_t>(bytes));
+    for (int64_t i = first; i < last; ++i) {
+      out[b].ends[i - first] = offsets_[static_cast<size_t>(i) + 1] - begin;
+      out[b].labels[i - first] = labels_[static_cast<size_t>(i)];
+    }
+  }
 }
 
 uint8_t* EncodedImagesBuilder::add(int64_t size, int64_t label, std::string name) {

@@ -48,9 +48,9 @@ std::string range_text(std::vector<int64_t> values) {
 std::string describe_encoded_images(const SampleSource& source, const std::vector<std::string>& classes,
                                     int64_t max_blocks) {
   Tally tally;
-  if (source.samples_in_memory()) {
+  if (const RandomAccessSource* held = random_access(source)) {
     for (int64_t i = 0; i < source.size(); ++i) {
-      const SampleView sample = source.sample(i);
+      const SampleView sample = held->sample(i);
       tally.add(sample.bytes, sample.label, source.sample_name(i));
     }
   } else {
@@ -58,12 +58,15 @@ std::string describe_encoded_images(const SampleSource& source, const std::vecto
     const int64_t step = std::max<int64_t>(1, (num_blocks + max_blocks - 1) / std::max<int64_t>(max_blocks, 1));
     std::vector<uint8_t> scratch, bytes;
     std::vector<int64_t> ends, labels;
+    BlockValues values;
     for (int64_t b = 0; b < num_blocks; b += step) {
       const int64_t rows = source.block_rows(b);
       bytes.resize(static_cast<size_t>(source.block_bytes(b)));
       ends.resize(static_cast<size_t>(rows));
       labels.resize(static_cast<size_t>(rows));
-      source.read_encoded_block(b, scratch, bytes.data(), source.block_bytes(b) - 16 * rows, ends.data(), labels.data());
+      source.read_block(b, scratch,
+                        {.payload = bytes.data(), .capacity = static_cast<int64_t>(bytes.size()), .ends = ends.data(),
+                         .labels = labels.data(), .values = values.rows(source, rows)});
       int64_t begin = 0;
       const int64_t first = source.block_starts()[static_cast<size_t>(b)];
       for (int64_t r = 0; r < rows; ++r) {

@@ -96,26 +96,25 @@ class StreamedImageFolder final : public SampleSource {
   std::string sample_name(int64_t i) const override { return files_.at(static_cast<size_t>(i)).string(); }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }  // files are read straight into the block
-  void read_block(int64_t, std::vector<uint8_t>&, uint8_t*, int64_t*) const override {
-    throw std::logic_error(name_ + ": a folder of encoded images: read_encoded_block");
-  }
   int64_t block_bytes(int64_t block_idx) const override {
     int64_t bytes = 0;
     for (int64_t i = block_starts_.at(static_cast<size_t>(block_idx)); i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i)
       bytes += sizes_[static_cast<size_t>(i)] + 2 * static_cast<int64_t>(sizeof(int64_t));
     return bytes;
   }
-  void read_encoded_block(int64_t block_idx, std::vector<uint8_t>&, uint8_t* bytes, int64_t capacity, int64_t* ends,
-                          int64_t* labels) const override {
-    const int64_t first = block_starts_.at(static_cast<size_t>(block_idx));
-    int64_t used = 0;
-    for (int64_t i = first; i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i) {
-      const auto at = static_cast<size_t>(i);
-      if (sizes_[at] > capacity - used) throw std::logic_error(name_ + ": block buffer too small");
-      if (!unreadable_.contains(i)) read_whole(files_[at], bytes + used, sizes_[at]);
-      used += sizes_[at];
-      ends[i - first] = used;
-      labels[i - first] = labels_[at];
+  // Each block's files read straight into it.
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>&, std::span<const BlockBuffers> out) const override {
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      const int64_t first = block_starts_.at(static_cast<size_t>(blocks[b]));
+      int64_t used = 0;
+      for (int64_t i = first; i < block_starts_[static_cast<size_t>(blocks[b]) + 1]; ++i) {
+        const auto at = static_cast<size_t>(i);
+        if (sizes_[at] > out[b].capacity - used) throw std::logic_error(name_ + ": block buffer too small");
+        if (!unreadable_.contains(i)) read_whole(files_[at], out[b].payload + used, sizes_[at]);
+        used += sizes_[at];
+        out[b].ends[i - first] = used;
+        out[b].labels[i - first] = labels_[at];
+      }
     }
   }
   std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const override {

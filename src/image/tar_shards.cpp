@@ -202,9 +202,6 @@ class TarShardSource final : public SampleSource {
   }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return int64_t{64} << 10; }  // a reader's buffer
-  void read_block(int64_t, std::vector<uint8_t>&, uint8_t*, int64_t*) const override {
-    throw std::logic_error(name_ + ": tar shards of encoded images: read_encoded_block");
-  }
   int64_t block_bytes(int64_t block_idx) const override {
     int64_t bytes = 0;
     for (int64_t i = block_starts_.at(static_cast<size_t>(block_idx)); i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i)
@@ -221,9 +218,18 @@ class TarShardSource final : public SampleSource {
     return ranges;
   }
 
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>&, std::span<const BlockBuffers> out) const override {
+    for (size_t b = 0; b < blocks.size(); ++b)
+      read_block_of(blocks[b], out[b].payload, out[b].capacity, out[b].ends, out[b].labels);
+  }
+
+  int64_t num_shards() const { return static_cast<int64_t>(shards_.size()); }
+  int64_t encoded_bytes() const { return encoded_bytes_; }
+  int64_t skipped_members() const { return skipped_; }
+
+ private:
   // One pass over the shard from the block's first image header, taking its images in order.
-  void read_encoded_block(int64_t block_idx, std::vector<uint8_t>&, uint8_t* bytes, int64_t capacity, int64_t* ends,
-                          int64_t* labels) const override {
+  void read_block_of(int64_t block_idx, uint8_t* bytes, int64_t capacity, int64_t* ends, int64_t* labels) const {
     const int64_t first = block_starts_.at(static_cast<size_t>(block_idx));
     const int64_t last = block_starts_[static_cast<size_t>(block_idx) + 1];
     const fs::path& shard = shards_[shard_of(first)];
@@ -247,11 +253,6 @@ class TarShardSource final : public SampleSource {
     }
   }
 
-  int64_t num_shards() const { return static_cast<int64_t>(shards_.size()); }
-  int64_t encoded_bytes() const { return encoded_bytes_; }
-  int64_t skipped_members() const { return skipped_; }
-
- private:
   size_t shard_of(int64_t sample) const {
     return static_cast<size_t>(std::upper_bound(shard_first_.begin(), shard_first_.end(), sample) - shard_first_.begin() - 1);
   }

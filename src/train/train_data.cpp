@@ -154,7 +154,7 @@ int64_t classes_needed(const TrainTestSets& sets) {
   for (const Dataset* set : {&sets.train, &sets.test}) {
     if (set->source == nullptr) continue;
     classes = std::max(classes, static_cast<int64_t>(set->classes.size()));
-    if (const ImageStore* store = set->source->in_memory()) {
+    if (const ImageStore* store = pixel_store(*set->source)) {
       const auto& labels = store->labels();
       for (size_t i = 0; i < labels.size(); ++i) {
         check(*set, labels[i], set->source->sample_name(static_cast<int64_t>(i)));

@@ -489,7 +489,7 @@ class MixedEncodedBlocks : public SampleSource {
   std::span<const int64_t> block_starts() const override { return starts_; }
   int64_t max_read_bytes() const override { return 0; }
   int64_t block_bytes(int64_t b) const override { return bytes_.at(static_cast<size_t>(b)); }
-  void read_block(int64_t, std::vector<uint8_t>&, uint8_t*, int64_t*) const override {}
+  void read_blocks(std::span<const int64_t>, std::vector<uint8_t>&, std::span<const BlockBuffers>) const override {}
 
  private:
   std::vector<int64_t> bytes_;

@@ -239,7 +239,7 @@ TEST(Loader, AFloatStoreRefusesNormalizationAndBlockReads) {
   std::vector<uint8_t> scratch;
   std::vector<uint8_t> pixels(64);
   std::vector<int64_t> labels(8);
-  EXPECT_THROW(source.read_block(0, scratch, pixels.data(), labels.data()), OptionsError);
+  EXPECT_THROW(source.read_block(0, scratch, {.payload = pixels.data(), .labels = labels.data()}), OptionsError);
   EXPECT_EQ(source.decoded_sample_bytes(), 4 * 4 + 8);
 }
 

@@ -5,7 +5,7 @@
 // blocks, fail reads at random, be slow, hold reads at a gate, or lose its blocks mid-epoch (a
 // shard that vanished).
 //
-// Threads: read_block() runs on the stream's reader threads; everything it touches is atomic or
+// Threads: read_blocks() runs on the stream's reader threads; everything it touches is atomic or
 // guarded by mutex_. The test thread sets the behaviour and opens the gate.
 
 #include <algorithm>
@@ -61,7 +61,7 @@ class StreamedStore : public SampleSource {
   // one Parquet row group are.
   int64_t read_group(int64_t b) const override { return b / group_blocks; }
 
-  void read_block(int64_t b, std::vector<uint8_t>&, uint8_t* pixels, int64_t* labels) const override {
+  void read_one(int64_t b, uint8_t* pixels, int64_t* labels) const {
     const int64_t read_number = reads.fetch_add(1);
     {
       std::unique_lock lock(mutex_);
@@ -86,13 +86,12 @@ class StreamedStore : public SampleSource {
     std::copy_n(store_->labels().begin() + first, rows, labels);
   }
 
-  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<uint8_t* const> pixels,
-                   std::span<int64_t* const> labels) const override {
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>&, std::span<const BlockBuffers> out) const override {
     for (const int64_t b : blocks) {
       if (read_group(b) != read_group(blocks.front())) throw std::logic_error("blocks of several groups read together");
     }
     group_reads.fetch_add(1);
-    SampleSource::read_blocks(blocks, scratch, pixels, labels);
+    for (size_t i = 0; i < blocks.size(); ++i) read_one(blocks[i], out[i].payload, out[i].labels);
   }
 
   std::vector<int64_t> block_reads() const {

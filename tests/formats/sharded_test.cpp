@@ -47,7 +47,7 @@ ImageStore read_all(const SampleSource& source) {
   std::vector<uint8_t> scratch;
   for (int64_t block = 0; block < source.num_blocks(); ++block) {
     const int64_t first = source.block_starts()[static_cast<size_t>(block)];
-    source.read_block(block, scratch, store.image(first), store.labels().data() + first);
+    source.read_block(block, scratch, {.payload = store.image(first), .labels = store.labels().data() + first});
   }
   return store;
 }
@@ -57,7 +57,7 @@ void read_one(const SampleSource& source, int64_t block_idx) {
   std::vector<uint8_t> scratch;
   std::vector<uint8_t> pixels(static_cast<size_t>(source.block_rows(block_idx) * source.shape().num_pixels()));
   std::vector<int64_t> labels(static_cast<size_t>(source.block_rows(block_idx)));
-  source.read_block(block_idx, scratch, pixels.data(), labels.data());
+  source.read_block(block_idx, scratch, {.payload = pixels.data(), .labels = labels.data()});
 }
 
 std::vector<std::string> file_names(const fs::path& dir) {
@@ -98,7 +98,7 @@ TEST(ShardedWrite, RoundTripThroughTheStreamingSource) {
   EXPECT_EQ(std::vector<int64_t>(source->block_starts().begin(), source->block_starts().end()),
             (std::vector<int64_t>{0, 128, 256, 300, 428, 556, 600, 728, 856, 900, 1000}));
   EXPECT_EQ(source->fingerprint(), dataset.fingerprint);
-  EXPECT_EQ(source->in_memory(), nullptr);
+  EXPECT_EQ(random_access(*source), nullptr);
   EXPECT_EQ(source->name(), (dir / "set").string());
   int64_t largest = 0;
   for (const ShardInfo& shard : dataset.shards) largest = std::max(largest, shard.row_group_max_compressed_bytes);
@@ -538,7 +538,7 @@ TEST(ShardedSource, ThreadsReadBlocksOfManyShards) {
       std::vector<int64_t> labels(5);
       for (int pass = 0; pass < 3; ++pass) {
         for (int64_t block = (t * 7 + pass * 13) % 80, n = 0; n < 80; block = (block + 3) % 80, ++n) {
-          source->read_block(block, scratch, pixels.data(), labels.data());
+          source->read_block(block, scratch, {.payload = pixels.data(), .labels = labels.data()});
           const int64_t first = block * 5;
           if (!std::equal(pixels.begin(), pixels.end(), store.image(first)) ||
               !std::equal(labels.begin(), labels.end(), store.labels().begin() + first)) {
@@ -553,8 +553,8 @@ TEST(ShardedSource, ThreadsReadBlocksOfManyShards) {
   std::vector<uint8_t> scratch;
   uint8_t pixels[16];
   int64_t labels[1];
-  EXPECT_THROW(source->read_block(80, scratch, pixels, labels), std::out_of_range);
-  EXPECT_THROW(source->read_block(-1, scratch, pixels, labels), std::out_of_range);
+  EXPECT_THROW(source->read_block(80, scratch, {.payload = pixels, .labels = labels}), std::out_of_range);
+  EXPECT_THROW(source->read_block(-1, scratch, {.payload = pixels, .labels = labels}), std::out_of_range);
 }
 
 TEST(ShardedDescribe, ASmallSet) {

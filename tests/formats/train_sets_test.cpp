@@ -42,7 +42,7 @@ TEST_F(TrainSets, BothInMemoryWhenTheyFitTheBudget) {
   const TrainTestSets sets = open_train_test(train(), test(), kShape, 1 << 20);
   EXPECT_FALSE(sets.train.streaming);
   EXPECT_FALSE(sets.test.streaming);
-  EXPECT_NE(sets.train.source->in_memory(), nullptr);
+  EXPECT_NE(pixel_store(*sets.train.source), nullptr);
   EXPECT_EQ(sets.train.source->size(), 1000);
   EXPECT_EQ(sets.train.num_files, 3);
   EXPECT_EQ(sets.train.num_row_groups, 10);
@@ -90,7 +90,7 @@ TEST_F(TrainSets, TheTrainingSetIsStreamedWhenItExceedsItsShare) {
   const TrainTestSets sets = open_train_test(train(), test(), kShape, 20000);
   EXPECT_FALSE(sets.test.streaming);
   EXPECT_TRUE(sets.train.streaming);
-  EXPECT_EQ(sets.train.source->in_memory(), nullptr);
+  EXPECT_EQ(pixel_store(*sets.train.source), nullptr);
   EXPECT_EQ(sets.train.memory_budget, 20000 - 4800);
   EXPECT_EQ(sets.train.description, "streaming (23 KiB decoded, over the 15 KiB budget)");
 }
@@ -163,10 +163,11 @@ TEST_F(TrainSets, ATestFolderIsLabeledByTheTrainingSetsClassNames) {
   const TrainTestSets sets = open_train_test(train_folder, class_folder(dir_ / "test-images", {"cat", "fox"}),
                                              ImageShape{3, 4, 4}, 1 << 20);
   EXPECT_EQ(sets.test.classes, sets.train.classes);
-  const SampleSource& test = *sets.test.source;
-  ASSERT_EQ(test.size(), 2);
-  EXPECT_EQ(test.sample(0).label, 0);  // cat
-  EXPECT_EQ(test.sample(1).label, 2);  // fox, as in training
+  const RandomAccessSource* test = random_access(*sets.test.source);
+  ASSERT_NE(test, nullptr);
+  ASSERT_EQ(test->size(), 2);
+  EXPECT_EQ(test->sample(0).label, 0);  // cat
+  EXPECT_EQ(test->sample(1).label, 2);  // fox, as in training
   const std::string hf = std::string(FEEDER_TEST_DATA_DIR) + "/images/hf";  // a ClassLabel of cat, dog, fox
   EXPECT_EQ(open_train_test(hf, (dir_ / "test-images").string(), ImageShape{3, 4, 4}, 1 << 20).test.classes,
             (std::vector<std::string>{"cat", "dog", "fox"}));

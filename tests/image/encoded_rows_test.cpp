@@ -47,7 +47,7 @@ std::vector<int64_t> range(int64_t first, int64_t last) {
   return rows;
 }
 
-void expect_same_rows(const EncodedImageSource& got, const SampleSource& reference, std::span<const int64_t> rows) {
+void expect_same_rows(const EncodedImageSource& got, const RandomAccessSource& reference, std::span<const int64_t> rows) {
   ASSERT_EQ(got.size(), static_cast<int64_t>(rows.size()));
   for (size_t r = 0; r < rows.size(); ++r) {
     const SampleView want = reference.sample(rows[r]);
@@ -66,7 +66,7 @@ TEST(EncodedRows, AFoldersRowsAreItsFilesInAnyOrder) {
   EXPECT_EQ(reader->size(), 120);
   EXPECT_EQ(reader->encoded_bytes(), held.encoded_bytes);
   const std::vector<int64_t> order = epoch_order(120, true, 7, 0);
-  expect_same_rows(*reader->read(std::span<const int64_t>(order).first(50)), *held.source,
+  expect_same_rows(*reader->read(std::span<const int64_t>(order).first(50)), *random_access(*held.source),
                    std::span<const int64_t>(order).first(50));
   EXPECT_EQ(reader->labels_seen().size(), 3u);
   const std::vector<int64_t> outside = {3, 120};
@@ -280,7 +280,7 @@ TEST(EncodedPieces, ARowGroupOfOnePageStreamsWholeAndSmallPagesInPieces) {
       const int64_t capacity = source->block_bytes(b) - count * 16;
       std::vector<uint8_t> block(static_cast<size_t>(capacity));
       std::vector<int64_t> ends(static_cast<size_t>(count)), labels(static_cast<size_t>(count));
-      source->read_encoded_block(b, scratch, block.data(), capacity, ends.data(), labels.data());
+      source->read_block(b, scratch, {.payload = block.data(), .capacity = capacity, .ends = ends.data(), .labels = labels.data()});
       EXPECT_LE(static_cast<int64_t>(scratch.size()), source->max_read_bytes());
       for (int64_t r = 0; r < count; ++r) {
         const int64_t row = source->block_starts()[static_cast<size_t>(b)] + r;
@@ -344,6 +344,37 @@ TEST(PngRows, PixelsAPngCannotHoldAreRefused) {
   auto floats = std::make_shared<ImageStore>(ImageShape{1, 2, 2}, 1, std::shared_ptr<uint8_t>(new uint8_t[16](), std::default_delete<uint8_t[]>()),
                                              std::vector<int64_t>{0}, true, PixelType::kFloat32);
   EXPECT_THROW(png_row_reader(floats, "floats"), OptionsError);
+}
+
+}  // namespace
+}  // namespace feeder
+
+namespace feeder {
+namespace {
+
+// Encoded images held in memory are a block source too: read as blocks, they are the samples
+// sample(i) gives, back to back, with the bytes block_bytes said.
+TEST(EncodedImageSource, ItsBlocksAreItsSamplesBackToBack) {
+  EncodedImagesBuilder builder;
+  for (int64_t i = 0; i < 5; ++i) {
+    uint8_t* bytes = builder.add(3 + i, i % 2, "image" + std::to_string(i));
+    for (int64_t k = 0; k < 3 + i; ++k) bytes[k] = static_cast<uint8_t>(10 * i + k);
+  }
+  const std::shared_ptr<const EncodedImageSource> images = builder.finish("held", true);
+  ASSERT_EQ(images->num_blocks(), 1);
+  EXPECT_EQ(images->block_bytes(0), (3 + 4 + 5 + 6 + 7) + 16 * 5);
+  const std::shared_ptr<const EncodedImageSource> read = read_all_blocks(*images);
+  ASSERT_EQ(read->size(), 5);
+  for (int64_t i = 0; i < 5; ++i) {
+    const SampleView want = images->sample(i), have = read->sample(i);
+    EXPECT_TRUE(std::equal(have.bytes.begin(), have.bytes.end(), want.bytes.begin(), want.bytes.end())) << i;
+    EXPECT_EQ(have.label, want.label);
+  }
+  // A buffer too small for the block is refused, not overrun.
+  std::vector<uint8_t> scratch, small(10);
+  std::vector<int64_t> ends(5), labels(5);
+  EXPECT_THROW(images->read_block(0, scratch, {.payload = small.data(), .capacity = 10, .ends = ends.data(), .labels = labels.data()}),
+               OptionsError);
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ TEST(ImageFolderStream, BeyondTheBudgetEachFileOnceAsInMemory) {
   const SampleSource& source = *streamed.source;
   ASSERT_EQ(source.size(), 200);
   EXPECT_TRUE(source.encoded());
-  EXPECT_FALSE(source.samples_in_memory());
+  EXPECT_EQ(random_access(source), nullptr);
   EXPECT_EQ(source.num_blocks(), (200 + kFolderBlockFiles - 1) / kFolderBlockFiles);
   // Every block mixes the classes (a block of neighbouring files would hold one).
   const auto ranges = source.block_label_ranges();

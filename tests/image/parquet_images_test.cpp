@@ -37,7 +37,7 @@ TEST(ParquetImages, EachWritersImagesReadAsStored) {
     EXPECT_EQ(dataset.shape, (ImageShape{0, 0, 0}));
     const auto source = open_images(spec);
     ASSERT_TRUE(source->encoded());
-    EXPECT_FALSE(source->samples_in_memory());
+    EXPECT_EQ(random_access(*source), nullptr);
     ASSERT_EQ(source->size(), 30);
     const auto held = read_all_blocks(*source);
     for (int64_t i = 0; i < 30; ++i) {

@@ -62,7 +62,7 @@ inline std::shared_ptr<const EncodedImageSource> read_all_blocks(const SampleSou
     const int64_t capacity = source.block_bytes(b) - rows * 16;
     std::vector<uint8_t> block(static_cast<size_t>(capacity));
     std::vector<int64_t> ends(static_cast<size_t>(rows)), labels(static_cast<size_t>(rows));
-    source.read_encoded_block(b, scratch, block.data(), capacity, ends.data(), labels.data());
+    source.read_block(b, scratch, {.payload = block.data(), .capacity = capacity, .ends = ends.data(), .labels = labels.data()});
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t begin = r == 0 ? 0 : ends[static_cast<size_t>(r) - 1];
       const int64_t size = ends[static_cast<size_t>(r)] - begin;

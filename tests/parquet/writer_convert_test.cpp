@@ -154,7 +154,7 @@ ImageStore read_sharded(const std::filesystem::path& dir) {
   std::vector<uint8_t> scratch;
   for (int64_t block = 0; block < source->num_blocks(); ++block) {
     const int64_t first = source->block_starts()[static_cast<size_t>(block)];
-    source->read_block(block, scratch, store.image(first), store.labels().data() + first);
+    source->read_block(block, scratch, {.payload = store.image(first), .labels = store.labels().data() + first});
   }
   return store;
 }

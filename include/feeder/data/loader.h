@@ -260,7 +260,7 @@ class Loader {
   // Batch buffers allocated so far. A buffer goes back to the loader when its batch (and every
   // tensor over it) is freed, so this stays at a few while a training loop drops its batches.
   int64_t buffers_allocated() const;
-  bool streaming() const { return source_->in_memory() == nullptr && !source_->samples_in_memory(); }
+  bool streaming() const { return random_access(*source_) == nullptr; }
   // The shape of every sample in a batch: the source's, or its sample stage's output.
   const ImageShape& sample_shape() const;
   // The shuffle window in effect, in samples (the whole set when it fits one window).

@@ -25,6 +25,33 @@
 
 namespace feeder {
 
+// Where a block's read puts its samples, each region sized by the caller for the block's rows:
+// pixels (rows x the shape's pixels, uint8 row-major) or, for an encoded source, the samples' bytes
+// back to back in payload[0, capacity), sample r's ending at ends[r]; each row's label; and field
+// f's values at values[f] (field_bytes of it a row) for each of the source's value_fields().
+struct BlockBuffers {
+  uint8_t* payload = nullptr;
+  int64_t capacity = 0;
+  int64_t* ends = nullptr;  // encoded sources
+  int64_t* labels = nullptr;
+  std::span<uint8_t* const> values;
+};
+
+// Room for a block's values (BlockBuffers::values), for a caller reading blocks outside a loader
+// (a summary, a conversion, read_labels), reused from block to block.
+class BlockValues {
+ public:
+  // Places for `rows` rows of each of `source`'s value fields; valid until the next call.
+  std::span<uint8_t* const> rows(const class SampleSource& source, int64_t rows);
+
+ private:
+  std::vector<std::vector<uint8_t>> values_;
+  std::vector<uint8_t*> places_;
+};
+
+// A set's samples as blocks (read_blocks): what every source is. A source that also holds every
+// sample in memory is a RandomAccessSource (below); the loader picks how it assembles batches by
+// which of the two a source is, once, when it is built.
 class SampleSource {
  public:
   virtual ~SampleSource() = default;
@@ -43,28 +70,13 @@ class SampleSource {
   // each of a fixed size (field_bytes): a batch carries them stacked (Batch::value). Empty for a set
   // of images and labels alone.
   virtual std::span<const Field> value_fields() const { return {}; }
-  // Block b's values: field f's into values[f], field_bytes of it a row, for the block's rows.
-  // Called for a source with value_fields() only, each of which reads them; a source without any
-  // has nothing to read. Throws DataError naming the file and place.
-  virtual void read_values(int64_t block_idx, std::vector<uint8_t>& scratch, std::span<uint8_t* const> values) const {
-    (void)block_idx, (void)scratch, (void)values;
-  }
   // What one sample holds: the image, the label when labeled, then the value fields.
   Schema schema() const;
-
-  // The store when every sample is in memory: the loader then gathers straight from it and never
-  // calls read_block(). nullptr for a streaming source.
-  virtual const ImageStore* in_memory() const { return nullptr; }
 
   // Encoded samples (an image file's bytes each, of any length): the loader runs
   // LoaderOptions::sample_stage on each. shape() is then {0, 0, 0}, not the batch's (the stage's
   // output shape is). False for sources of fixed-size pixels.
   virtual bool encoded() const { return false; }
-  // An encoded source holding every sample in memory (an image folder): the loader reads sample(i)
-  // directly. Otherwise an encoded source streams: its blocks are read with read_encoded_block.
-  virtual bool samples_in_memory() const { return false; }
-  // An in-memory encoded source's sample i.
-  virtual SampleView sample(int64_t) const { throw std::logic_error(name() + ": not a source of encoded samples in memory"); }
   // Sample i in messages: a path, a tar member, a Parquet row.
   virtual std::string sample_name(int64_t i) const { return name() + ": sample " + std::to_string(i); }
 
@@ -74,24 +86,10 @@ class SampleSource {
   virtual std::span<const int64_t> block_starts() const = 0;
   // The largest read buffer a read needs (compressed pages and decoding scratch), for the budget.
   virtual int64_t max_read_bytes() const = 0;
-  // Reads and decodes block b: pixels (rows, C*H*W) uint8 row-major into `pixels` and the labels
-  // (rows) into `labels`, both sized by the caller for the block's rows. `scratch` is the caller's
-  // read buffer, reused between calls (no whole-file reads). Different threads may read blocks at
-  // once, each with its own scratch. Throws DataError naming the file and row group.
-  virtual void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels,
-                          int64_t* labels) const = 0;
   // The bytes block b takes when read, known before reading it, for the budget: rows x
   // decoded_sample_bytes() for pixels; for encoded samples a bound on their bytes (from the file's
-  // metadata) plus an int64 label and an int64 end per row.
+  // metadata) plus an int64 label and an int64 end per row, and the values.
   virtual int64_t block_bytes(int64_t block_idx) const { return block_rows(block_idx) * decoded_sample_bytes(); }
-  // A streaming encoded source's block b: its samples' bytes back to back into bytes[0, capacity)
-  // (capacity: block_bytes(b) less 16 per row), sample r's ending at ends[r], and its labels.
-  // Throws DataError naming the file and place.
-  virtual void read_encoded_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* bytes, int64_t capacity,
-                                  int64_t* ends, int64_t* labels) const {
-    (void)block_idx, (void)scratch, (void)bytes, (void)capacity, (void)ends, (void)labels;
-    throw std::logic_error(name() + ": not a streaming source of encoded samples");
-  }
   // Blocks with the same read group are pieces of one larger unit of storage (a Parquet row group):
   // read together, they cost about what one costs, as pages shared by them are read and decoded
   // once. Consecutive blocks only; each block its own group by default.
@@ -100,11 +98,15 @@ class SampleSource {
   // pages (a Parquet row group written as one page per column, as DuckDB writes it); 0 when each
   // block is read on its own or nothing is known. Each window then decodes such pages again.
   virtual int64_t largest_page_rows() const { return 0; }
-  // Reads blocks of one read group, in any order, into pixels[i] and labels[i] as read_block()
-  // would. The default reads them one at a time.
+  // Reads and decodes blocks of one read group, in any order: block blocks[i] into out[i], sized by
+  // the caller for the block (BlockBuffers). `scratch` is the caller's read buffer, reused between
+  // calls (no whole-file reads). Different threads may read blocks at once, each with its own
+  // scratch. Throws DataError naming the file and place (row group, member, row).
   virtual void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,
-                           std::span<uint8_t* const> pixels, std::span<int64_t* const> labels) const {
-    for (size_t i = 0; i < blocks.size(); ++i) read_block(blocks[i], scratch, pixels[i], labels[i]);
+                           std::span<const BlockBuffers> out) const = 0;
+  // Block b alone.
+  void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, const BlockBuffers& out) const {
+    read_blocks(std::span(&block_idx, 1), scratch, std::span(&out, 1));
   }
 
   // Per block, the smallest and largest label it may hold, from statistics the source has without
@@ -126,11 +128,7 @@ class SampleSource {
     return block_starts()[static_cast<size_t>(block_idx) + 1] - block_starts()[static_cast<size_t>(block_idx)];
   }
   // Decoded bytes per sample as the loader holds them: pixels, an int64 label and the values.
-  int64_t decoded_sample_bytes() const {
-    const ImageStore* store = in_memory();
-    return (store ? store->image_bytes() : shape().num_pixels()) + static_cast<int64_t>(sizeof(int64_t)) +
-           fields_bytes(value_fields());
-  }
+  int64_t decoded_sample_bytes() const;
   int64_t decoded_bytes() const { return size() * decoded_sample_bytes(); }
   // What holding every block at once would take: decoded_bytes() for pixels, the encoded bytes
   // (with labels and ends) for encoded samples.
@@ -149,6 +147,20 @@ class SampleSource {
   int64_t held_bytes_for_rows(int64_t rows) const;
 };
 
+// A source holding every sample in memory, read one at a time: the loader gathers each batch's
+// samples straight from it and reads no blocks (its blocks still order a shuffle as a stream's
+// would). A store of pixels (InMemorySource) or of encoded images' bytes (EncodedImageSource).
+class RandomAccessSource : public SampleSource {
+ public:
+  // Sample i: its stored bytes (pixels of shape(), or an image file's bytes) and its label.
+  virtual SampleView sample(int64_t i) const = 0;
+};
+
+// The source as a random-access one, or nullptr for a stream (blocks read as batches need them).
+inline const RandomAccessSource* random_access(const SampleSource& source) {
+  return dynamic_cast<const RandomAccessSource*>(&source);
+}
+
 // Every sample's values of one field, back to back (field_bytes(field) each): what a source in
 // memory holds of a field besides the image and the label.
 struct FieldValues {
@@ -160,7 +172,7 @@ struct FieldValues {
 // (read_into_memory below), whose blocks and fingerprint it keeps, so that the loader's order is the
 // same in memory and streaming for the same shuffle window, and a loader state saved in one mode
 // restores in the other.
-class InMemorySource : public SampleSource {
+class InMemorySource : public RandomAccessSource {
  public:
   // `values`: the samples' value fields, each with size() values.
   explicit InMemorySource(std::shared_ptr<const ImageStore> store, std::string name = "in-memory store",
@@ -173,15 +185,20 @@ class InMemorySource : public SampleSource {
   // XXH3 of the shape, pixels and labels, computed on first use (~5 ms per 50 MB), then cached.
   uint64_t fingerprint() const override;
   std::string name() const override { return name_; }
-  const ImageStore* in_memory() const override { return store_.get(); }
+  // Sample i's pixels (image_bytes() of them: uint8, or float32 values of a float store).
+  SampleView sample(int64_t i) const override {
+    return {std::span<const uint8_t>(store_->image(i), static_cast<size_t>(store_->image_bytes())), store_->label(i)};
+  }
   std::vector<int64_t> labels_alone() const override {
     return labeled() ? std::vector<int64_t>(store_->labels().begin(), store_->labels().end()) : std::vector<int64_t>{};
   }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }
-  void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override;
+  // Copies blocks as a stream would read them: uint8 pixels (a float32 store is served from memory
+  // only: OptionsError), labels and values.
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,
+                   std::span<const BlockBuffers> out) const override;
   std::span<const Field> value_fields() const override { return fields_; }
-  void read_values(int64_t block_idx, std::vector<uint8_t>& scratch, std::span<uint8_t* const> values) const override;
 
   const std::shared_ptr<const ImageStore>& store() const { return store_; }
   // Sample i's value of field f.
@@ -201,8 +218,7 @@ class InMemorySource : public SampleSource {
 
 // Reads every block of `source` into one store (and its value fields beside it), on up to
 // `num_threads` threads (0: one per core), as an InMemorySource with the source's name, blocks and
-// fingerprint. What `feeder train` does
-// when a sharded set fits the memory budget.
+// fingerprint. What `feeder train` does when a sharded set fits the memory budget.
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads = 0);
 
 // Every sample's label, in the source's order (torchvision's `dataset.targets`); empty for an
@@ -210,5 +226,11 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
 // a block at a time on up to `num_threads` threads (0: one per core), its pixels or encoded bytes
 // dropped.
 std::vector<int64_t> read_labels(const SampleSource& source, int num_threads = 0);
+
+// The store of a source of pixels in memory (an InMemorySource), or nullptr.
+inline const ImageStore* pixel_store(const SampleSource& source) {
+  const auto* in_memory = dynamic_cast<const InMemorySource*>(&source);
+  return in_memory ? in_memory->store().get() : nullptr;
+}
 
 }  // namespace feeder

@@ -20,7 +20,7 @@
 
 namespace feeder {
 
-class EncodedImageSource : public SampleSource {
+class EncodedImageSource : public RandomAccessSource {
  public:
   // `bytes` holds every sample back to back: sample i is [offsets[i], offsets[i + 1]); `labels` and
   // `names` (for messages: a path, a member) have one entry per sample.
@@ -35,14 +35,20 @@ class EncodedImageSource : public SampleSource {
   uint64_t fingerprint() const override;
   std::string name() const override { return name_; }
   bool encoded() const override { return true; }
-  bool samples_in_memory() const override { return true; }
   SampleView sample(int64_t i) const override;
   std::string sample_name(int64_t i) const override { return names_[static_cast<size_t>(i)]; }
   std::vector<int64_t> labels_alone() const override { return labeled_ ? labels_ : std::vector<int64_t>{}; }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }
-  // Encoded samples are read one at a time (sample()), never as blocks of pixels.
-  void read_block(int64_t block_idx, std::vector<uint8_t>& scratch, uint8_t* pixels, int64_t* labels) const override;
+  // A block's bytes, with an end and a label per row, as a stream counts them.
+  int64_t block_bytes(int64_t block_idx) const override {
+    const int64_t first = block_starts_.at(static_cast<size_t>(block_idx));
+    const int64_t last = block_starts_[static_cast<size_t>(block_idx) + 1];
+    return offsets_[static_cast<size_t>(last)] - offsets_[static_cast<size_t>(first)] + 16 * (last - first);
+  }
+  // A block's samples copied back to back, as a stream of the same images would read them.
+  void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,
+                   std::span<const BlockBuffers> out) const override;
 
   // The encoded bytes held.
   int64_t encoded_bytes() const { return static_cast<int64_t>(bytes_.size()); }

@@ -269,24 +269,16 @@ std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
                                                  value_bytes_, live_bytes_);
       }
     }
-    if (encoded_) {
-      for (size_t i = 0; i < blocks.size(); ++i) {
-        DecodedBlock& block = *data[i];
-        source_->read_encoded_block(blocks[i], scratch, block.pixels(), block.payload_capacity(), block.ends(),
-                                    block.labels());
-      }
-    } else {
-      std::vector<uint8_t*> pixels;
-      std::vector<int64_t*> labels;
-      for (size_t i = 0; i < blocks.size(); ++i) {
-        pixels.push_back(data[i]->pixels());
-        labels.push_back(data[i]->labels());
-      }
-      source_->read_blocks(blocks, scratch, pixels, labels);
+    std::vector<BlockBuffers> out;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      DecodedBlock& block = *data[i];
+      out.push_back({.payload = block.pixels(),
+                     .capacity = block.payload_capacity(),
+                     .ends = encoded_ ? block.ends() : nullptr,
+                     .labels = block.labels(),
+                     .values = block.values()});
     }
-    if (!value_bytes_.empty()) {
-      for (size_t i = 0; i < blocks.size(); ++i) source_->read_values(blocks[i], scratch, data[i]->values());
-    }
+    source_->read_blocks(blocks, scratch, out);
   } catch (...) {
     return std::current_exception();
   }

@@ -17,7 +17,7 @@ constexpr double kMinDecodesToReport = 4;
 }  // namespace
 
 std::string page_advice(const SampleSource& source, const LoaderOptions& options) {
-  if (source.in_memory() || source.samples_in_memory() || source.num_blocks() == 0) return {};
+  if (random_access(source) || source.num_blocks() == 0) return {};
   const int64_t page_rows = source.largest_page_rows();
   if (page_rows <= 0 || options.shuffle_window <= 0) return {};
   const double size = static_cast<double>(source.size());

@@ -22,7 +22,7 @@ constexpr double kMaxShareSpread = 0.25;
 
 std::string shuffle_advice(const SampleSource& source, const LoaderOptions& options, bool window_given,
                            const std::function<int64_t(int64_t)>& budget_for_window) {
-  if (source.in_memory() || source.samples_in_memory() || !options.shuffle || options.shuffle_window >= source.size()) return {};
+  if (random_access(source) || !options.shuffle || options.shuffle_window >= source.size()) return {};
   std::vector<std::pair<int64_t, int64_t>> ranges;
   try {
     ranges = source.block_label_ranges();

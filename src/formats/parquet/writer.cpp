@@ -554,7 +554,8 @@ void write_parquet(const ImageStore& store, int64_t first_row, int64_t num_rows,
 
 void write_encoded_parquet(const SampleSource& source, std::span<const int64_t> rows, const std::filesystem::path& path,
                            const ParquetWriteOptions& options) {
-  if (!source.samples_in_memory())
+  const RandomAccessSource* held = random_access(source);
+  if (held == nullptr || !source.encoded())
     throw OptionsError("parquet writer: " + source.name() + " is not a set of encoded images held in memory");
   const WriteConfig config = resolve(options);
   for (const int64_t row : rows) {
@@ -579,7 +580,7 @@ void write_encoded_parquet(const SampleSource& source, std::span<const int64_t> 
     std::vector<SampleView> samples;
     std::vector<int64_t> labels;
     for (int64_t i = first; i < first + count; ++i) {
-      samples.push_back(source.sample(rows[static_cast<size_t>(i)]));
+      samples.push_back(held->sample(rows[static_cast<size_t>(i)]));
       labels.push_back(samples.back().label);
     }
     std::vector<EncodedChunk> chunks;
