@@ -54,6 +54,11 @@ fs.writeFileSync(path.join(outDir, 'arrowrs_rg4.parquet'), parquetWasm.writeParq
   new WriterPropertiesBuilder().setWriterVersion(WriterVersion.V2).setMaxRowGroupSize(4).build()));
 await connection.run(`COPY (SELECT content AS png, label::INTEGER AS label FROM rows ORDER BY class, file)
   TO ${sqlString(path.join(outDir, 'binary.parquet'))} (FORMAT parquet, COMPRESSION zstd)`);
+// The same with a per-sample weight beside each image (row r: r * 0.5 + 1, FLOAT): fields of an
+// encoded set.
+await connection.run(`COPY (SELECT png, label, (file_row_number * 0.5 + 1)::FLOAT AS weight
+  FROM read_parquet(${sqlString(path.join(outDir, 'binary.parquet'))}, file_row_number = true) ORDER BY file_row_number)
+  TO ${sqlString(path.join(outDir, 'weighted.parquet'))} (FORMAT parquet, COMPRESSION zstd)`);
 
 // Bad images: row 5 of cut.parquet is a PNG cut in half (the folder's bad/05.png), row 7 of
 // null.parquet a null image.

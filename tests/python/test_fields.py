@@ -120,3 +120,28 @@ def test_errors_name_the_column_and_the_source():
     with pytest.raises(ValueError, match="fields= names columns of a Parquet set given by its path"):
         feeder.DataLoader(torch.zeros(4, 1, 2, 2, dtype=torch.uint8), labels=torch.zeros(4, dtype=torch.int64),
                           fields=["weight"])
+
+
+def test_an_encoded_set_carries_its_fields_beside_the_decoded_images():
+    # DuckDB's weighted.parquet (tests/data/images/README.md): PNG files, a label, and a weight of
+    # r * 0.5 + 1 for row r, streamed as encoded sets are and decoded by the image stage.
+    weighted = pathlib.Path(__file__).resolve().parents[1] / "data" / "images" / "weighted.parquet"
+    in_order = feeder.DataLoader(str(weighted), batch_size=7, image_size=16, fields=["weight"], num_workers=2)
+    batches = list(in_order)
+    assert all(isinstance(batch, feeder.FieldBatch) for batch in batches)
+    assert batches[0]["image"].shape == (7, 3, 16, 16)
+    weights = torch.cat([batch["weight"] for batch in batches])
+    assert torch.equal(weights, torch.arange(30, dtype=torch.float32) * 0.5 + 1)
+    assert torch.equal(torch.cat([batch["label"] for batch in batches]), torch.arange(30) // 10)
+    # Shuffled, each image keeps its weight: the same pairs as in order.
+    shuffled = feeder.DataLoader(str(weighted), batch_size=7, image_size=16, fields=["weight"], shuffle=True, seed=3)
+    pairs = {}
+    for batch in batches:
+        for image, weight in zip(batch["image"], batch["weight"]):
+            pairs[weight.item()] = image
+    seen = []
+    for batch in shuffled:
+        for image, weight in zip(batch["image"], batch["weight"]):
+            assert torch.equal(image, pairs[weight.item()])
+            seen.append(weight.item())
+    assert sorted(seen) == sorted(pairs) and seen != sorted(seen)
