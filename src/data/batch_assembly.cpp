@@ -165,8 +165,9 @@ class StorePixels : public BatchAssembly {
     }
     std::shared_ptr<BatchBuffer> buffer = pool_->acquire();
     write_pixel_rows(epoch, first, refs, float_store_, *buffer);
+    const int64_t begin = first;  // a structured binding cannot be captured before C++20's clang 16
     write_values(last - first, *buffer,
-                 [&](int64_t i, size_t f) { return source_->value(f, epoch.order.sample_at(first + i)); });
+                 [&](int64_t i, size_t f) { return source_->value(f, epoch.order.sample_at(begin + i)); });
     finish_streaming();
     return pixel_batch(epoch, std::move(buffer), batch_index);
   }
