@@ -37,12 +37,14 @@ struct BlockBuffers {
   std::span<uint8_t* const> values;
 };
 
+class SampleSource;
+
 // Room for a block's values (BlockBuffers::values), for a caller reading blocks outside a loader
 // (a summary, a conversion, read_labels), reused from block to block.
 class BlockValues {
  public:
   // Places for `rows` rows of each of `source`'s value fields; valid until the next call.
-  std::span<uint8_t* const> rows(const class SampleSource& source, int64_t rows);
+  std::span<uint8_t* const> rows(const SampleSource& source, int64_t rows);
 
  private:
   std::vector<std::vector<uint8_t>> values_;
