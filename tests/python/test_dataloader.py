@@ -437,18 +437,21 @@ def test_missing_and_corrupt_files_are_data_errors(tmp_path, idx_set):
 
 def test_a_shard_that_vanishes_fails_the_next_batch_that_needs_it(tmp_path, idx_set):
     images_path, _, _ = idx_set
-    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=100, row_group_size=50, layout="image")
+    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=50, row_group_size=50, layout="image")
     loader = feeder.DataLoader(tmp_path / "shards", batch_size=20, memory_budget="1MiB", shuffle=False,
                                num_workers=2)
     assert loader.streaming
     first = epoch_labels(loader)
     assert len(first) == 100
-    # The last shard: the source keeps the 16 shards read last open, and a shard still open serves
-    # its data after an unlink (as any open file does); which of shards 4-19 are open when the pass
-    # reaches one depends on the readers' timing, but 19 is reached after 19 other shards, so never.
-    (tmp_path / "shards" / "part-00019.parquet").unlink()
+    # The last of 40 shards: the source keeps the 16 shards read last open, and a shard still open
+    # serves its data after an unlink (as any open file does). Which shards are open when the next
+    # pass begins depends on the readers' timing (the last of the pass, and those the next pass's
+    # first window was read ahead from), but at most 15 besides this one: the pass opens 24 or more
+    # others before it reaches this one, so it has been closed by then, whatever the timing. (With
+    # 20 shards it could still be open, and the pass delivered every batch.)
+    (tmp_path / "shards" / "part-00039.parquet").unlink()
     delivered = 0
-    with pytest.raises(feeder.DataError, match="part-00019.parquet"):
+    with pytest.raises(feeder.DataError, match="part-00039.parquet"):
         for _ in loader:
             delivered += 1
     assert 0 < delivered < 100
