@@ -1,8 +1,9 @@
 // libFuzzer target for the row-group reader: the input is written to a temporary file, opened by its
 // footer (pread, as the streaming source does) and every row group is read and decoded, whole and
 // in parts (read_rows: its pages found from their headers, each read on its own); a file of encoded
-// images has each row group's images read as the stream reads them. Any input
-// must either decode or throw DataError, without crashes, hangs, leaks or huge allocations.
+// images has each row group's images read as the stream reads them; a file's last column is read as a
+// value field (a weight), whole and from a row on, as a stream's pieces read it. Any input must
+// either decode or throw DataError, without crashes, hangs, leaks or huge allocations.
 
 #include <unistd.h>
 
@@ -36,6 +37,32 @@ bool write_input(const uint8_t* data, size_t size) {
   return std::fclose(file) == 0 && ok;
 }
 
+// The file opened again with its last column as a value field (ParquetImageOptions::value_columns),
+// each row group's values read whole and from a row on.
+void read_last_column_as_field(const feeder::parquet::ParquetRowGroupReader& opened,
+                               feeder::parquet::ParquetImageOptions options, size_t size) {
+  using namespace feeder::parquet;
+  if (opened.metadata().columns.size() < 2) return;
+  options.value_columns = {opened.metadata().columns.back().name};
+  try {
+    const ParquetRowGroupReader reader = ParquetRowGroupReader::open(scratch_path(), options, "fuzz.parquet");
+    std::vector<uint8_t> scratch;
+    std::vector<uint8_t> values;
+    for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) {
+      const int64_t rows = reader.row_group_rows(rg);
+      values.resize(static_cast<size_t>(rows) * 8);  // 8 bytes a value at most; open() bounded rows
+      uint8_t* const out[] = {values.data()};
+      for (const int64_t begin : {int64_t{0}, rows > 1 ? static_cast<int64_t>(size % static_cast<size_t>(rows)) : 0}) {
+        try {
+          reader.read_values(rg, begin, rows, out, scratch);
+        } catch (const feeder::DataError&) {
+        }
+      }
+    }
+  } catch (const feeder::DataError&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -47,6 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const ParquetRowGroupReader reader = ParquetRowGroupReader::open(scratch_path(), options, "fuzz.parquet");
     reader.label_range();
+    read_last_column_as_field(reader, options, size);
     std::vector<uint8_t> scratch;
     std::vector<uint8_t> pixels;
     std::vector<int64_t> labels;
