@@ -178,6 +178,79 @@ _REFUSED = {
 }
 
 
+def _refuse_torch_only(worker_init_fn, multiprocessing_context, collate_fn, timeout, pin_memory_device, in_order,
+                       transform):
+    """torch.utils.data.DataLoader's arguments that have no meaning here, refused saying what to use."""
+    for name, value in {"worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}.items():
+        if value is not None:
+            raise ValueError(f"{name} is not supported by feeder.DataLoader: {_REFUSED[name]}")
+    if collate_fn is not None and collate_fn is not _default_collate:
+        raise ValueError(f"collate_fn is not supported by feeder.DataLoader: {_REFUSED['collate_fn']}")
+    if timeout != 0:
+        raise ValueError(f"timeout={timeout!r} is not supported: feeder's next() waits for the batch it "
+                         f"needs, and a worker's error is raised by it")
+    if pin_memory_device:
+        raise ValueError("pin_memory_device is not supported: pin_memory=True pins for CUDA")
+    if not in_order:
+        raise ValueError("in_order=False is not supported: batches always come in order")
+    if transform is not None and not callable(transform):
+        raise ValueError(f"transform must be a callable (images, labels) -> (images, labels), got {transform!r}")
+
+
+def _resolve_sampling(sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed, generator):
+    """torch's rules for its sampler arguments, with torch's words: a BatchSampler taken apart, a
+    loader's own sampler given back, a generator's seed. Returns (sampler, batch_sampler, batch_size,
+    drop_last, shuffle, rank, world_size, seed) as the loader takes them."""
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                             "drop_last")
+        if isinstance(batch_sampler, torch.utils.data.BatchSampler):  # its parts, as if given apart
+            sampler, batch_size, drop_last = batch_sampler.sampler, batch_sampler.batch_size, batch_sampler.drop_last
+            batch_sampler = None
+        else:  # run as given, batch by batch: feeder's batches have one size (the last may be smaller)
+            batch_size = getattr(batch_sampler, "batch_size", None)
+            if not hasattr(batch_sampler, "__iter__") or not isinstance(batch_size, int) or batch_size < 1:
+                raise ValueError(f"batch_sampler {type(batch_sampler).__name__} has no batch_size attribute: "
+                                 f"feeder assembles batches of one size (the last may be smaller), which it "
+                                 f"must know before the first; give the batch sampler a batch_size, or pass "
+                                 f"sampler=, batch_size= and drop_last=")
+    own = getattr(sampler, "_feeder_own", None)  # a loader's own sampler, passed back (OwnSampler)
+    if own is not None:
+        if shuffle is not None and bool(shuffle) != own.shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        shuffle, rank, world_size = own.shuffle, own.rank, own.world_size
+        if seed is None and generator is None:
+            seed = own.seed
+        sampler = None
+    if sampler is not None:
+        if shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if rank != 0 or world_size != 1:
+            raise ValueError("pass a sampler (DistributedSampler splits the epoch among ranks itself) or rank= and "
+                             "world_size=, not both")
+        if not hasattr(sampler, "__iter__"):
+            raise ValueError(f"sampler must be an iterable of indices, got {type(sampler).__name__}")
+    shuffle = bool(shuffle)
+    if generator is not None:
+        if seed is not None:
+            raise ValueError("pass seed= or generator=, not both")
+        seed = generator.initial_seed()
+    return sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed
+
+
+def _check_fields(fields, source):
+    """fields= as a tuple of column names, for a set given by its path."""
+    if fields is None:
+        fields = ()
+    elif isinstance(fields, str) or not all(isinstance(name, str) for name in fields):
+        raise ValueError(f"fields must be a list of column names, got {fields!r}")
+    if fields and not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"fields= names columns of a Parquet set given by its path; a {type(source).__name__} "
+                         f"has images and labels only")
+    return tuple(fields)
+
+
 class _DatasetView:
     """What DataLoader.dataset gives for a set opened from a path or arrays: the set's size
     (``len(loader.dataset)``, as with torch's DataLoader), ``dataset[i]`` (sample i as the loader
@@ -458,56 +531,10 @@ class DataLoader:
                  on_error="raise", dtype=torch.float32, fields=None):
         # Everything given, to re-open the loader when it is pickled or copied.
         self._arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
-        for name, value in {"worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}.items():
-            if value is not None:
-                raise ValueError(f"{name} is not supported by feeder.DataLoader: {_REFUSED[name]}")
-        if collate_fn is not None and collate_fn is not _default_collate:
-            raise ValueError(f"collate_fn is not supported by feeder.DataLoader: {_REFUSED['collate_fn']}")
-        if timeout != 0:
-            raise ValueError(f"timeout={timeout!r} is not supported: feeder's next() waits for the batch it "
-                             f"needs, and a worker's error is raised by it")
-        if pin_memory_device:
-            raise ValueError("pin_memory_device is not supported: pin_memory=True pins for CUDA")
-        if not in_order:
-            raise ValueError("in_order=False is not supported: batches always come in order")
-        if transform is not None and not callable(transform):
-            raise ValueError(f"transform must be a callable (images, labels) -> (images, labels), got {transform!r}")
-        # torch's rules for its sampler arguments, with torch's words.
-        if batch_sampler is not None:
-            if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
-                                 "drop_last")
-            if isinstance(batch_sampler, torch.utils.data.BatchSampler):  # its parts, as if given apart
-                sampler, batch_size, drop_last = batch_sampler.sampler, batch_sampler.batch_size, batch_sampler.drop_last
-                batch_sampler = None
-            else:  # run as given, batch by batch: feeder's batches have one size (the last may be smaller)
-                batch_size = getattr(batch_sampler, "batch_size", None)
-                if not hasattr(batch_sampler, "__iter__") or not isinstance(batch_size, int) or batch_size < 1:
-                    raise ValueError(f"batch_sampler {type(batch_sampler).__name__} has no batch_size attribute: "
-                                     f"feeder assembles batches of one size (the last may be smaller), which it "
-                                     f"must know before the first; give the batch sampler a batch_size, or pass "
-                                     f"sampler=, batch_size= and drop_last=")
-        own = getattr(sampler, "_feeder_own", None)  # a loader's own sampler, passed back (OwnSampler)
-        if own is not None:
-            if shuffle is not None and bool(shuffle) != own.shuffle:
-                raise ValueError("sampler option is mutually exclusive with shuffle")
-            shuffle, rank, world_size = own.shuffle, own.rank, own.world_size
-            if seed is None and generator is None:
-                seed = own.seed
-            sampler = None
-        if sampler is not None:
-            if shuffle:
-                raise ValueError("sampler option is mutually exclusive with shuffle")
-            if rank != 0 or world_size != 1:
-                raise ValueError("pass a sampler (DistributedSampler splits the epoch among ranks itself) or rank= and "
-                                 "world_size=, not both")
-            if not hasattr(sampler, "__iter__"):
-                raise ValueError(f"sampler must be an iterable of indices, got {type(sampler).__name__}")
-        shuffle = bool(shuffle)
-        if generator is not None:
-            if seed is not None:
-                raise ValueError("pass seed= or generator=, not both")
-            seed = generator.initial_seed()
+        _refuse_torch_only(worker_init_fn, multiprocessing_context, collate_fn, timeout, pin_memory_device, in_order,
+                           transform)
+        sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed = _resolve_sampling(
+            sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed, generator)
         if prefetch is not None and prefetch_factor is not None:
             raise ValueError("pass prefetch= (batches in flight) or prefetch_factor= (per worker), not both")
         num_workers = _check_int("num_workers", num_workers, 0)
@@ -540,14 +567,7 @@ class DataLoader:
         else:
             mean, std = None, None  # once the source is open: an image folder normalises per channel
         budget = _memory_budget_bytes(memory_budget)
-        if fields is None:
-            fields = ()
-        elif isinstance(fields, str) or not all(isinstance(name, str) for name in fields):
-            raise ValueError(f"fields must be a list of column names, got {fields!r}")
-        self.fields = tuple(fields)
-        if self.fields and not isinstance(source, (str, os.PathLike)):
-            raise ValueError(f"fields= names columns of a Parquet set given by its path; a {type(source).__name__} "
-                             f"has images and labels only")
+        self.fields = _check_fields(fields, source)
 
         self.batch_size = batch_size
         self.shuffle = shuffle
