@@ -42,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<uint8_t> block(static_cast<size_t>(bytes));
       std::vector<int64_t> ends(static_cast<size_t>(rows)), labels(static_cast<size_t>(rows));
       try {
-        source.read_encoded_block(b, scratch, block.data(), bytes - rows * 16, ends.data(), labels.data());
+        source.read_block(b, scratch,
+                          {.payload = block.data(), .capacity = bytes - rows * 16, .ends = ends.data(), .labels = labels.data()});
       } catch (const feeder::DataError&) {
       }
     }
