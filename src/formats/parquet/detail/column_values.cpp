@@ -1,5 +1,9 @@
 #include "formats/parquet/detail/column_values.h"
 
+#include <algorithm>
+
+#include "feeder/error.h"
+
 namespace feeder::parquet::detail {
 
 namespace {
@@ -29,6 +33,19 @@ int64_t decode_validity(const DataPage& page, int16_t max_level, uint8_t* valid)
     present += valid[i];
   }
   return present;
+}
+
+void throw_at_row(const ChunkLocation& where, int64_t row, const std::string& what) {
+  throw DataError(chunk_context(where) + " row " + std::to_string(where.first_row + row) + ": " + what);
+}
+
+void require_no_nulls(const ChunkLocation& where, const DataPage& page, std::vector<uint8_t>& valid,
+                      const char* null_what) {
+  if (where.column->max_definition_level == 0 || all_present(page, where.column->max_definition_level)) return;
+  valid.resize(static_cast<size_t>(page.num_values));
+  if (decode_validity(page, where.column->max_definition_level, valid.data()) == page.num_values) return;
+  const int64_t null_idx = std::find(valid.begin(), valid.end(), 0) - valid.begin();
+  throw_at_row(where, page.first_row + null_idx, null_what);
 }
 
 }  // namespace feeder::parquet::detail

@@ -3,6 +3,7 @@
 // Internal: decoding one column of a flat file into dense typed values (the generic reader path).
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,36 @@ int64_t decode_validity(const DataPage& page, int16_t max_level, uint8_t* valid)
 // without writing a level anywhere. False for a page with nulls or with a level out of range:
 // decode_validity then says which.
 bool all_present(const DataPage& page, int16_t max_level);
+
+// Throws DataError "<file>: column '<name>'[ row group <g>] row <r>: <what>", r counted from the
+// chunk's first row (of the row group).
+[[noreturn]] void throw_at_row(const ChunkLocation& where, int64_t row, const std::string& what);
+
+// Throws `null_what` at the first null row of the page, if it has any.
+void require_no_nulls(const ChunkLocation& where, const DataPage& page, std::vector<uint8_t>& valid,
+                      const char* null_what);
+
+// Each data page of a column that must have no nulls, its values decoded densely:
+// on_values(page, values), values[i] being row page.first_row + i's. A dictionary page is loaded for
+// the pages after it; a null throws `null_what` at its row.
+template <class T, class OnValues>
+void for_each_page_of_values(const ChunkLocation& where, const char* null_what, PageBuffer& buffer,
+                             const OnValues& on_values) {
+  const ColumnSchema& column = *where.column;
+  std::vector<T> dictionary;
+  std::vector<T> values;
+  std::vector<uint8_t> valid;
+  decoder::ValueSource<T> source;
+  for_each_page(
+      where, [&](const DictionaryPage& page) { load_dictionary(page, column, dictionary, source); },
+      [&](const DataPage& page) {
+        require_no_nulls(where, page, valid, null_what);
+        values.resize(static_cast<size_t>(page.num_values));
+        decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
+        on_values(page, std::span<const T>(values));
+      },
+      &buffer);
+}
 
 template <class T>
 std::vector<T> read_values(const ParquetFile& file, int64_t column_idx, std::vector<uint8_t>& valid) {

@@ -76,20 +76,6 @@ bool label_of(T value, bool as_unsigned, int64_t& label) {
   }
 }
 
-[[noreturn]] void throw_at_row(const ChunkLocation& where, int64_t row, const std::string& what) {
-  throw DataError(chunk_context(where) + " row " + std::to_string(where.first_row + row) + ": " + what);
-}
-
-// Throws `null_what` naming the first null row of the page, if it has any.
-void require_no_nulls(const ChunkLocation& where, const DataPage& page, std::vector<uint8_t>& valid,
-                      const char* null_what) {
-  if (where.column->max_definition_level == 0 || all_present(page, where.column->max_definition_level)) return;
-  valid.resize(static_cast<size_t>(page.num_values));
-  if (decode_validity(page, where.column->max_definition_level, valid.data()) == page.num_values) return;
-  const int64_t null_idx = std::find(valid.begin(), valid.end(), 0) - valid.begin();
-  throw_at_row(where, page.first_row + null_idx, null_what);
-}
-
 bool is_dictionary_encoded(const DataPage& page) {
   return page.encoding == Encoding::kRleDictionary || page.encoding == Encoding::kPlainDictionary;
 }
@@ -163,30 +149,16 @@ void decode_pixels(const ChunkLocation& where, std::span<const RowSelection> sel
 
 template <class T>
 void decode_labels(const ChunkLocation& where, int64_t* labels, PageBuffer& buffer) {
-  const ColumnSchema& column = *where.column;
-  const bool as_unsigned = is_unsigned(column);
-  std::vector<T> dictionary;
-  std::vector<T> values;
-  std::vector<uint8_t> valid;
-  decoder::ValueSource<T> source;
-  for_each_page(
-      where,
-      [&](const DictionaryPage& page) {
-        load_dictionary(page, column, dictionary, source);
-      },
-      [&](const DataPage& page) {
-        require_no_nulls(where, page, valid, "null label");
-        values.resize(static_cast<size_t>(page.num_values));
-        decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
-        int64_t* out = labels + page.first_row;
-        for (int64_t i = 0; i < page.num_values; ++i) {
-          const T value = values[static_cast<size_t>(i)];
-          if (!label_of(value, as_unsigned, out[i])) {
-            throw_at_row(where, page.first_row + i, value_problem(value, as_unsigned, kLabelRange));
-          }
-        }
-      },
-      &buffer);
+  const bool as_unsigned = is_unsigned(*where.column);
+  for_each_page_of_values<T>(where, "null label", buffer, [&](const DataPage& page, std::span<const T> values) {
+    int64_t* out = labels + page.first_row;
+    for (int64_t i = 0; i < page.num_values; ++i) {
+      const T value = values[static_cast<size_t>(i)];
+      if (!label_of(value, as_unsigned, out[i])) {
+        throw_at_row(where, page.first_row + i, value_problem(value, as_unsigned, kLabelRange));
+      }
+    }
+  });
 }
 
 [[noreturn]] void throw_not_a_number_column(const ChunkLocation& where) {

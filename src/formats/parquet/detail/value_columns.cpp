@@ -1,12 +1,10 @@
 #include "formats/parquet/detail/value_columns.h"
 
-#include <algorithm>
 #include <cstring>
 #include <type_traits>
-#include <vector>
+#include <span>
 
 #include "feeder/error.h"
-#include "formats/parquet/decoder/decoder.h"
 #include "formats/parquet/detail/column_values.h"
 #include "formats/parquet/detail/image_columns.h"
 
@@ -14,47 +12,28 @@ namespace feeder::parquet::detail {
 
 namespace {
 
-[[noreturn]] void throw_at_row(const ChunkLocation& where, int64_t row, const std::string& what) {
-  throw DataError(chunk_context(where) + " row " + std::to_string(where.first_row + row) + ": " + what);
-}
-
 // T is the column's physical type, Out the field's element type. Integers widen to int64 (an
 // unsigned annotation read as unsigned); floats and doubles are copied as they are.
 template <class T, class Out>
 void decode_column(const ChunkLocation& where, Out* out, PageBuffer& buffer) {
-  const ColumnSchema& column = *where.column;
-  const bool as_unsigned = column.int_bit_width > 0 && !column.int_signed;
-  std::vector<T> dictionary;
-  std::vector<T> values;
-  std::vector<uint8_t> valid;
-  decoder::ValueSource<T> source;
-  for_each_page(
-      where, [&](const DictionaryPage& page) { load_dictionary(page, column, dictionary, source); },
-      [&](const DataPage& page) {
-        if (column.max_definition_level > 0 && !all_present(page, column.max_definition_level)) {
-          valid.resize(static_cast<size_t>(page.num_values));
-          decode_validity(page, column.max_definition_level, valid.data());
-          const auto null_row = std::find(valid.begin(), valid.end(), 0) - valid.begin();
-          throw_at_row(where, page.first_row + null_row, "null value (a field's column must not have nulls)");
-        }
-        values.resize(static_cast<size_t>(page.num_values));
-        decoder::decode_values(page.encoding, page.values, page.num_values, values.data(), source);
-        Out* dst = out + page.first_row;
-        for (int64_t i = 0; i < page.num_values; ++i) {
-          const T value = values[static_cast<size_t>(i)];
-          if constexpr (std::is_same_v<T, int32_t>) {
-            dst[i] = as_unsigned ? static_cast<int64_t>(static_cast<uint32_t>(value)) : value;
-          } else if constexpr (std::is_same_v<T, int64_t>) {
-            if (as_unsigned && value < 0)
-              throw_at_row(where, page.first_row + i,
-                           "value " + std::to_string(static_cast<uint64_t>(value)) + " out of range for int64");
-            dst[i] = value;
-          } else {
-            dst[i] = value;
-          }
-        }
-      },
-      &buffer);
+  const bool as_unsigned = where.column->int_bit_width > 0 && !where.column->int_signed;
+  const char* null_what = "null value (a field's column must not have nulls)";
+  for_each_page_of_values<T>(where, null_what, buffer, [&](const DataPage& page, std::span<const T> values) {
+    Out* dst = out + page.first_row;
+    for (int64_t i = 0; i < page.num_values; ++i) {
+      const T value = values[static_cast<size_t>(i)];
+      if constexpr (std::is_same_v<T, int32_t>) {
+        dst[i] = as_unsigned ? static_cast<int64_t>(static_cast<uint32_t>(value)) : value;
+      } else if constexpr (std::is_same_v<T, int64_t>) {
+        if (as_unsigned && value < 0)
+          throw_at_row(where, page.first_row + i,
+                       "value " + std::to_string(static_cast<uint64_t>(value)) + " out of range for int64");
+        dst[i] = value;
+      } else {
+        dst[i] = value;
+      }
+    }
+  });
 }
 
 }  // namespace
