@@ -72,14 +72,21 @@ void write_pixel_rows(const EpochView& epoch, int64_t first, std::span<const Sam
   }
 }
 
-// The batch's value fields (SampleSource::value_fields): row i's value of field f from
-// value_of(i, f), copied as bytes; the fields' types only size them (element_bytes).
+// Row `row`'s value fields (SampleSource::value_fields): field f's from value_of(f), copied as
+// bytes; the fields' types only size them (element_bytes).
 template <class ValueOf>
-void write_values(int64_t rows, BatchBuffer& buffer, const ValueOf& value_of) {
+void write_row_values(int64_t row, BatchBuffer& buffer, const ValueOf& value_of) {
   for (size_t f = 0; f < buffer.fields.size(); ++f) {
     const auto bytes = static_cast<size_t>(field_bytes(buffer.fields[f]));
-    for (int64_t i = 0; i < rows; ++i) std::memcpy(buffer.values[f] + static_cast<size_t>(i) * bytes, value_of(i, f), bytes);
+    std::memcpy(buffer.values[f] + static_cast<size_t>(row) * bytes, value_of(f), bytes);
   }
+}
+
+// Rows [0, rows): row i's value of field f from value_of(i, f).
+template <class ValueOf>
+void write_values(int64_t rows, BatchBuffer& buffer, const ValueOf& value_of) {
+  if (buffer.fields.empty()) return;
+  for (int64_t i = 0; i < rows; ++i) write_row_values(i, buffer, [&](size_t f) { return value_of(i, f); });
 }
 
 // A value of a sample in a block the batch holds.
@@ -123,10 +130,7 @@ class StagedRows {
     }
     buffer_.sample_indices[rows_] = sample;
     buffer_.labels[rows_] = view.label;
-    for (size_t f = 0; f < buffer_.fields.size(); ++f) {
-      const int64_t bytes = field_bytes(buffer_.fields[f]);
-      std::memcpy(buffer_.values[f] + rows_ * bytes, block_value(*ref, f, buffer_), static_cast<size_t>(bytes));
-    }
+    write_row_values(rows_, buffer_, [&](size_t f) { return block_value(*ref, f, buffer_); });
     if (position >= first_padding_) ++padding_;
     ++rows_;
   }
