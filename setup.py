@@ -30,7 +30,10 @@ class CMakeBuild(build_ext):
 
     def build_extension(self, ext):
         package_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
-        build_dir = Path(self.build_temp).resolve() / "cmake"
+        # A folder beside build/, at the same depth: with ccache's base_dir at the source root
+        # (CMakeLists.txt), a file compiled with the same flags in build/ is a cache hit here, so
+        # `pip install` in a tree that setup.sh has built compiles almost nothing again.
+        build_dir = ROOT / "build-pip"
         build_dir.mkdir(parents=True, exist_ok=True)
         configure = [
             "cmake", "-S", str(ROOT), "-B", str(build_dir), "-G", "Ninja",
