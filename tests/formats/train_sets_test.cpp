@@ -216,7 +216,9 @@ TEST(ClassesNeeded, ALabelOverTheMostClassesIsRefusedNamingItsSample) {
       const std::string message = e.what();
       EXPECT_NE(message.find("label 1500000"), std::string::npos) << message;
       EXPECT_NE(message.find(streamed ? "samples from " : "sample 37"), std::string::npos) << message;
-      if (streamed) EXPECT_NE(message.find("row group 3 row 0"), std::string::npos) << message;
+      if (streamed) {
+        EXPECT_NE(message.find("row group 3 row 0"), std::string::npos) << message;
+      }
     }
   }
   // The largest label allowed sizes the model as before.
