@@ -6,6 +6,11 @@
 // to its vectors of 2,048 rows), as DuckDB writes them (one page per
 // column chunk): label BIGINT; pixels p0..p15 UTINYINT (p0 = i % 256 and p1 = i / 256 name the row);
 // weight FLOAT = (i % 9) * 0.25 + 0.5; score DOUBLE = 1 / (i + 3); count INTEGER = i * 7 - 5000.
+// duckdb_arrays.parquet: the same 3,000 rows and row groups with arrays, which DuckDB writes as
+// Parquet LISTs (an optional group of a repeated group of an optional element): label BIGINT, pixels
+// p0..p15 as above, embedding FLOAT[4] = [i / 2, i / 2 + 1, -i, i % 7], ids INTEGER[3] = [i, i + 1,
+// i + 2], tokens INTEGER[] = [i, ..., i + i % 5 - 1] (0 to 4 of them: a sequence of varying length).
+// duckdb_arrays_null.parquet: 100 rows of label, p0..p15 and embedding, whose row 37 is NULL.
 
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -30,3 +35,21 @@ await connection.run(`COPY (
   FROM range(3000) t(i) ORDER BY i
 ) TO '${file.replaceAll("'", "''")}' (FORMAT PARQUET, ROW_GROUP_SIZE 1000)`);
 console.log(`wrote ${file}`);
+
+const arrays = path.join(outDir, 'duckdb_arrays.parquet');
+await connection.run(`COPY (
+  SELECT (i % 10)::BIGINT AS label, ${pixels.join(', ')},
+         [i / 2, i / 2 + 1, -i, i % 7]::FLOAT[4] AS embedding,
+         [i, i + 1, i + 2]::INTEGER[3] AS ids,
+         list_transform(range(i % 5), x -> (x + i)::INTEGER) AS tokens
+  FROM range(3000) t(i) ORDER BY i
+) TO '${arrays.replaceAll("'", "''")}' (FORMAT PARQUET, ROW_GROUP_SIZE 1000)`);
+console.log(`wrote ${arrays}`);
+
+const withNull = path.join(outDir, 'duckdb_arrays_null.parquet');
+await connection.run(`COPY (
+  SELECT (i % 10)::BIGINT AS label, ${pixels.join(', ')},
+         (CASE WHEN i = 37 THEN NULL ELSE [i / 2, i / 2 + 1, -i, i % 7] END)::FLOAT[4] AS embedding
+  FROM range(100) t(i) ORDER BY i
+) TO '${withNull.replaceAll("'", "''")}' (FORMAT PARQUET)`);
+console.log(`wrote ${withNull}`);
