@@ -51,6 +51,7 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/decoder/byte_stream_split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/column_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/row_group_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/class_labels.cpp
 )

@@ -1,9 +1,10 @@
 #pragma once
 
 // Reading an image set from a Parquet file one row group at a time, for sets larger than memory:
-// the file is opened by reading its footer only (pread of the tail; never mapped, never read
-// whole), and each call reads one row group with a single pread of the byte span that covers the
-// column chunks it needs, into a buffer the caller owns and reuses.
+// what the columns mean (pixels, a whole image, an encoded image, a label, value fields), on top of
+// ParquetColumnReader (column_reader.h), which opens the file by its footer and reads the columns'
+// bytes, a row group's chunks with one read or only the pages that hold some rows, into a buffer
+// the caller owns and reuses. This reader picks the columns and decodes what it is handed.
 //
 // Columns are chosen as read_parquet_images chooses them (ParquetImageOptions). Pixel columns may be
 // INT32, INT64, FLOAT or DOUBLE, with or without an integer logical type (INT(8,false), UINT_8, ...);
@@ -15,7 +16,8 @@
 // Sets of float images (0..1 normalised, say) are out of scope: convert them to uint8 first.
 //
 // Thread safety: a ParquetRowGroupReader's methods are const and may be called from any number of
-// threads at once. Ownership: it owns its open file; the caller owns the buffers it reads into.
+// threads at once. Ownership: it owns its column reader (and so the open file); the caller owns the
+// buffers it reads into.
 
 #include <cstdint>
 #include <filesystem>
@@ -27,19 +29,19 @@
 #include <vector>
 
 #include "feeder/data/schema.h"
+#include "feeder/formats/parquet/column_reader.h"
 #include "feeder/formats/parquet/metadata.h"
 #include "feeder/formats/parquet/reader.h"
-#include "feeder/io/file_system.h"
 #include "feeder/store/image_store.h"
 
 namespace feeder::parquet {
 
 namespace detail {
-struct ChunkLocation;
-struct ChunkPages;
+class PageBuffer;
+struct PixelScratch;
 }  // namespace detail
 
-// One open Parquet file of an image set. Holds the file descriptor and the parsed footer. Move-only.
+// One open Parquet file of an image set: its column reader and the columns' meaning. Move-only.
 // Thread safety: read_row_group and every accessor are const and may be called from any number of
 // threads at once (pread has no file position; each call decodes with its own buffers).
 // A file replaced by rename after open keeps reading the old file; one truncated in place makes
@@ -60,11 +62,11 @@ class ParquetRowGroupReader {
   ParquetRowGroupReader& operator=(const ParquetRowGroupReader&) = delete;
   ~ParquetRowGroupReader() = default;
 
-  const std::string& name() const { return name_; }
-  const FileMetadata& metadata() const { return metadata_; }
-  uint64_t size_bytes() const { return static_cast<uint64_t>(file_->size()); }
+  const std::string& name() const { return file_.name(); }
+  const FileMetadata& metadata() const { return file_.metadata(); }
+  uint64_t size_bytes() const { return file_.size_bytes(); }
   // The footer as stored (the Thrift bytes), for fingerprints.
-  std::span<const uint8_t> footer_bytes() const { return footer_; }
+  std::span<const uint8_t> footer_bytes() const { return file_.footer_bytes(); }
 
   const ImageShape& shape() const { return shape_; }
   bool labeled() const { return label_idx_ >= 0; }
@@ -93,14 +95,14 @@ class ParquetRowGroupReader {
   // of an unlabeled file. What the shuffle advice reads when pages carry no statistics.
   std::vector<int64_t> row_group_labels(int64_t row_group_idx) const;
 
-  int64_t num_rows() const { return metadata_.num_rows; }
-  int64_t num_row_groups() const { return static_cast<int64_t>(metadata_.row_groups.size()); }
-  int64_t row_group_rows(int64_t row_group_idx) const;
+  int64_t num_rows() const { return file_.num_rows(); }
+  int64_t num_row_groups() const { return file_.num_row_groups(); }
+  int64_t row_group_rows(int64_t row_group_idx) const { return file_.row_group_rows(row_group_idx); }
   // Bytes read_row_group reads for the row group: from the first to the end of the last column
   // chunk it needs (columns it does not need that lie in between are read too).
-  int64_t row_group_read_bytes(int64_t row_group_idx) const;
+  int64_t row_group_read_bytes(int64_t row_group_idx) const { return file_.row_group_read_bytes(row_group_idx); }
   // The largest row_group_read_bytes of the file; 0 without row groups.
-  int64_t max_row_group_read_bytes() const;
+  int64_t max_row_group_read_bytes() const { return file_.max_row_group_read_bytes(); }
 
   // Reads row group `row_group_idx` with one pread into `scratch` (resized as needed, reused by
   // the caller between calls) and decodes it: pixels (rows, C*H*W) uint8 row-major into `pixels`,
@@ -164,27 +166,20 @@ class ParquetRowGroupReader {
   // `min_rows` rows (0 when there are none): what reading any part of such a page decodes.
   int64_t largest_page_rows(int64_t min_rows = 0) const;
 
-  // The pages of each row group that read_rows has found (guarded inside). A reader opened again on
-  // the same file may take over another's, so that they are not found again: a sharded source
-  // closes shards it has not read lately and opens them again later.
-  struct PageMaps;
-  std::shared_ptr<PageMaps> page_maps() const { return page_maps_; }
+  // The pages of each row group that read_rows has found (ParquetColumnReader::PageMaps). A reader
+  // opened again on the same file may take over another's, so that they are not found again: a
+  // sharded source closes shards it has not read lately and opens them again later.
+  using PageMaps = ParquetColumnReader::PageMaps;
+  std::shared_ptr<PageMaps> page_maps() const { return file_.page_maps(); }
   // Takes over `maps` from a reader of the same file; ignored when they are of another row group count.
-  void use_page_maps(std::shared_ptr<PageMaps> maps);
+  void use_page_maps(std::shared_ptr<PageMaps> maps) { file_.use_page_maps(std::move(maps)); }
 
  private:
-  ParquetRowGroupReader() = default;
+  using RowSpan = ParquetColumnReader::RowSpan;
 
-  struct Span {
-    int64_t begin = 0;  // file offset
-    int64_t end = 0;
-  };
+  explicit ParquetRowGroupReader(ParquetColumnReader file) : file_(std::move(file)) {}
 
-  std::shared_ptr<const RandomAccessFile> file_;  // through the file system that holds it
-  std::string name_;
-  std::vector<uint8_t> footer_;
-  FileMetadata metadata_;
-  bool verify_checksums_ = true;
+  ParquetColumnReader file_;  // reads the columns' bytes and finds their pages
   ImageShape shape_;
   std::string columns_;
   int64_t label_idx_ = -1;
@@ -193,25 +188,31 @@ class ParquetRowGroupReader {
   int64_t encoded_idx_ = -1;        // the BYTE_ARRAY column of encoded images
   std::vector<int64_t> value_idx_;  // the value columns, and the fields they are read as
   std::vector<Field> value_fields_;
-  std::vector<Span> spans_;         // per row group, the bytes read
-  std::shared_ptr<PageMaps> page_maps_;
+
+  // Resolves the columns as `options` names them and selects them for reading.
+  void resolve_columns(const ParquetImageOptions& options);
   std::vector<int64_t> needed_columns() const;
-  detail::ChunkLocation chunk_location(int64_t row_group_idx, int64_t column_idx) const;
-  // Reads a row group's span into `scratch`: its chunks with offsets relative to it.
-  std::vector<ColumnChunkInfo> read_span(int64_t row_group_idx, std::vector<uint8_t>& scratch) const;
-  // Column `column_idx` of a span read by read_span.
-  detail::ChunkLocation span_location(int64_t row_group_idx, int64_t column_idx, const std::vector<ColumnChunkInfo>& chunks,
-                                      const std::vector<uint8_t>& scratch) const;
-  std::shared_ptr<const std::vector<detail::ChunkPages>> row_group_pages(int64_t row_group_idx) const;
-  // The labels of rows [begin, end) of a row group into `labels` (kNoLabel without a label column):
-  // the label pages that overlap them read a page at a time into `scratch` and decoded.
-  void read_label_rows(int64_t row_group_idx, const std::vector<detail::ChunkPages>& pages, int64_t begin, int64_t end,
-                       int64_t* labels, std::vector<uint8_t>& scratch) const;
-  // Data pages [first, last] of a column chunk (after its dictionary page) read into `scratch`,
-  // located as a chunk of their own whose metadata `partial` holds.
-  detail::ChunkLocation read_page_run(int64_t row_group_idx, int64_t column_idx, const detail::ChunkPages& chunk_pages,
-                                      size_t first, size_t last, std::vector<uint8_t>& scratch,
-                                      ColumnChunkInfo& partial) const;
+  void check_row_group(int64_t row_group_idx) const;
+  // The bytes a page's rows decode into per row before they are copied out: images, labels or
+  // values (8 bytes at most); 0 for pixel columns, which decode into the tile.
+  int64_t decoded_row_bytes(int64_t column_idx) const;
+  // A whole row group's labels (kNoLabel without a label column).
+  void decode_labels(const ParquetColumnReader::RowGroupChunks& chunks, int64_t rows, int64_t* labels,
+                     detail::PageBuffer& buffer) const;
+  // `ranges` sorted by begin, checked to be disjoint parts of the row group.
+  std::vector<RowRange> sorted_ranges(int64_t row_group_idx, std::span<const RowRange> ranges) const;
+  // The labels of `ranges` (sorted) into their `labels` (kNoLabel without a label column), from the
+  // label pages that hold them, read a page at a time into `scratch`.
+  void read_range_labels(int64_t row_group_idx, std::span<const RowRange> ranges, std::vector<uint8_t>& scratch,
+                         detail::PageBuffer& buffer) const;
+  // The images of `ranges` (sorted) from the pages of the image column or of the pixel columns.
+  void read_range_images(int64_t row_group_idx, std::span<const RowRange> ranges, std::vector<uint8_t>& scratch,
+                         detail::PageBuffer& buffer) const;
+  void read_range_pixels(int64_t row_group_idx, std::span<const RowRange> ranges, std::vector<uint8_t>& scratch,
+                         detail::PixelScratch& decode) const;
+  // The labels of rows [begin, end) of a row group into `labels`, as read_range_labels.
+  void read_label_rows(int64_t row_group_idx, int64_t begin, int64_t end, int64_t* labels,
+                       std::vector<uint8_t>& scratch) const;
 };
 
 }  // namespace feeder::parquet
