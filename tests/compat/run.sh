@@ -41,12 +41,14 @@ record() {
   shift
   local output
   if output="$("$@" 2>&1)"; then
-    printf '%s\n' "$output" | grep -E '^(PASS|FAIL) ' >>"$log" || true
+    # Here-strings, not `printf | grep -q`: grep -q exits at its first match, and under pipefail the
+    # printf still writing a long output then fails the test with SIGPIPE.
+    grep -E '^(PASS|FAIL) ' <<<"$output" >>"$log" || true
     # A command that succeeded without saying PASS checked nothing.
-    printf '%s\n' "$output" | grep -qE '^PASS ' || echo "FAIL $name: no result" >>"$log"
+    grep -qE '^PASS ' <<<"$output" || echo "FAIL $name: no result" >>"$log"
   else
-    if printf '%s\n' "$output" | grep -qE '^(PASS|FAIL) '; then
-      printf '%s\n' "$output" | grep -E '^(PASS|FAIL) ' >>"$log"
+    if grep -qE '^(PASS|FAIL) ' <<<"$output"; then
+      grep -E '^(PASS|FAIL) ' <<<"$output" >>"$log"
     else
       echo "FAIL $name: $(printf '%s' "$output" | tail -n 3 | tr '\n' ' ')" >>"$log"
     fi
