@@ -120,8 +120,10 @@ void destroy_capsule(PyObject* capsule) {
   managed->deleter(managed);
 }
 
-py::capsule export_tensor(const void* data, DLDataType dtype, std::initializer_list<int64_t> shape,
+py::capsule export_tensor(const void* data, DLDataType dtype, std::span<const int64_t> shape,
                           std::span<const int64_t> strides, std::shared_ptr<void> owner) {
+  if (shape.size() > std::size(ExportedTensor{}.shape) || strides.size() != shape.size())
+    throw std::logic_error("a tensor of " + std::to_string(shape.size()) + " dimensions cannot be exported");
   auto exported = std::make_unique<ExportedTensor>();
   exported->owner = std::move(owner);
   std::copy(shape.begin(), shape.end(), exported->shape);
@@ -152,6 +154,16 @@ DLDataType dlpack_type(FieldType type) {
     case FieldType::kEncodedImage: break;
   }
   throw std::logic_error("an encoded image is no tensor");
+}
+
+// A field's values in a batch of `b` samples as a (name, capsule) pair: a tensor (b, *shape), rows
+// contiguous, as default_collate stacks a sample's scalar or array.
+py::tuple export_field(const FieldView& view, int64_t b, const std::shared_ptr<void>& owner) {
+  std::vector<int64_t> shape{b};
+  shape.insert(shape.end(), view.field->shape.begin(), view.field->shape.end());
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size() - 1; d > 0; --d) strides[d - 1] = strides[d] * shape[d];
+  return py::make_tuple(view.field->name, export_tensor(view.data, dlpack_type(view.field->type), shape, strides, owner));
 }
 
 // A name or a message that holds one, as Python's os.fsdecode gives it: bytes that are not UTF-8
@@ -228,17 +240,14 @@ class PyLoader {
     const std::array<int64_t, 4> image_strides = batch->image_strides();
     constexpr int64_t kLabelStrides[] = {1};
     std::shared_ptr<void> owner = batch->buffer_owner();
+    const int64_t image_shape[] = {b, shape.channels, shape.height, shape.width};
     py::capsule images = export_tensor(image_data, u8 ? DLDataType{kDLUInt, 8, 1} : DLDataType{kDLFloat, 32, 1},
-                                       {b, shape.channels, shape.height, shape.width}, image_strides, owner);
-    py::capsule labels = export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, {b}, kLabelStrides, owner);
+                                       image_shape, image_strides, owner);
+    const int64_t label_shape[] = {b};
+    py::capsule labels = export_tensor(batch->labels(), DLDataType{kDLInt, 64, 1}, label_shape, kLabelStrides, owner);
     py::list values;
-    for (size_t f = 0; f < batch->value_fields().size(); ++f) {
-      const FieldView view = batch->value(f);
-      if (!view.field->shape.empty())  // scalars only, so far: one value per sample
-        throw std::logic_error("field '" + view.field->name + "' has a shape; only scalar fields reach Python");
-      values.append(py::make_tuple(view.field->name, export_tensor(view.data, dlpack_type(view.field->type), {b},
-                                                                   kLabelStrides, owner)));
-    }
+    for (size_t f = 0; f < batch->value_fields().size(); ++f)
+      values.append(export_field(batch->value(f), b, owner));
     return py::make_tuple(std::move(images), std::move(labels), batch->num_padding(), std::move(values));
   }
 

@@ -508,7 +508,8 @@ class DataLoader:
     yields labels of -1.
 
     Samples of more fields: ``fields=["weight", ...]`` reads those columns of a Parquet set (FLOAT,
-    DOUBLE, INT32 or INT64, one value per row) beside the image and the label, and iterating then
+    DOUBLE, INT32 or INT64: one value per row, a (B,) tensor; or a list of one length in every row,
+    such as DuckDB's FLOAT[4]: a (B, 4) tensor) beside the image and the label, and iterating then
     yields a ``feeder.FieldBatch``: a dict ``{"image": ..., "label": ..., "weight": ...}`` of tensors,
     as torch's default collate gives for dict samples, in memory or streamed alike.
 

@@ -10,7 +10,7 @@
 // Parquet LISTs (an optional group of a repeated group of an optional element): label BIGINT, pixels
 // p0..p15 as above, embedding FLOAT[4] = [i / 2, i / 2 + 1, -i, i % 7], ids INTEGER[3] = [i, i + 1,
 // i + 2], tokens INTEGER[] = [i, ..., i + i % 5 - 1] (0 to 4 of them: a sequence of varying length).
-// duckdb_arrays_null.parquet: 100 rows of label, p0..p15 and embedding, whose row 37 is NULL.
+// duckdb_arrays_null.parquet: 100 rows of label, p0..p15 and embedding, whose row 37 holds a NULL.
 
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -49,7 +49,7 @@ console.log(`wrote ${arrays}`);
 const withNull = path.join(outDir, 'duckdb_arrays_null.parquet');
 await connection.run(`COPY (
   SELECT (i % 10)::BIGINT AS label, ${pixels.join(', ')},
-         (CASE WHEN i = 37 THEN NULL ELSE [i / 2, i / 2 + 1, -i, i % 7] END)::FLOAT[4] AS embedding
+         [i / 2, CASE WHEN i = 37 THEN NULL ELSE i / 2 + 1 END, -i, i % 7]::FLOAT[4] AS embedding
   FROM range(100) t(i) ORDER BY i
 ) TO '${withNull.replaceAll("'", "''")}' (FORMAT PARQUET)`);
 console.log(`wrote ${withNull}`);

@@ -320,5 +320,79 @@ TEST(ValueFields, ATableWrittenByDuckDbTrainsWithItsWeights) {
   }
 }
 
+
+// DuckDB's arrays (FLOAT[4], INTEGER[3]), written as Parquet LISTs: fields of shape {4} and {3}, each
+// sample's array in its row of the batch, in memory and streamed in pieces of the row groups.
+TEST(ValueFields, DuckDbArraysAreFieldsOfAShape) {
+  const std::string path = parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_arrays.parquet");
+  const DatasetOptions options = with_fields({"embedding", "ids"});
+  const Dataset memory = open_dataset(path, options);
+  ASSERT_FALSE(memory.streaming);
+  EXPECT_EQ(to_string(memory.schema), "image: uint8[1,4,4], label: int64, embedding: float32[4], ids: int64[3]");
+  // 16 pixels, a label, 4 floats and 3 int64s a sample: the budget counts them.
+  EXPECT_EQ(memory.source->decoded_sample_bytes(), 16 + 8 + 16 + 24);
+  auto stream = open_parquet_source(*memory.parquet);
+  Loader in_memory(memory.source, loader_options());
+  Loader streamed(stream, loader_options(int64_t{1} << 20));
+  ASSERT_TRUE(streamed.streaming());
+  std::vector<std::vector<int64_t>> orders;
+  for (Loader* loader : {&in_memory, &streamed}) {
+    std::vector<int64_t> rows;
+    for (Batch& batch : loader->epoch(1)) {
+      const auto embedding = batch.value("embedding").as<const float>();
+      const auto ids = batch.value("ids").as<const int64_t>();
+      ASSERT_EQ(static_cast<int64_t>(embedding.size()), batch.size() * 4);
+      ASSERT_EQ(static_cast<int64_t>(ids.size()), batch.size() * 3);
+      for (int64_t i = 0; i < batch.size(); ++i) {
+        const uint8_t* image = batch.images_u8() + i * kPixels;
+        const int64_t row = image[0] + 256 * image[1];
+        const float* e = embedding.data() + i * 4;
+        ASSERT_EQ(e[0], static_cast<float>(row) / 2) << "row " << row;
+        ASSERT_EQ(e[1], static_cast<float>(row) / 2 + 1) << "row " << row;
+        ASSERT_EQ(e[2], -static_cast<float>(row)) << "row " << row;
+        ASSERT_EQ(e[3], static_cast<float>(row % 7)) << "row " << row;
+        for (int64_t k = 0; k < 3; ++k) ASSERT_EQ(ids[static_cast<size_t>(i * 3 + k)], row + k) << "row " << row;
+        rows.push_back(row);
+      }
+    }
+    orders.push_back(rows);
+    std::sort(rows.begin(), rows.end());
+    ASSERT_EQ(rows.size(), 3000u);
+    for (int64_t r = 0; r < 3000; ++r) ASSERT_EQ(rows[static_cast<size_t>(r)], r);
+  }
+  EXPECT_EQ(orders[0], orders[1]);  // the same order in memory and streamed
+}
+
+// A list of varying length is refused by name; a list not named as a field is not read (nor taken
+// for pixels).
+TEST(ValueFields, ListsOfVaryingLengthAreRefusedAndUnnamedListsLeftOut) {
+  const std::string path = parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_arrays.parquet");
+  try {
+    open_dataset(path, with_fields({"embedding", "ids", "tokens"}));
+    FAIL() << "no error for the lists of varying length";
+  } catch (const DataError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("duckdb_arrays.parquet: column 'tokens' holds lists of different lengths (or null lists)"),
+              std::string::npos)
+        << message;
+  }
+  const Dataset dataset = open_dataset(path, with_fields({"ids"}));
+  EXPECT_EQ(to_string(dataset.schema), "image: uint8[1,4,4], label: int64, ids: int64[3]");
+}
+
+// A NULL in an array is an error naming its row.
+TEST(ValueFields, ANullInAnArrayNamesItsRow) {
+  const std::string path = parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_arrays_null.parquet");
+  try {
+    open_dataset(path, with_fields({"embedding"}));
+    FAIL() << "no error for the NULL in row 37's array";
+  } catch (const DataError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("duckdb_arrays_null.parquet: column 'embedding.list.element' row 37: null or empty list"),
+              std::string::npos)
+        << message;
+  }
+}
+
 }  // namespace
 }  // namespace feeder

@@ -145,3 +145,50 @@ def test_an_encoded_set_carries_its_fields_beside_the_decoded_images():
             assert torch.equal(image, pairs[weight.item()])
             seen.append(weight.item())
     assert sorted(seen) == sorted(pairs) and seen != sorted(seen)
+
+
+ARRAYS = TABLE.parent / "duckdb_arrays.parquet"  # DuckDB's FLOAT[4] and INTEGER[3] (Parquet LISTs)
+
+
+@pytest.fixture(scope="module")
+def array_shards(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("arrays")
+    for k in range(COPIES):
+        (directory / f"part-{k:02d}.parquet").write_bytes(ARRAYS.read_bytes())
+    return directory
+
+
+@pytest.mark.parametrize("memory_budget", [None, 1 << 20], ids=["in_memory", "streamed"])
+def test_arrays_are_fields_of_their_shape(memory_budget, array_shards):
+    loader = feeder.DataLoader(str(array_shards), batch_size=50, shuffle=True, seed=2, num_workers=2,
+                               dtype=torch.uint8, fields=["embedding", "ids"], memory_budget=memory_budget)
+    assert loader.streaming == (memory_budget is not None)
+    seen = []
+    for batch in loader:
+        rows = rows_of(batch["image"])
+        assert batch["embedding"].shape == (len(rows), 4) and batch["embedding"].dtype == torch.float32
+        assert batch["ids"].shape == (len(rows), 3) and batch["ids"].dtype == torch.int64
+        r = rows.to(torch.float32)
+        expected = torch.stack([r / 2, r / 2 + 1, -r, (rows % 7).to(torch.float32)], dim=1)
+        assert torch.equal(batch["embedding"], expected)
+        assert torch.equal(batch["ids"], rows[:, None] + torch.arange(3))
+        seen.append(rows)
+    assert sorted(torch.cat(seen).tolist()) == sorted(list(range(ROWS)) * COPIES)
+
+
+def test_a_sample_with_an_array_collates_to_the_batch():
+    fields = ["embedding", "ids"]
+    loader = feeder.DataLoader(str(ARRAYS), batch_size=8, fields=fields, dtype=torch.uint8)
+    sample = loader.dataset[5]
+    assert sample["embedding"].tolist() == [2.5, 3.5, -5.0, 5.0] and sample["ids"].tolist() == [5, 6, 7]
+    collated = torch.utils.data.default_collate([loader.dataset[i] for i in range(8)])
+    batch = next(iter(loader))
+    for key in ("image", "label", *fields):
+        assert collated[key].dtype == batch[key].dtype
+        assert torch.equal(collated[key], batch[key])
+
+
+def test_a_list_of_varying_length_is_refused_by_name():
+    with pytest.raises(feeder.DataError, match=r"duckdb_arrays\.parquet: column 'tokens' holds lists of different "
+                                                r"lengths"):
+        feeder.DataLoader(str(ARRAYS), fields=["embedding", "ids", "tokens"])

@@ -128,11 +128,14 @@ void ParquetColumnReader::select_columns(std::vector<int64_t> column_idx) {
     }
   }
   is_selected_.assign(metadata_.columns.size(), false);
+  values_per_row_.assign(metadata_.columns.size(), 1);
   selected_.clear();
   for (const int64_t idx : column_idx) {
     if (is_selected_[static_cast<size_t>(idx)]) continue;
     is_selected_[static_cast<size_t>(idx)] = true;
     selected_.push_back(idx);
+    // A list column of varying length (0) keeps 1: its chunk then fails check_chunk by name.
+    values_per_row_[static_cast<size_t>(idx)] = std::max<int64_t>(1, detail::list_values_per_row(metadata_, idx));
   }
   spans_.clear();
   for (const RowGroupInfo& group : metadata_.row_groups) {
@@ -179,6 +182,7 @@ detail::ChunkLocation ParquetColumnReader::chunk_location(int64_t row_group_idx,
   where.num_row_groups = num_row_groups();
   where.num_rows = group.num_rows;
   where.verify_checksums = verify_checksums_;
+  if (!values_per_row_.empty()) where.values_per_row = values_per_row_[static_cast<size_t>(column_idx)];
   return where;
 }
 
@@ -328,11 +332,12 @@ detail::ChunkLocation ParquetColumnReader::read_data_pages(int64_t row_group_idx
   partial.dictionary_page_offset = chunk_pages.dictionary ? std::optional<int64_t>(0) : std::nullopt;
   partial.data_page_offset = dictionary_bytes;
   partial.total_compressed_size_bytes = dictionary_bytes + run_bytes;
-  partial.num_values = last_page.first_row + last_page.num_values - first_page.first_row;
   detail::ChunkLocation where = chunk_location(row_group_idx, column_idx);
+  const int64_t rows = last_page.first_row + last_page.num_values - first_page.first_row;  // pages count rows
+  partial.num_values = rows * where.values_per_row;
   where.file_bytes = std::span<const uint8_t>(scratch.data(), static_cast<size_t>(dictionary_bytes + run_bytes));
   where.chunk = &partial;
-  where.num_rows = partial.num_values;
+  where.num_rows = rows;
   where.first_row = first_page.first_row;
   where.first_data_page = first_page.page_idx;
   where.has_dictionary_page = chunk_pages.dictionary.has_value();

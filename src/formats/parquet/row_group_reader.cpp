@@ -127,7 +127,7 @@ void ParquetRowGroupReader::resolve_columns(const ParquetImageOptions& options) 
   encoded_idx_ = columns.encoded_idx;
   value_idx_ = columns.value_idx;
   for (const int64_t idx : columns.value_idx)
-    value_fields_.push_back(detail::value_field(metadata().columns[static_cast<size_t>(idx)], n));
+    value_fields_.push_back(detail::value_field(metadata(), idx, n));
   for (int64_t rg = 0; rg < num_row_groups(); ++rg)
     detail::check_decoded_size(row_group_rows(rg), shape_, options.max_decoded_bytes, n + ": row group " + std::to_string(rg));
   file_.select_columns(needed_columns());

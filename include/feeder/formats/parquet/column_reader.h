@@ -156,6 +156,7 @@ class ParquetColumnReader {
   bool verify_checksums_ = true;
   std::vector<int64_t> selected_;
   std::vector<bool> is_selected_;  // per column of the file
+  std::vector<int64_t> values_per_row_;  // per column: n for a list column of n values a row, else 1
   std::vector<Span> spans_;        // per row group, the bytes read_row_group reads
   std::shared_ptr<PageMaps> page_maps_;
 

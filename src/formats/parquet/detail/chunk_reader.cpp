@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "feeder/error.h"
 #include "formats/parquet/codec.h"
 #include "formats/parquet/decoder/decode_error.h"
+#include "formats/parquet/decoder/rle_bit_packed.h"
 #include "formats/parquet/detail/thrift.h"
 
 namespace feeder::parquet::detail {
@@ -124,24 +126,33 @@ void check_chunk(const ChunkLocation& where) {
   if (!codec_supported(chunk.codec)) {
     throw DataError(chunk_context(where) + ": codec " + to_string(chunk.codec) + " is not supported");
   }
-  if (chunk.num_values != where.num_rows) {
+  if (where.values_per_row > 1 && chunk.num_values != where.num_rows * where.values_per_row) {
+    throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) + " values, not " +
+                    std::to_string(where.values_per_row) + " for each of the row group's " +
+                    std::to_string(where.num_rows) + " rows");
+  }
+  if (where.values_per_row == 1 && chunk.num_values != where.num_rows) {
     throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) +
                     " values but the row group has " + std::to_string(where.num_rows) + " rows");
   }
 }
 
 // A data page's common fields, after checking its value count against what the chunk has left
-// once `rows_done` values have been read.
-DataPage begin_data_page(const ChunkLocation& where, int64_t page_idx, int64_t rows_done, int64_t num_values,
+// once `values_done` values have been read, and that it holds whole rows.
+DataPage begin_data_page(const ChunkLocation& where, int64_t page_idx, int64_t values_done, int64_t num_values,
                          int32_t encoding, const std::string& context) {
-  const int64_t values_left = where.chunk->num_values - rows_done;
+  const int64_t values_left = where.chunk->num_values - values_done;
   if (num_values < 0 || num_values > values_left) {
     throw DataError(context + ": page declares " + std::to_string(num_values) + " values but " +
                     std::to_string(values_left) + " remain in the column chunk");
   }
+  if (num_values % where.values_per_row != 0) {
+    throw DataError(context + ": page holds " + std::to_string(num_values) + " values, not whole rows of " +
+                    std::to_string(where.values_per_row) + " (a row split across pages is not supported)");
+  }
   DataPage data;
   data.page_idx = page_idx;
-  data.first_row = rows_done;
+  data.first_row = values_done / where.values_per_row;
   data.num_values = num_values;
   data.encoding = static_cast<Encoding>(encoding);
   return data;
@@ -167,8 +178,49 @@ DictionaryPage prepare_dictionary(const ChunkLocation& where, const RawPage& pag
   return dict;
 }
 
-// Data page v1: the whole body is compressed; when the column has nulls it starts with the
-// definition levels behind a 4-byte length.
+// Levels of a v1 page at the start of `body`, behind their 4-byte length; `body` then starts after them.
+std::span<const uint8_t> take_v1_levels(std::span<const uint8_t>& body, int32_t encoding, const char* what,
+                                        const std::string& context) {
+  if (encoding != format::Encoding::RLE) {
+    throw DataError(context + ": " + what + " level encoding " + to_string(static_cast<Encoding>(encoding)) +
+                    " is not supported");
+  }
+  if (body.size() < 4) throw DataError(context + ": page too short for its " + what + " levels");
+  uint32_t levels_bytes = 0;
+  std::memcpy(&levels_bytes, body.data(), 4);
+  if (levels_bytes > body.size() - 4) {
+    throw DataError(context + ": " + what + " levels declare " + std::to_string(levels_bytes) +
+                    " bytes but the page has " + std::to_string(body.size() - 4));
+  }
+  const std::span<const uint8_t> levels = body.subspan(4, levels_bytes);
+  body = body.subspan(4 + levels_bytes);
+  return levels;
+}
+
+// The repetition levels of a list column read as arrays of n values (values_per_row): 0 at each
+// row's first value, 1 at the others. Anything else is a row of another length.
+void check_whole_rows(const ChunkLocation& where, std::span<const uint8_t> rep_levels, const DataPage& data,
+                      const std::string& context) {
+  if (where.column->max_repetition_level != 1) {
+    throw DataError(context + ": a list nested in a list (repetition level " +
+                    std::to_string(where.column->max_repetition_level) + ") cannot be read as an array");
+  }
+  decoder::RleBitPackedDecoder levels(rep_levels, 1);
+  std::vector<uint8_t> level(static_cast<size_t>(where.values_per_row));
+  const int64_t rows = data.num_rows(where);
+  for (int64_t r = 0; r < rows; ++r) {
+    levels.get(level.data(), where.values_per_row);
+    const int64_t ones = std::count(level.begin() + 1, level.end(), 1);
+    if (level[0] != 0 || ones != where.values_per_row - 1) {
+      throw DataError(chunk_context(where) + " row " + std::to_string(where.first_row + data.first_row + r) +
+                      ": not an array of " + std::to_string(where.values_per_row) +
+                      " values (rows of this column hold different numbers of values)");
+    }
+  }
+}
+
+// Data page v1: the whole body is compressed; it starts with the repetition levels of a list
+// column, then the definition levels when the column has nulls, each behind a 4-byte length.
 DataPage prepare_data_v1(const ChunkLocation& where, const RawPage& page, int64_t rows_done, PageBuffer& pages,
                          const DirectValues* direct, const std::string& context) {
   const auto& h = page.header;
@@ -178,28 +230,19 @@ DataPage prepare_data_v1(const ChunkLocation& where, const RawPage& page, int64_
   // Without definition levels the whole body is the values.
   std::span<const uint8_t> body =
       inflate_values(where, data, where.chunk->codec, page.body, h.uncompressed_page_size, pages, direct, context);
-  if (where.column->max_definition_level > 0) {
-    if (raw_enum(dh.definition_level_encoding) != format::Encoding::RLE) {
-      throw DataError(context + ": definition level encoding " +
-                      to_string(static_cast<Encoding>(raw_enum(dh.definition_level_encoding))) + " is not supported");
-    }
-    if (body.size() < 4) throw DataError(context + ": page too short for its definition levels");
-    uint32_t levels_bytes = 0;
-    std::memcpy(&levels_bytes, body.data(), 4);
-    if (levels_bytes > body.size() - 4) {
-      throw DataError(context + ": definition levels declare " + std::to_string(levels_bytes) +
-                      " bytes but the page has " + std::to_string(body.size() - 4));
-    }
-    data.def_levels = body.subspan(4, levels_bytes);
-    body = body.subspan(4 + levels_bytes);
+  if (where.column->max_repetition_level > 0) {
+    const auto rep_levels = take_v1_levels(body, raw_enum(dh.repetition_level_encoding), "repetition", context);
+    check_whole_rows(where, rep_levels, data, context);
   }
+  if (where.column->max_definition_level > 0)
+    data.def_levels = take_v1_levels(body, raw_enum(dh.definition_level_encoding), "definition", context);
   data.values = body;
   return data;
 }
 
-// Data page v2: levels are stored uncompressed ahead of the values, repetition levels (ignored: a
-// flat column has none, though some writers still emit an empty run) then definition levels; only
-// the values are compressed, and only when is_compressed (default true) says so.
+// Data page v2: levels are stored uncompressed ahead of the values, repetition levels (a flat
+// column has none, though some writers still emit an empty run) then definition levels; only the
+// values are compressed, and only when is_compressed (default true) says so.
 DataPage prepare_data_v2(const ChunkLocation& where, const RawPage& page, int64_t rows_done, PageBuffer& pages,
                          const DirectValues* direct, const std::string& context) {
   const auto& h = page.header;
@@ -214,6 +257,8 @@ DataPage prepare_data_v2(const ChunkLocation& where, const RawPage& page, int64_
                     std::to_string(def_bytes) + ") do not fit in the page");
   }
   const size_t levels_bytes = static_cast<size_t>(rep_bytes + def_bytes);
+  if (where.column->max_repetition_level > 0)
+    check_whole_rows(where, page.body.subspan(0, static_cast<size_t>(rep_bytes)), data, context);
   if (where.column->max_definition_level > 0)
     data.def_levels = page.body.subspan(static_cast<size_t>(rep_bytes), static_cast<size_t>(def_bytes));
   const std::span<const uint8_t> stored_values = page.body.subspan(levels_bytes);
@@ -248,9 +293,9 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
   PageWalker walker(where);
   PageBuffer own_buffer;
   PageBuffer& pages = buffer ? *buffer : own_buffer;
-  int64_t rows_done = 0;
+  int64_t values_done = 0;
   int64_t num_data_pages = 0;
-  while (!walker.done() && rows_done < num_values) {
+  while (!walker.done() && values_done < num_values) {
     const RawPage page = walker.next();
     const std::string context = page_context(where, page.page_idx);
     try {
@@ -261,10 +306,10 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
           on_dictionary(prepare_dictionary(where, page, num_data_pages > 0, pages, context));
           break;
         case PageType::kDataPage:
-          data = prepare_data_v1(where, page, rows_done, pages, direct, context);
+          data = prepare_data_v1(where, page, values_done, pages, direct, context);
           break;
         case PageType::kDataPageV2:
-          data = prepare_data_v2(where, page, rows_done, pages, direct, context);
+          data = prepare_data_v2(where, page, values_done, pages, direct, context);
           break;
         case PageType::kIndexPage:
           break;  // not used by readers of values
@@ -273,17 +318,30 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
       }
       if (data) {
         on_data(*data);
-        rows_done += data->num_values;
+        values_done += data->num_values;
         ++num_data_pages;
       }
     } catch (const decoder::DecodeError& e) {
       throw DataError(context + ": " + e.what());
     }
   }
-  if (rows_done != num_values) {
-    throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(rows_done) + " of its " +
+  if (values_done != num_values) {
+    throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(values_done) + " of its " +
                     std::to_string(num_values) + " values");
   }
+}
+
+int64_t list_values_per_row(const FileMetadata& meta, int64_t column_idx) {
+  if (meta.columns[static_cast<size_t>(column_idx)].max_repetition_level == 0) return 1;
+  int64_t per_row = 0;
+  for (const RowGroupInfo& row_group : meta.row_groups) {
+    if (row_group.num_rows == 0) continue;
+    const int64_t values = row_group.columns[static_cast<size_t>(column_idx)].num_values;
+    if (values % row_group.num_rows != 0) return 0;
+    if (per_row != 0 && values / row_group.num_rows != per_row) return 0;
+    per_row = values / row_group.num_rows;
+  }
+  return per_row;
 }
 
 ChunkPages locate_pages(const ChunkLocation& where,
@@ -332,9 +390,10 @@ ChunkPages locate_pages(const ChunkLocation& where,
         const int64_t values = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage
                                    ? header.data_page_header.num_values
                                    : header.data_page_header_v2.num_values;
-        if (values < 0 || values > chunk.num_values - rows) begin_data_page(where, page_idx, rows, values, 0, context());
-        page.first_row = rows;
-        page.num_values = values;
+        if (values < 0 || values > chunk.num_values - rows || values % where.values_per_row != 0)
+          begin_data_page(where, page_idx, rows, values, 0, context());  // throws
+        page.first_row = rows / where.values_per_row;
+        page.num_values = values / where.values_per_row;
         const bool v1 = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage;
         const bool has_statistics = v1 ? header.data_page_header.__isset.statistics : header.data_page_header_v2.__isset.statistics;
         if (has_statistics) {

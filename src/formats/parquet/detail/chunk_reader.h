@@ -31,6 +31,9 @@ struct ChunkLocation {
   int64_t first_row = 0;
   int64_t first_data_page = 0;  // 0: the whole chunk
   bool has_dictionary_page = false;
+  // Values each row holds: 1 for a flat column; n for a list column read as arrays of n values
+  // (each page must then hold whole rows, its repetition levels 0 then n - 1 ones per row).
+  int64_t values_per_row = 1;
 };
 
 struct DictionaryPage {
@@ -42,12 +45,14 @@ struct DictionaryPage {
 struct DataPage {
   int64_t page_idx = 0;
   int64_t first_row = 0;   // row (within the row group) of the page's first value
-  int64_t num_values = 0;  // rows in the page, nulls included
+  int64_t num_values = 0;  // values in the page, nulls included: its rows times values_per_row
   Encoding encoding = Encoding::kPlain;
   // Definition levels as RLE/bit-packed hybrid data without a length prefix; empty when the column
   // is REQUIRED (every value present).
   std::span<const uint8_t> def_levels;
   std::span<const uint8_t> values;
+
+  int64_t num_rows(const ChunkLocation& where) const { return num_values / where.values_per_row; }
 };
 
 // "<file>: column '<name>'" plus " row group <i>" when the file has several, plus " page <i>".
@@ -88,6 +93,11 @@ void for_each_page(const ChunkLocation& where, const std::function<void(const Di
                    const std::function<void(const DataPage&)>& on_data, PageBuffer* buffer = nullptr,
                    const DirectValues* direct = nullptr);
 
+// The values each row of column `column_idx` holds, from the footer: 1 for a flat column; for a list
+// column n when every row group's chunk holds n values a row (an array of n, as DuckDB's FLOAT[n]
+// is written); 0 when they do not (lists of varying length), or when the file has no rows.
+int64_t list_values_per_row(const FileMetadata& meta, int64_t column_idx);
+
 // One page of a column chunk, as its header places it.
 struct PageSpan {
   int64_t offset = 0;      // file offset of the page header
@@ -95,7 +105,7 @@ struct PageSpan {
   int64_t uncompressed_bytes = 0;  // the body decompressed
   int64_t page_idx = 0;    // in the chunk, every page counted
   int64_t first_row = 0;   // data pages: the row of the row group holding its first value
-  int64_t num_values = 0;  // data pages
+  int64_t num_values = 0;  // data pages: the rows it holds (its values / values_per_row)
   // Data pages: the statistics' minimum and maximum as stored (PLAIN bytes), when the header has them.
   std::optional<std::string> min_bytes, max_bytes;
 };

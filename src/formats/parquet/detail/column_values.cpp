@@ -45,7 +45,7 @@ void require_no_nulls(const ChunkLocation& where, const DataPage& page, std::vec
   valid.resize(static_cast<size_t>(page.num_values));
   if (decode_validity(page, where.column->max_definition_level, valid.data()) == page.num_values) return;
   const int64_t null_idx = std::find(valid.begin(), valid.end(), 0) - valid.begin();
-  throw_at_row(where, page.first_row + null_idx, null_what);
+  throw_at_row(where, page.first_row + null_idx / where.values_per_row, null_what);
 }
 
 }  // namespace feeder::parquet::detail

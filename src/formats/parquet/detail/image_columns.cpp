@@ -6,6 +6,7 @@
 
 #include "feeder/error.h"
 #include "feeder/formats/parquet/writer.h"
+#include "formats/parquet/detail/value_columns.h"
 
 namespace feeder::parquet::detail {
 
@@ -44,6 +45,9 @@ int64_t find_label_column(const FileMetadata& meta, const std::string& name, con
   return label_idx;
 }
 
+// A list's element or a struct's field: never a pixel or a label.
+bool is_nested(const ColumnSchema& column) { return column.path.size() > 1 || column.repetition == Repetition::kRepeated; }
+
 bool is_value_column(const ImageColumns& columns, int64_t idx) {
   return std::find(columns.value_idx.begin(), columns.value_idx.end(), idx) != columns.value_idx.end();
 }
@@ -53,7 +57,7 @@ std::vector<int64_t> find_value_columns(const FileMetadata& meta, const std::str
                                         const ParquetImageOptions& options) {
   std::vector<int64_t> found;
   for (const std::string& value_name : options.value_columns) {
-    const int64_t idx = meta.column_index(value_name);
+    const int64_t idx = find_field_column(meta, value_name);
     if (idx < 0) {
       std::string names;
       for (const ColumnSchema& column : meta.columns) {
@@ -78,7 +82,8 @@ std::vector<int64_t> find_value_columns(const FileMetadata& meta, const std::str
 // column other than the label.
 void choose_default_columns(const FileMetadata& meta, const std::string& name, ImageColumns& columns) {
   for (int64_t i = 0; i < static_cast<int64_t>(meta.columns.size()); ++i) {
-    if (i != columns.label_idx && !is_value_column(columns, i) && is_number_column(meta.columns[static_cast<size_t>(i)]))
+    const ColumnSchema& column = meta.columns[static_cast<size_t>(i)];
+    if (i != columns.label_idx && !is_value_column(columns, i) && is_number_column(column) && !is_nested(column))
       columns.pixel_idx.push_back(i);
   }
   if (!columns.pixel_idx.empty()) return;
@@ -191,12 +196,18 @@ ImageColumns resolve_image_columns(const FileMetadata& meta, const std::string& 
     columns.shape = ImageShape{0, 0, 0};  // no shape: each image has its own size
     return columns;
   }
-  if (meta.nested_column) {
-    throw DataError(name + ": nested schema not supported (column '" + *meta.nested_column +
-                    "'); feeder reads flat files of top-level primitive columns");
-  }
   columns.label_idx = find_label_column(meta, name, options.label_column);
   choose_columns(meta, name, options, columns);
+  // Pixels and the label are top-level columns; a list or a struct's field is read only as a field.
+  std::vector<int64_t> chosen = columns.pixel_idx;
+  chosen.push_back(columns.label_idx);
+  chosen.push_back(columns.image_idx);
+  for (const int64_t idx : chosen) {
+    if (idx >= 0 && is_nested(meta.columns[static_cast<size_t>(idx)])) {
+      throw DataError(name + ": nested schema not supported (column '" + meta.columns[static_cast<size_t>(idx)].name +
+                      "'); pixels and labels are top-level primitive columns, and a list is read as a field");
+    }
+  }
   const int64_t num_pixels = columns.image_idx >= 0
                                  ? meta.columns[static_cast<size_t>(columns.image_idx)].type_length_bytes
                                  : static_cast<int64_t>(columns.pixel_idx.size());
@@ -223,7 +234,12 @@ std::string describe_value_columns(const FileMetadata& meta, const ImageColumns&
   std::string text;
   for (const int64_t idx : columns.value_idx) {
     const ColumnSchema& column = meta.columns[static_cast<size_t>(idx)];
-    text += (text.empty() ? ", fields " : ", ") + column.name + " " + type_text(column);
+    if (column.max_repetition_level == 0) {
+      text += (text.empty() ? ", fields " : ", ") + column.name + " " + type_text(column);
+    } else {  // "embedding FLOAT[4]"
+      text += (text.empty() ? ", fields " : ", ") + column.path.front() + " " + type_text(column) + "[" +
+              std::to_string(list_values_per_row(meta, idx)) + "]";
+    }
   }
   return text;
 }

@@ -5,12 +5,15 @@
 // and one column chunk (or a run of its pages) decoded into dense values of that field's type.
 //
 // Types: FLOAT gives a float32 field, DOUBLE a float64 one, INT32 and INT64 (with or without an
-// integer annotation) an int64 one, as pandas and torch's default_collate would type them. A null,
+// integer annotation) an int64 one, as pandas and torch's default_collate would type them. A list
+// column whose rows each hold n such values (DuckDB's FLOAT[n], a LIST of one length) gives a field
+// of shape {n}, named after the list. A null (for a list: a null or empty list, or a null element),
 // or an unsigned 64-bit value beyond int64, throws DataError naming file, column, row group and row:
 //   t.parquet: column 'weight' row group 1 row 7: null value (a field's column must not have nulls)
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "feeder/data/schema.h"
 #include "feeder/formats/parquet/metadata.h"
@@ -18,9 +21,13 @@
 
 namespace feeder::parquet::detail {
 
-// The field column `column` is read as; throws DataError ("<name>: column 'w' is BYTE_ARRAY ...")
-// for a column that holds no numbers.
-Field value_field(const ColumnSchema& column, const std::string& name);
+// The leaf column a field named `field_name` reads: the column of that name, or the element column
+// of the list of that name (a top-level `embedding` whose leaf is `embedding.list.element`); -1.
+int64_t find_field_column(const FileMetadata& meta, std::string_view field_name);
+
+// The field column `column_idx` is read as; throws DataError ("<name>: column 'w' is BYTE_ARRAY
+// ...") for a column that holds no numbers, or lists of varying length.
+Field value_field(const FileMetadata& meta, int64_t column_idx, const std::string& name);
 
 // Decodes rows [0, where.num_rows) of a chunk (or of a run of its pages located as one) into `out`,
 // field_bytes(field) bytes a row.
