@@ -107,7 +107,10 @@ def test_a_sample_of_the_dataset_is_a_dict():
 def test_without_fields_every_number_column_is_a_pixel_as_before():
     # Without fields=, the table's 16 pixel columns and its weight, score and count are 19 pixel
     # columns, as before fields existed: refused, naming the file, not read as something else.
-    with pytest.raises(feeder.DataError, match=r"duckdb_fields\.parquet: 19 pixels per image is not a square"):
+    with pytest.raises(feeder.DataError, match=r"duckdb_fields\.parquet: 19 pixels per image is not a square; .*"
+                                                r"or name the columns that are not pixels as fields \(every number "
+                                                r"column besides the label was taken for a pixel: 'p0', 'p1', \.\.\., "
+                                                r"'weight', 'score', 'count'\)"):
         feeder.DataLoader(str(TABLE), batch_size=64)
 
 

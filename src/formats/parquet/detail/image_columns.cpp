@@ -35,6 +35,20 @@ ImageShape infer_shape(const FileMetadata& meta, const std::string& name, int64_
                   " pixels per image is not a square; give the image shape (C,H,W) explicitly");
 }
 
+// "'p0', 'p1', ..., 'score', 'count'": the columns' names, the middle left out of a long list.
+std::string quoted_names(const FileMetadata& meta, const std::vector<int64_t>& idx) {
+  std::string text;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx.size() > 8 && i == 2) {
+      text += ", ...";
+      i = idx.size() - 4;
+      continue;
+    }
+    text += (text.empty() ? "'" : ", '") + meta.columns[static_cast<size_t>(idx[i])].name + "'";
+  }
+  return text;
+}
+
 // The label column's index, or -1 when the file has none (an unlabeled set).
 int64_t find_label_column(const FileMetadata& meta, const std::string& name, const std::string& label_column) {
   const int64_t label_idx = meta.column_index(label_column);
@@ -211,7 +225,13 @@ ImageColumns resolve_image_columns(const FileMetadata& meta, const std::string& 
   const int64_t num_pixels = columns.image_idx >= 0
                                  ? meta.columns[static_cast<size_t>(columns.image_idx)].type_length_bytes
                                  : static_cast<int64_t>(columns.pixel_idx.size());
-  columns.shape = options.shape ? *options.shape : infer_shape(meta, name, num_pixels);
+  try {
+    columns.shape = options.shape ? *options.shape : infer_shape(meta, name, num_pixels);
+  } catch (const DataError& e) {
+    if (!options.pixel_columns.empty() || columns.image_idx >= 0) throw;
+    throw DataError(std::string(e.what()) + ", or name the columns that are not pixels as fields (every number " +
+                    "column besides the label was taken for a pixel: " + quoted_names(meta, columns.pixel_idx) + ")");
+  }
   if (columns.shape.num_pixels() != num_pixels) {
     throw DataError(name + ": images have " + std::to_string(num_pixels) + " pixels but the shape " +
                     to_string(columns.shape) + " has " + std::to_string(columns.shape.num_pixels()));
