@@ -239,6 +239,40 @@ def _resolve_sampling(sampler, batch_sampler, batch_size, drop_last, shuffle, ra
     return sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed
 
 
+def _check_counts(num_workers, prefetch, prefetch_factor, batch_size, seed, world_size, rank, shuffle_window):
+    """The loader's counts checked, and prefetch (batches in flight) resolved from prefetch_factor."""
+    if prefetch is not None and prefetch_factor is not None:
+        raise ValueError("pass prefetch= (batches in flight) or prefetch_factor= (per worker), not both")
+    num_workers = _check_int("num_workers", num_workers, 0)
+    if prefetch_factor is not None:
+        prefetch = _check_int("prefetch_factor", prefetch_factor, 1) * max(1, num_workers)
+    elif prefetch is None:
+        prefetch = 4
+    batch_size = _check_int("batch_size", batch_size, 1)
+    if seed is not None:
+        seed = _check_int("seed", seed, 0)
+    prefetch = _check_int("prefetch", prefetch, 1)
+    world_size = _check_int("world_size", world_size, 1)
+    rank = _check_int("rank", rank, 0)
+    shuffle_window = _check_int("shuffle_window", shuffle_window, 0)
+    if rank >= world_size:
+        raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
+    return num_workers, prefetch, batch_size, seed, world_size, rank, shuffle_window
+
+
+def _check_dtype_and_layout(dtype, normalize, layout):
+    """The batch dtype's name ("float32" or "uint8"), checked with normalize= and layout=."""
+    dtypes = {torch.float32: "float32", "float32": "float32", torch.uint8: "uint8", "uint8": "uint8"}
+    if dtype not in dtypes:
+        raise ValueError(f"dtype must be torch.float32 or torch.uint8, got {dtype!r}")
+    if dtypes[dtype] == "uint8" and normalize is not None:
+        raise ValueError("dtype=torch.uint8 serves the pixels unnormalised: leave normalize=None and normalise "
+                         "on the device, or ask for torch.float32")
+    if not isinstance(layout, str) or layout.lower() not in ("nchw", "nhwc"):
+        raise ValueError(f"layout must be 'nchw' or 'nhwc', got {layout!r}")
+    return dtypes[dtype]
+
+
 def _check_fields(fields, source):
     """fields= as a tuple of column names, for a set given by its path."""
     if fields is None:
@@ -536,37 +570,11 @@ class DataLoader:
                            transform)
         sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed = _resolve_sampling(
             sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed, generator)
-        if prefetch is not None and prefetch_factor is not None:
-            raise ValueError("pass prefetch= (batches in flight) or prefetch_factor= (per worker), not both")
-        num_workers = _check_int("num_workers", num_workers, 0)
-        if prefetch_factor is not None:
-            prefetch = _check_int("prefetch_factor", prefetch_factor, 1) * max(1, num_workers)
-        elif prefetch is None:
-            prefetch = 4
-        batch_size = _check_int("batch_size", batch_size, 1)
-        if seed is not None:
-            seed = _check_int("seed", seed, 0)
-        prefetch = _check_int("prefetch", prefetch, 1)
-        world_size = _check_int("world_size", world_size, 1)
-        rank = _check_int("rank", rank, 0)
-        shuffle_window = _check_int("shuffle_window", shuffle_window, 0)
-        if rank >= world_size:
-            raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
-        dtypes = {torch.float32: "float32", "float32": "float32", torch.uint8: "uint8", "uint8": "uint8"}
-        if dtype not in dtypes:
-            raise ValueError(f"dtype must be torch.float32 or torch.uint8, got {dtype!r}")
-        if dtypes[dtype] == "uint8" and normalize is not None:
-            raise ValueError("dtype=torch.uint8 serves the pixels unnormalised: leave normalize=None and normalise "
-                             "on the device, or ask for torch.float32")
-        if not isinstance(layout, str) or layout.lower() not in ("nchw", "nhwc"):
-            raise ValueError(f"layout must be 'nchw' or 'nhwc', got {layout!r}")
-        if isinstance(source, CachedDataset):
-            if normalize is not None:
-                raise ValueError("normalize= does not apply to a cached dataset: it is served with the values its "
-                                 "Dataset returned (normalise there before caching, or in transform=)")
-            mean, std = source.normalization()
-        else:
-            mean, std = None, None  # once the source is open: an image folder normalises per channel
+        num_workers, prefetch, batch_size, seed, world_size, rank, shuffle_window = _check_counts(
+            num_workers, prefetch, prefetch_factor, batch_size, seed, world_size, rank, shuffle_window)
+        dtype_name = _check_dtype_and_layout(dtype, normalize, layout)
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         budget = _memory_budget_bytes(memory_budget)
         self.fields = _check_fields(fields, source)
 
@@ -590,60 +598,12 @@ class DataLoader:
         self.worker_init_fn = None
         self.multiprocessing_context = None
         self._transform = transform
-        self._user_dataset = None     # a torch dataset given as the source: loader.dataset is it
-        self._indices = None          # a Subset's indices into the set opened
-        self._batch_stage = None      # what runs on each batch in Python (transforms.BatchStage)
-        if on_error not in ("raise", "skip"):
-            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
-        image = None
-        view, view_indices = _datasets.unwrap(source)
-        if isinstance(view, _DatasetView):  # a Subset of another loader's dataset: the same set
-            if view_indices is None:
-                raise ValueError("a loader's dataset view is given to a DataLoader through a Subset of it; for "
-                                 "the whole set, give what that loader was made of")
-            self._source = view._source
-            self._indices = view_indices
-            if self._source.encoded:
-                image = _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling,
-                                       normalize)
-                mean, std = 0.0, 1.0
-        elif _datasets.is_torchvision_dataset(source):
-            given = {"image_size": image_size, "augment": augment, "normalize": normalize, "resize": resize,
-                     "labels": labels}
-            clashing = [name for name, value in given.items() if value is not None]
-            if clashing:
-                raise ValueError(f"{', '.join(clashing)}: a torchvision dataset's transform says how its images are "
-                                 f"cropped, converted and normalised; pass the dataset alone")
-            opened = _datasets.open_torchvision(source, budget, shuffle and sampler is None)
-            self._user_dataset = source
-            self._indices = opened.indices
-            self._source = opened.opened
-            image = opened.image
-            mean, std = opened.mean, opened.std
-            self._batch_stage = opened.batch_stage
-            if dtypes[dtype] == "uint8" and opened.dtype != "uint8":
-                raise ValueError("dtype=torch.uint8: the dataset's transform makes float32 tensors (ToTensor); end it "
-                                 "with PILToTensor() instead to have uint8")
-            dtype = torch.uint8 if opened.dtype == "uint8" else torch.float32
-        else:
-            self._source = _open_source(source, labels, budget, train, allow_unlabeled, self.fields)
-        if self._source.warning:
-            warnings.warn(f"{self._source.name}: {self._source.warning}", RuntimeWarning, stacklevel=2)
+        image_args = (image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize)
+        image, mean, std, dtype_name = self._open_set(source, labels, budget, train, allow_unlabeled,
+                                                      shuffle and sampler is None, dtype_name, image_args)
         if on_error == "skip" and not self._source.encoded:
             raise ValueError("on_error='skip' is for encoded images (JPEG, PNG, WebP), which may be corrupt; this "
                              "set's pixels are read whole or not at all")
-        if image is not None:
-            pass  # the dataset's transform, translated
-        elif self._source.encoded:
-            image = _image_options(image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize)
-            mean, std = 0.0, 1.0  # the image stage normalises, per channel
-        elif image_size is not None or augment is not None:
-            raise ValueError("image_size= and augment= are for encoded images (JPEG, PNG, WebP: a folder, or a "
-                             "Parquet set of image files); this set's images all have one size already: augment "
-                             "them with transform= (a function of each batch), or store them as PNGs "
-                             "(feeder.convert(..., layout='png')) to crop each image as it is decoded")
-        elif mean is None:
-            mean, std = _normalization(normalize)
         # The order: the loader's own shuffle, or a sampler's indices (or a Subset's), given per epoch.
         self._sampler = sampler
         self._batch_sampler = batch_sampler  # a batch sampler other than torch's BatchSampler, run as given
@@ -655,11 +615,11 @@ class DataLoader:
         self._loader = _feeder.Loader(self._source, batch_size, self.shuffle and not self._ordered, self.seed,
                                       self.drop_last, num_workers, prefetch, mean, std, layout.lower(),
                                       0 if self._ordered else rank, 1 if self._ordered else world_size, budget,
-                                      shuffle_window, image, on_error == "skip", dtypes[dtype])
+                                      shuffle_window, image, on_error == "skip", dtype_name)
         # loader.dataset[i]: one sample at a time, made as the batches' samples are, on this thread.
         self._make_item_loader = lambda: _feeder.Loader(
             self._source, 1, False, self.seed, False, 0, 1, mean, std, "nchw", 0, 1, budget, 0, image, False,
-            dtypes[dtype])
+            dtype_name)
         self._pin_memory = self.pin_memory and torch.cuda.is_available()
         if self._loader.shuffle_advice:
             # The set streams in a window that mixes too few pieces for how its labels are laid out.
@@ -675,6 +635,68 @@ class DataLoader:
         self._order_padding = 0       # how many of them are a DistributedSampler's repeats
         self._own_sampler = None      # what ``sampler`` gives when none was given, made on first use
         self._view = None             # ``dataset`` of a set opened from a path or arrays, made on first use
+
+    def _open_set(self, source, labels, budget, train, allow_unlabeled, shuffled, dtype_name, image_args):
+        """Opens what was given (another loader's dataset view, a torchvision dataset, a path or arrays)
+        into self._source; returns the image stage's options, the normalisation and the batch dtype."""
+        self._user_dataset = None     # a torch dataset given as the source: loader.dataset is it
+        self._indices = None          # a Subset's indices into the set opened
+        self._batch_stage = None      # what runs on each batch in Python (transforms.BatchStage)
+        normalize = image_args[-1]
+        if isinstance(source, CachedDataset):
+            if normalize is not None:
+                raise ValueError("normalize= does not apply to a cached dataset: it is served with the values its "
+                                 "Dataset returned (normalise there before caching, or in transform=)")
+            mean, std = source.normalization()
+        else:
+            mean, std = None, None  # once the source is open: an image folder normalises per channel
+        image = None
+        view, view_indices = _datasets.unwrap(source)
+        if isinstance(view, _DatasetView):  # a Subset of another loader's dataset: the same set
+            if view_indices is None:
+                raise ValueError("a loader's dataset view is given to a DataLoader through a Subset of it; for "
+                                 "the whole set, give what that loader was made of")
+            self._source = view._source
+            self._indices = view_indices
+        elif _datasets.is_torchvision_dataset(source):
+            image, mean, std, dtype_name = self._open_torchvision(source, labels, budget, shuffled, dtype_name,
+                                                                  image_args)
+        else:
+            self._source = _open_source(source, labels, budget, train, allow_unlabeled, self.fields)
+        if self._source.warning:
+            warnings.warn(f"{self._source.name}: {self._source.warning}", RuntimeWarning, stacklevel=3)
+        if image is not None:
+            pass  # the dataset's transform, translated
+        elif self._source.encoded:
+            image = _image_options(*image_args)
+            mean, std = 0.0, 1.0  # the image stage normalises, per channel
+        elif image_args[0] is not None or image_args[1] is not None:
+            raise ValueError("image_size= and augment= are for encoded images (JPEG, PNG, WebP: a folder, or a "
+                             "Parquet set of image files); this set's images all have one size already: augment "
+                             "them with transform= (a function of each batch), or store them as PNGs "
+                             "(feeder.convert(..., layout='png')) to crop each image as it is decoded")
+        elif mean is None:
+            mean, std = _normalization(normalize)
+        return image, mean, std, dtype_name
+
+    def _open_torchvision(self, source, labels, budget, shuffled, dtype_name, image_args):
+        """A torchvision dataset: its files, labels and transform, translated (feeder.datasets)."""
+        image_size, augment, _, resize, *_, normalize = image_args
+        given = {"image_size": image_size, "augment": augment, "normalize": normalize, "resize": resize,
+                 "labels": labels}
+        clashing = [name for name, value in given.items() if value is not None]
+        if clashing:
+            raise ValueError(f"{', '.join(clashing)}: a torchvision dataset's transform says how its images are "
+                             f"cropped, converted and normalised; pass the dataset alone")
+        opened = _datasets.open_torchvision(source, budget, shuffled)
+        self._user_dataset = source
+        self._indices = opened.indices
+        self._source = opened.opened
+        self._batch_stage = opened.batch_stage
+        if dtype_name == "uint8" and opened.dtype != "uint8":
+            raise ValueError("dtype=torch.uint8: the dataset's transform makes float32 tensors (ToTensor); end it "
+                             "with PILToTensor() instead to have uint8")
+        return opened.image, opened.mean, opened.std, "uint8" if opened.dtype == "uint8" else "float32"
 
     # ---------------------------------------------------------------- what it holds
 
