@@ -171,15 +171,26 @@ class ParquetShardSource final : public SampleSource {
     } else {
       read_pixels(blocks, scratch, out);
     }
-    if (dataset_.values.empty()) return;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      const Place place = place_of(blocks[i]);
-      const int64_t begin = block_starts_[static_cast<size_t>(blocks[i])] - place.first_row;
-      place.reader->read_values(place.row_group_idx, begin, begin + block_rows(blocks[i]), out[i].values, scratch);
-    }
+    if (!dataset_.values.empty()) read_values(blocks, scratch, out);
   }
 
  private:
+  // The value fields of blocks, the blocks of one row group read together (a value page that holds
+  // several of them is decoded once).
+  void read_values(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<const BlockBuffers> out) const {
+    std::vector<ParquetRowGroupReader::RowRange> ranges;
+    for (size_t i = 0; i < blocks.size();) {
+      const Place place = place_of(blocks[i]);
+      const int64_t row_group = read_group(blocks[i]);
+      ranges.clear();
+      for (; i < blocks.size() && read_group(blocks[i]) == row_group; ++i) {
+        const int64_t begin = block_starts_[static_cast<size_t>(blocks[i])] - place.first_row;
+        ranges.push_back({.begin = begin, .end = begin + block_rows(blocks[i]), .values = out[i].values});
+      }
+      place.reader->read_values(place.row_group_idx, ranges, scratch);
+    }
+  }
+
   // Pixel blocks of one row group.
   void read_pixels(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch, std::span<const BlockBuffers> out) const {
     const Place place = place_of(blocks[0]);

@@ -286,6 +286,46 @@ TEST(ValueFields, TheReaderReadsAnyRowsOfItsValueColumns) {
   }
 }
 
+// Several ranges of a row group in one call, out of order, from DuckDB's table (one page per column
+// chunk, which the call decodes once for all of them): each range gets its own rows.
+TEST(ValueFields, TheReaderReadsSeveralRangesOfARowGroupAtOnce) {
+  const auto reader = parquet::ParquetRowGroupReader::open(
+      parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_fields.parquet"), [] {
+        parquet::ParquetImageOptions options;
+        options.value_columns = {"weight", "count", "score"};
+        return options;
+      }());
+  struct Range {
+    int64_t begin, end;
+    std::vector<float> weights;
+    std::vector<int64_t> counts;
+    std::vector<double> scores;
+    std::vector<uint8_t*> places;
+  };
+  std::vector<Range> ranges{{1500, 2048, {}, {}, {}, {}}, {0, 700, {}, {}, {}, {}}, {700, 701, {}, {}, {}, {}}};
+  std::vector<parquet::ParquetRowGroupReader::RowRange> rows;
+  for (Range& range : ranges) {
+    range.weights.resize(static_cast<size_t>(range.end - range.begin));
+    range.counts.resize(static_cast<size_t>(range.end - range.begin));
+    range.scores.resize(static_cast<size_t>(range.end - range.begin));
+    range.places = {reinterpret_cast<uint8_t*>(range.weights.data()), reinterpret_cast<uint8_t*>(range.counts.data()),
+                    reinterpret_cast<uint8_t*>(range.scores.data())};
+    rows.push_back({.begin = range.begin, .end = range.end, .values = range.places});
+  }
+  std::vector<uint8_t> scratch;
+  reader.read_values(0, rows, scratch);
+  for (const Range& range : ranges) {
+    for (int64_t r = range.begin; r < range.end; ++r) {
+      ASSERT_EQ(range.weights[static_cast<size_t>(r - range.begin)], 0.25f * static_cast<float>(r % 9) + 0.5f) << r;
+      ASSERT_EQ(range.counts[static_cast<size_t>(r - range.begin)], r * 7 - 5000) << r;
+      ASSERT_EQ(range.scores[static_cast<size_t>(r - range.begin)], 1.0 / static_cast<double>(r + 3)) << r;
+    }
+  }
+  // Overlapping ranges are refused by name, as read_rows refuses them.
+  rows[2] = {.begin = 600, .end = 800, .values = ranges[2].places};
+  EXPECT_THROW(reader.read_values(0, rows, scratch), std::out_of_range);
+}
+
 // DuckDB's table (tests/compat/make_field_fixture.mjs): its FLOAT, DOUBLE and INTEGER columns in
 // every batch, in memory and streamed in pieces of its 2,048-row row groups (one page per column).
 TEST(ValueFields, ATableWrittenByDuckDbTrainsWithItsWeights) {

@@ -232,21 +232,31 @@ std::vector<int64_t> ParquetRowGroupReader::row_group_labels(int64_t row_group_i
 
 void ParquetRowGroupReader::read_values(int64_t row_group_idx, int64_t begin, int64_t end,
                                         std::span<uint8_t* const> values, std::vector<uint8_t>& scratch) const {
-  if (value_idx_.empty() || begin >= end) return;
-  const RowSpan wanted{begin, end};
+  if (begin >= end) return;
+  const RowRange range{.begin = begin, .end = end, .values = values};
+  read_values(row_group_idx, std::span(&range, 1), scratch);
+}
+
+void ParquetRowGroupReader::read_values(int64_t row_group_idx, std::span<const RowRange> ranges,
+                                        std::vector<uint8_t>& scratch) const {
+  if (value_idx_.empty()) return;
+  const std::vector<RowRange> sorted = sorted_ranges(row_group_idx, ranges);
+  const std::vector<RowSpan> spans = spans_of(sorted);
   detail::PageBuffer buffer;
   std::vector<uint8_t> decoded;
   for (size_t f = 0; f < value_idx_.size(); ++f) {
     const Field& field = value_fields_[f];
     const auto bytes = static_cast<size_t>(field_bytes(field));
-    uint8_t* const out = values[f];
-    file_.read_pages(row_group_idx, value_idx_[f], std::span(&wanted, 1), scratch, [&](const detail::ChunkLocation& where) {
+    file_.read_pages(row_group_idx, value_idx_[f], spans, scratch, [&](const detail::ChunkLocation& where) {
       decoded.resize(static_cast<size_t>(where.num_rows) * bytes);
       detail::decode_value_chunk(where, field, decoded.data(), buffer);
-      const RowSpan rows = overlap(where, begin, end);
-      std::memcpy(out + static_cast<size_t>(rows.begin - begin) * bytes,
-                  decoded.data() + static_cast<size_t>(rows.begin - where.first_row) * bytes,
-                  static_cast<size_t>(rows.end - rows.begin) * bytes);
+      for (const RowRange& range : sorted) {
+        const RowSpan rows = overlap(where, range.begin, range.end);
+        if (rows.begin >= rows.end) continue;
+        std::memcpy(range.values[f] + static_cast<size_t>(rows.begin - range.begin) * bytes,
+                    decoded.data() + static_cast<size_t>(rows.begin - where.first_row) * bytes,
+                    static_cast<size_t>(rows.end - rows.begin) * bytes);
+      }
     });
   }
 }

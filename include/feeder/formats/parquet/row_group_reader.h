@@ -78,7 +78,7 @@ class ParquetRowGroupReader {
   const std::vector<Field>& value_fields() const { return value_fields_; }
   // Rows [begin, end) of a row group's value columns: field f's values into values[f], field_bytes
   // of it a row, reading only the pages that hold them, a page at a time, into `scratch`. Errors
-  // name the file, column, row group and row.
+  // name the file, column, row group and row. Nothing for begin >= end.
   void read_values(int64_t row_group_idx, int64_t begin, int64_t end, std::span<uint8_t* const> values,
                    std::vector<uint8_t>& scratch) const;
 
@@ -149,7 +149,12 @@ class ParquetRowGroupReader {
     int64_t end = 0;
     uint8_t* pixels = nullptr;
     int64_t* labels = nullptr;
+    std::span<uint8_t* const> values = {};  // read_values: field f's rows at values[f]
   };
+  // The value columns' rows of `ranges` (disjoint, in any order) of one row group, as read_values
+  // reads one range: each page that holds some of them read and decoded once, however many ranges
+  // it holds (the pieces of a row group written as one page per column share it).
+  void read_values(int64_t row_group_idx, std::span<const RowRange> ranges, std::vector<uint8_t>& scratch) const;
   // Reads the rows of `ranges` (disjoint, in any order) of one row group, reading and decoding only
   // the pages that hold them, one page at a time, each once however many ranges it holds: a part of
   // a large row group costs about its share of it when its pages are small, and all of its pages
