@@ -26,30 +26,20 @@ const connection = await (await DuckDBInstance.create(':memory:')).connect();
 await connection.run('SET threads = 1');
 const pixels = Array.from({ length: 16 }, (_, k) =>
   k === 0 ? '(i % 256)::UTINYINT AS p0' : k === 1 ? '(i // 256)::UTINYINT AS p1' : `((i * 31 + ${k} * 17) % 256)::UTINYINT AS p${k}`);
-const file = path.join(outDir, 'duckdb_fields.parquet');
-await connection.run(`COPY (
-  SELECT (i % 10)::BIGINT AS label, ${pixels.join(', ')},
-         ((i % 9) * 0.25 + 0.5)::FLOAT AS weight,
-         (1.0 / (i + 3))::DOUBLE AS score,
-         (i * 7 - 5000)::INTEGER AS count
-  FROM range(3000) t(i) ORDER BY i
-) TO '${file.replaceAll("'", "''")}' (FORMAT PARQUET, ROW_GROUP_SIZE 1000)`);
-console.log(`wrote ${file}`);
+// Writes `select` (of rows i = 0 .. rows - 1, in order) to OUTDIR/name as DuckDB writes Parquet.
+async function writeTable(name, columns, rows, options = '') {
+  const file = path.join(outDir, name);
+  await connection.run(`COPY (SELECT ${columns} FROM range(${rows}) t(i) ORDER BY i)
+    TO '${file.replaceAll("'", "''")}' (FORMAT PARQUET${options})`);
+  console.log(`wrote ${file}`);
+}
 
-const arrays = path.join(outDir, 'duckdb_arrays.parquet');
-await connection.run(`COPY (
-  SELECT (i % 10)::BIGINT AS label, ${pixels.join(', ')},
-         [i / 2, i / 2 + 1, -i, i % 7]::FLOAT[4] AS embedding,
-         [i, i + 1, i + 2]::INTEGER[3] AS ids,
-         list_transform(range(i % 5), x -> (x + i)::INTEGER) AS tokens
-  FROM range(3000) t(i) ORDER BY i
-) TO '${arrays.replaceAll("'", "''")}' (FORMAT PARQUET, ROW_GROUP_SIZE 1000)`);
-console.log(`wrote ${arrays}`);
-
-const withNull = path.join(outDir, 'duckdb_arrays_null.parquet');
-await connection.run(`COPY (
-  SELECT (i % 10)::BIGINT AS label, ${pixels.join(', ')},
-         [i / 2, CASE WHEN i = 37 THEN NULL ELSE i / 2 + 1 END, -i, i % 7]::FLOAT[4] AS embedding
-  FROM range(100) t(i) ORDER BY i
-) TO '${withNull.replaceAll("'", "''")}' (FORMAT PARQUET)`);
-console.log(`wrote ${withNull}`);
+const imageAndLabel = `(i % 10)::BIGINT AS label, ${pixels.join(', ')}`;
+await writeTable('duckdb_fields.parquet', `${imageAndLabel},
+  ((i % 9) * 0.25 + 0.5)::FLOAT AS weight, (1.0 / (i + 3))::DOUBLE AS score, (i * 7 - 5000)::INTEGER AS count`,
+  3000, ', ROW_GROUP_SIZE 1000');
+await writeTable('duckdb_arrays.parquet', `${imageAndLabel},
+  [i / 2, i / 2 + 1, -i, i % 7]::FLOAT[4] AS embedding, [i, i + 1, i + 2]::INTEGER[3] AS ids,
+  list_transform(range(i % 5), x -> (x + i)::INTEGER) AS tokens`, 3000, ', ROW_GROUP_SIZE 1000');
+await writeTable('duckdb_arrays_null.parquet', `${imageAndLabel},
+  [i / 2, CASE WHEN i = 37 THEN NULL ELSE i / 2 + 1 END, -i, i % 7]::FLOAT[4] AS embedding`, 100);

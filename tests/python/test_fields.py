@@ -19,12 +19,16 @@ ROWS = 3000
 COPIES = 12  # of the table, as the shards of one set: large enough to stream within a budget
 
 
+def copies_of(table, directory):
+    """The table COPIES times, as the shards of one set in `directory`."""
+    for k in range(COPIES):
+        (directory / f"part-{k:02d}.parquet").write_bytes(table.read_bytes())
+    return directory
+
+
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("fields")
-    for k in range(COPIES):
-        (directory / f"part-{k:02d}.parquet").write_bytes(TABLE.read_bytes())
-    return directory
+    return copies_of(TABLE, tmp_path_factory.mktemp("fields"))
 
 
 def rows_of(images):
@@ -155,10 +159,7 @@ ARRAYS = TABLE.parent / "duckdb_arrays.parquet"  # DuckDB's FLOAT[4] and INTEGER
 
 @pytest.fixture(scope="module")
 def array_shards(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("arrays")
-    for k in range(COPIES):
-        (directory / f"part-{k:02d}.parquet").write_bytes(ARRAYS.read_bytes())
-    return directory
+    return copies_of(ARRAYS, tmp_path_factory.mktemp("arrays"))
 
 
 @pytest.mark.parametrize("memory_budget", [None, 1 << 20], ids=["in_memory", "streamed"])
