@@ -52,7 +52,7 @@ void print_file(const parquet::ParquetFile& file, std::ostream& out) {
     if (!node.annotation.empty()) out << ", " << node.annotation;
     out << ")\n";
   }
-  if (meta.nested_column) out << "note: nested schema (column '" << *meta.nested_column << "'); feeder reads top-level primitive columns only\n";
+  if (meta.nested_column) out << "note: nested schema (column '" << *meta.nested_column << "'); feeder reads top-level primitive columns, and lists of numbers named as fields\n";
   for (size_t rg = 0; rg < meta.row_groups.size(); ++rg) {
     const RowGroupInfo& group = meta.row_groups[rg];
     out << "row group " << rg << ": " << group.num_rows << " rows, " << group.total_byte_size << " bytes uncompressed\n";

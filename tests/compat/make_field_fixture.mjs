@@ -11,9 +11,14 @@
 // p0..p15 as above, embedding FLOAT[4] = [i / 2, i / 2 + 1, -i, i % 7], ids INTEGER[3] = [i, i + 1,
 // i + 2], tokens INTEGER[] = [i, ..., i + i % 5 - 1] (0 to 4 of them: a sequence of varying length).
 // duckdb_arrays_null.parquet: 100 rows of label, p0..p15 and embedding, whose row 37 holds a NULL.
+// arrowrs_arrays_null_nostats.parquet (written to OUTDIR/../parquet-rs-59.3.0 when that folder
+// exists, else beside the others): the same table written again by arrow-rs (parquet-wasm) without
+// statistics, so that no null count tells of the NULL before a read meets it.
 
 import path from 'node:path';
+import fs from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
+import * as parquetWasm from 'parquet-wasm';
 
 const outDir = process.argv[2];
 if (!outDir) {
@@ -43,3 +48,12 @@ await writeTable('duckdb_arrays.parquet', `${imageAndLabel},
   list_transform(range(i % 5), x -> (x + i)::INTEGER) AS tokens`, 3000, ', ROW_GROUP_SIZE 1000');
 await writeTable('duckdb_arrays_null.parquet', `${imageAndLabel},
   [i / 2, CASE WHEN i = 37 THEN NULL ELSE i / 2 + 1 END, -i, i % 7]::FLOAT[4] AS embedding`, 100);
+
+// arrow-rs writes the table with the NULL again, with no statistics at all.
+const nullTable = parquetWasm.readParquet(new Uint8Array(fs.readFileSync(path.join(outDir, 'duckdb_arrays_null.parquet'))));
+const noStatistics = new parquetWasm.WriterPropertiesBuilder()
+  .setStatisticsEnabled(parquetWasm.EnabledStatistics.None).build();
+const rsDir = fs.existsSync(path.join(outDir, '..', 'parquet-rs-59.3.0')) ? path.join(outDir, '..', 'parquet-rs-59.3.0') : outDir;
+const noStats = path.join(rsDir, 'arrowrs_arrays_null_nostats.parquet');
+fs.writeFileSync(noStats, parquetWasm.writeParquet(nullTable, noStatistics));
+console.log(`wrote ${noStats}`);

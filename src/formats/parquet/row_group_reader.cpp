@@ -352,9 +352,12 @@ void ParquetRowGroupReader::read_range_pixels(int64_t row_group_idx, std::span<c
 
 int64_t ParquetRowGroupReader::decoded_row_bytes(int64_t column_idx) const {
   if (column_idx == image_idx_) return shape_.num_pixels();
-  const bool eight_bytes = column_idx == label_idx_ ||
-                           std::find(value_idx_.begin(), value_idx_.end(), column_idx) != value_idx_.end();
-  return eight_bytes ? int64_t{8} : 0;
+  if (column_idx == label_idx_) return 8;
+  const auto value = std::find(value_idx_.begin(), value_idx_.end(), column_idx);
+  if (value == value_idx_.end()) return 0;
+  // A value page's rows decoded (up to 8 bytes a value, n values a row of a list), then as the field.
+  const Field& field = value_fields_[static_cast<size_t>(value - value_idx_.begin())];
+  return 8 * std::max<int64_t>(1, field_bytes(field) / element_bytes(field.type)) + field_bytes(field);
 }
 
 int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {

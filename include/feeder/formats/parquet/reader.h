@@ -109,7 +109,8 @@ struct ParquetImageOptions {
   std::optional<std::string> image_column;
   // Columns read as named values of each sample besides the image and the label (a per-sample
   // weight, a target; see SampleSource::value_fields): FLOAT, DOUBLE, INT32 or INT64, one value
-  // per row, never null. They are never taken as pixels. A name the file lacks throws DataError.
+  // per row or a list of one length in every row (a field of shape {n}), never null. They are never
+  // taken as pixels. A name the file lacks throws DataError.
   std::vector<std::string> value_columns;
   bool verify_checksums = true;
   // Threads decoding column chunks in parallel; 0 = one per core. Must not be negative. When the

@@ -211,11 +211,13 @@ void check_whole_rows(const ChunkLocation& where, std::span<const uint8_t> rep_l
   for (int64_t r = 0; r < rows; ++r) {
     levels.get(level.data(), where.values_per_row);
     const int64_t ones = std::count(level.begin() + 1, level.end(), 1);
-    if (level[0] != 0 || ones != where.values_per_row - 1) {
-      throw DataError(chunk_context(where) + " row " + std::to_string(where.first_row + data.first_row + r) +
-                      ": not an array of " + std::to_string(where.values_per_row) +
-                      " values (rows of this column hold different numbers of values)");
-    }
+    if (level[0] == 0 && ones == where.values_per_row - 1) continue;
+    // A row of fewer values ends early (a 0 among its levels); one of more runs into the next (whose
+    // first level is then no 0).
+    if (level[0] != 0 && r == 0) throw DataError(context + ": page starts inside a row (a row split across pages)");
+    const int64_t row = where.first_row + data.first_row + (level[0] != 0 ? r - 1 : r);
+    throw DataError(chunk_context(where) + " row " + std::to_string(row) + ": not an array of " +
+                    std::to_string(where.values_per_row) + " values (rows of this column hold different numbers of values)");
   }
 }
 

@@ -1,6 +1,7 @@
 #include "formats/parquet/detail/value_columns.h"
 
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <span>
 
@@ -72,12 +73,27 @@ Field value_field(const FileMetadata& meta, int64_t column_idx, const std::strin
     default: throw refuse();
   }
   if (column.max_repetition_level == 0) return {column.name, type, {}};
+  if (column.max_repetition_level > 1) {
+    throw DataError(name + ": column '" + column.path.front() +
+                    "' is a list of lists: a field's list holds numbers (an array, such as DuckDB's FLOAT[4])");
+  }
   const int64_t per_row = list_values_per_row(meta, column_idx);
   if (per_row == 0) {
     throw DataError(name + ": column '" + column.path.front() +
                     "' holds lists of different lengths (or null lists): a field's list must hold one number of "
                     "values in every row (an array, such as DuckDB's FLOAT[4]); sequences of varying length are "
                     "not read as fields");
+  }
+  // A null or empty list, or a null element, may leave n values a row on average and still be no
+  // array: refused here when the statistics say so, else where the read meets it, naming its row.
+  for (size_t rg = 0; rg < meta.row_groups.size(); ++rg) {
+    const std::optional<int64_t> nulls = meta.row_groups[rg].columns[static_cast<size_t>(column_idx)].null_count;
+    if (nulls && *nulls > 0) {
+      throw DataError(name + ": column '" + column.path.front() + "'" +
+                      (meta.row_groups.size() > 1 ? " row group " + std::to_string(rg) : std::string()) + ": " +
+                      std::to_string(*nulls) + " null or empty lists or null elements (its statistics' null count): " +
+                      "a field's column must not have nulls");
+    }
   }
   return {column.path.front(), type, {per_row}};
 }
