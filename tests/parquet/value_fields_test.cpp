@@ -372,6 +372,8 @@ TEST(ValueFields, DuckDbArraysAreFieldsOfAShape) {
   // 16 pixels, a label, 4 floats and 3 int64s a sample: the budget counts them.
   EXPECT_EQ(memory.source->decoded_sample_bytes(), 16 + 8 + 16 + 24);
   auto stream = open_parquet_source(*memory.parquet);
+  // Pieces of the two row groups (each list chunk one page, read whole for each piece).
+  EXPECT_GT(stream->num_blocks(), 2);
   Loader in_memory(memory.source, loader_options());
   Loader streamed(stream, loader_options(int64_t{1} << 20));
   ASSERT_TRUE(streamed.streaming());
