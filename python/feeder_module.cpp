@@ -552,10 +552,10 @@ void bind_loader(py::module_& m) {
 }
 
 // convert and inspect, as library calls.
-void bind_commands(py::module_& m) {
-  // A conversion's report (feeder/convert/convert_report.h): its numbers, its bad images and
-  // warnings, and `text`, the report as `feeder convert` prints it. Names are str as os.fsdecode
-  // gives them.
+// A conversion's report (feeder/convert/convert_report.h): its numbers, its bad images and
+// warnings, and `text`, the report as `feeder convert` prints it. Names are str as os.fsdecode
+// gives them.
+void bind_convert_report(py::module_& m) {
   py::class_<BadImages>(m, "BadImages")
       .def_readonly("count", &BadImages::count)
       .def_property_readonly("first", [](const BadImages& b) { return fs_strs(b.first); });
@@ -623,6 +623,10 @@ void bind_commands(py::module_& m) {
       .def_readonly("not_decoded", &ConvertReport::not_decoded)
       .def_property_readonly("warnings", [](const ConvertReport& r) { return fs_strs(r.warnings); })
       .def_property_readonly("text", [](const ConvertReport& r) { return fs_str(format_convert_report(r)); });
+}
+
+void bind_commands(py::module_& m) {
+  bind_convert_report(m);
   m.def(
       "convert",
       [](const std::string& input, const std::string& output, const std::optional<std::string>& layout,
@@ -644,8 +648,8 @@ void bind_commands(py::module_& m) {
   m.def("inspect", &inspect, py::arg("path"));
 }
 
-// Decoding and the image pipeline's pieces, for benchmarks and tests against PIL and torchvision.
-void bind_image_pieces(py::module_& m) {
+// Decoding, for benchmarks and tests against PIL.
+void bind_decoding(py::module_& m) {
   // For bench/images/images_bench.py: decodes every image of `images` (a list of bytes) to RGB at
   // full size on `num_threads` C++ threads, each taking the next image, with the GIL released; the
   // seconds it took. The rate of a bare decode, with no Python between the images.
@@ -688,7 +692,10 @@ void bind_image_pieces(py::module_& m) {
         return py::make_tuple(result, to_string(header.format), header.channels);
       },
       py::arg("data"), py::arg("channels"), py::arg("name"));
-  // The image pipeline's pieces, for tests against torchvision and PIL.
+}
+
+// The image pipeline's pieces, for tests against torchvision and PIL.
+void bind_crops(py::module_& m) {
   m.def(
       "random_resized_crop",
       [](int64_t width, int64_t height, std::pair<double, double> scale, std::pair<double, double> ratio,
@@ -781,6 +788,7 @@ PYBIND11_MODULE(_feeder, m) {
   bind_datasets(m);
   bind_loader(m);
   bind_commands(m);
-  bind_image_pieces(m);
+  bind_decoding(m);
+  bind_crops(m);
   bind_settings(m);
 }

@@ -34,7 +34,7 @@ struct BlockBuffers {
   int64_t capacity = 0;
   int64_t* ends = nullptr;  // encoded sources
   int64_t* labels = nullptr;
-  std::span<uint8_t* const> values;
+  std::span<uint8_t* const> values = {};
 };
 
 class SampleSource;
