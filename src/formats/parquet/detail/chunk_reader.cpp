@@ -126,14 +126,12 @@ void check_chunk(const ChunkLocation& where) {
   if (!codec_supported(chunk.codec)) {
     throw DataError(chunk_context(where) + ": codec " + to_string(chunk.codec) + " is not supported");
   }
-  if (where.values_per_row > 1 && chunk.num_values != where.num_rows * where.values_per_row) {
-    throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) + " values, not " +
-                    std::to_string(where.values_per_row) + " for each of the row group's " +
-                    std::to_string(where.num_rows) + " rows");
-  }
-  if (where.values_per_row == 1 && chunk.num_values != where.num_rows) {
+  if (chunk.num_values != where.num_rows * where.values_per_row) {
+    const std::string rows = std::to_string(where.num_rows);
     throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) +
-                    " values but the row group has " + std::to_string(where.num_rows) + " rows");
+                    (where.values_per_row == 1 ? " values but the row group has " + rows + " rows"
+                                               : " values, not " + std::to_string(where.values_per_row) +
+                                                     " for each of the row group's " + rows + " rows"));
   }
 }
 
@@ -356,9 +354,9 @@ ChunkPages locate_pages(const ChunkLocation& where,
   const ColumnChunkInfo& chunk = *where.chunk;
   int64_t pos = chunk.start_offset();
   const int64_t end = pos + chunk.total_compressed_size_bytes;
-  int64_t rows = 0;
+  int64_t values_done = 0;
   format::PageHeader header;
-  for (int64_t page_idx = 0; pos < end && rows < chunk.num_values; ++page_idx) {
+  for (int64_t page_idx = 0; pos < end && values_done < chunk.num_values; ++page_idx) {
     // Messages name the page; the text is made only for one (this loop runs for every page of a set).
     const auto context = [&] { return page_context(where, page_idx); };
     size_t header_bytes = 0;
@@ -392,9 +390,9 @@ ChunkPages locate_pages(const ChunkLocation& where,
         const int64_t values = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage
                                    ? header.data_page_header.num_values
                                    : header.data_page_header_v2.num_values;
-        if (values < 0 || values > chunk.num_values - rows || values % where.values_per_row != 0)
-          begin_data_page(where, page_idx, rows, values, 0, context());  // throws
-        page.first_row = rows / where.values_per_row;
+        if (values < 0 || values > chunk.num_values - values_done || values % where.values_per_row != 0)
+          begin_data_page(where, page_idx, values_done, values, 0, context());  // throws
+        page.first_row = values_done / where.values_per_row;
         page.num_values = values / where.values_per_row;
         const bool v1 = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage;
         const bool has_statistics = v1 ? header.data_page_header.__isset.statistics : header.data_page_header_v2.__isset.statistics;
@@ -402,7 +400,7 @@ ChunkPages locate_pages(const ChunkLocation& where,
           statistics_min_max(v1 ? header.data_page_header.statistics : header.data_page_header_v2.statistics,
                              page.min_bytes, page.max_bytes);
         }
-        rows += values;
+        values_done += values;
         pages.data.push_back(page);
         break;
       }
@@ -411,8 +409,8 @@ ChunkPages locate_pages(const ChunkLocation& where,
     }
     pos += page.size_bytes;
   }
-  if (rows != chunk.num_values) {
-    throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(rows) + " of its " +
+  if (values_done != chunk.num_values) {
+    throw DataError(chunk_context(where) + ": column chunk ended after " + std::to_string(values_done) + " of its " +
                     std::to_string(chunk.num_values) + " values");
   }
   return pages;
