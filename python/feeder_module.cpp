@@ -157,8 +157,19 @@ DLDataType dlpack_type(FieldType type) {
 }
 
 // A field's values in a batch of `b` samples as a (name, capsule) pair: a tensor (b, *shape), rows
-// contiguous, as default_collate stacks a sample's scalar or array.
+// contiguous, as default_collate stacks a sample's scalar or array; for a sequence, (name, (values,
+// offsets)): every row's values back to back, and the b + 1 offsets of the rows in them.
 py::tuple export_field(const FieldView& view, int64_t b, const std::shared_ptr<void>& owner) {
+  if (is_sequence(*view.field)) {
+    constexpr int64_t kStrides[] = {1};
+    const int64_t values_shape[] = {view.offsets.back()};
+    const int64_t offsets_shape[] = {b + 1};
+    return py::make_tuple(
+        view.field->name,
+        py::make_tuple(export_tensor(view.data, dlpack_type(view.field->type), values_shape, kStrides, owner),
+                       export_tensor(const_cast<int64_t*>(view.offsets.data()), DLDataType{kDLInt, 64, 1}, offsets_shape,
+                                     kStrides, owner)));
+  }
   std::vector<int64_t> shape{b};
   shape.insert(shape.end(), view.field->shape.begin(), view.field->shape.end());
   std::vector<int64_t> strides(shape.size(), 1);

@@ -273,6 +273,19 @@ def _check_dtype_and_layout(dtype, normalize, layout):
     return dtypes[dtype]
 
 
+def _field_value(value, pin=False):
+    """A batch's field from the loader: a tensor (B, *shape); for a sequence field, given as its
+    values and offsets, a list of B tensors, sample i's values (views of one tensor), as a collate_fn
+    keeping sequences of different lengths as a list gives them."""
+    if not isinstance(value, tuple):
+        tensor = _from_dlpack(value)
+        return tensor.pin_memory() if pin else tensor
+    values, offsets = _from_dlpack(value[0]), _from_dlpack(value[1])
+    if pin:
+        values = values.pin_memory()
+    return list(torch.split(values, torch.diff(offsets).tolist()))
+
+
 def _check_fields(fields, source):
     """fields= as a tuple of column names, for a set given by its path."""
     if fields is None:
@@ -320,7 +333,7 @@ class _DatasetView:
         if not values:
             return image, label
         # A sample of named fields, as a dict (what default_collate stacks into a FieldBatch's dict).
-        return {"image": image, "label": label, **{name: _from_dlpack(value)[0].clone() for name, value in values}}
+        return {"image": image, "label": label, **{name: _field_value(value)[0].clone() for name, value in values}}
 
     @property
     def root(self):
@@ -979,7 +992,9 @@ class FieldBatch(dict):
     """A batch of a set opened with ``fields=``: a dict of tensors, ``{"image": (B,C,H,W), "label":
     (B), field: (B), ...}``, as torch's default collate gives for samples that are dicts, with
     ``num_padding`` as Batch has it. A float column is float32 (a DOUBLE one float64), an integer
-    one int64."""
+    one int64; a list column of one length n in every row (an array) is (B, n); one whose rows differ
+    in length (a sequence) is a list of B one-dimensional tensors, as a collate_fn that keeps such
+    sequences as a list gives them (default_collate cannot stack them)."""
 
     def __init__(self, items, num_padding):
         super().__init__(items)
@@ -1032,10 +1047,9 @@ class _EpochIterator:
             num_padding = min(len(labels), max(0, end - self._first_padding))
         if self._batch_stage is not None:  # the dataset transform's steps the C++ stage does not run
             images = self._batch_stage(images, owner.seed, owner._epoch, owner.rank, index)
-        values = [(name, _from_dlpack(value)) for name, value in batch[3]]
+        values = [(name, _field_value(value, self._pin)) for name, value in batch[3]]
         if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
-            values = [(name, value.pin_memory()) for name, value in values]
         if self._transform is not None:
             images, labels = self._transform(images, labels)
         if values:

@@ -56,7 +56,10 @@ std::shared_ptr<void> Batch::buffer_owner() const { return buffer_; }
 std::span<const Field> Batch::value_fields() const { return buffer_->fields; }
 
 FieldView Batch::value(size_t field) const {
-  return {&buffer_->fields[field], buffer_->values.at(field), size_};
+  const Field& f = buffer_->fields[field];
+  if (!is_sequence(f)) return {&f, buffer_->values.at(field), size_};
+  detail::SequenceValues& sequence = buffer_->sequences.at(field);
+  return {&f, sequence.bytes.data(), size_, sequence.offsets};
 }
 
 FieldView Batch::value(std::string_view name) const {

@@ -72,13 +72,20 @@ void write_pixel_rows(const EpochView& epoch, int64_t first, std::span<const Sam
   }
 }
 
-// Row `row`'s value fields (SampleSource::value_fields): field f's from value_of(f), copied as
-// bytes; the fields' types only size them (element_bytes).
+// Row `row`'s value fields (SampleSource::value_fields): field f's from value_of(f) (ValueBytes),
+// copied as bytes; the fields' types only size them. Rows are written in order from 0: a
+// sequence's values are appended (BufferPool::acquire empties them).
 template <class ValueOf>
 void write_row_values(int64_t row, BatchBuffer& buffer, const ValueOf& value_of) {
   for (size_t f = 0; f < buffer.fields.size(); ++f) {
-    const auto bytes = static_cast<size_t>(field_bytes(buffer.fields[f]));
-    std::memcpy(buffer.values[f] + static_cast<size_t>(row) * bytes, value_of(f), bytes);
+    const ValueBytes value = value_of(f);
+    if (!is_sequence(buffer.fields[f])) {
+      std::memcpy(buffer.values[f] + static_cast<size_t>(row) * value.size(), value.data(), value.size());
+      continue;
+    }
+    SequenceValues& sequence = buffer.sequences[f];
+    sequence.bytes.insert(sequence.bytes.end(), value.begin(), value.end());
+    sequence.offsets.push_back(static_cast<int64_t>(sequence.bytes.size()) / element_bytes(buffer.fields[f].type));
   }
 }
 
@@ -90,8 +97,8 @@ void write_values(int64_t rows, BatchBuffer& buffer, const ValueOf& value_of) {
 }
 
 // A value of a sample in a block the batch holds.
-const uint8_t* block_value(const SampleRef& ref, size_t f, const BatchBuffer& buffer) {
-  return ref.block->values()[f] + ref.row * field_bytes(buffer.fields[f]);
+ValueBytes block_value(const SampleRef& ref, size_t f, const BatchBuffer& buffer) {
+  return row_value(buffer.fields[f], ref.block->values()[f], ref.row);
 }
 
 void write_block_values(std::span<const SampleRef> refs, BatchBuffer& buffer) {

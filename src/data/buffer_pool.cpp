@@ -74,11 +74,16 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
     owned->sample_indices = reinterpret_cast<int64_t*>(base + images_bytes + labels_bytes);
     size_t offset = images_bytes + 2 * labels_bytes;
     for (const Field& field : value_fields_) {
-      owned->values.push_back(reinterpret_cast<uint8_t*>(base + offset));
+      owned->values.push_back(is_sequence(field) ? nullptr : reinterpret_cast<uint8_t*>(base + offset));
       offset += round_up(batch * static_cast<size_t>(field_bytes(field)));
     }
+    owned->sequences.resize(value_fields_.size());
     owned->fields = value_fields_;
     buffer = owned.release();
+  }
+  for (SequenceValues& sequence : buffer->sequences) {  // a batch's rows append to them
+    sequence.bytes.clear();
+    sequence.offsets.assign(1, 0);
   }
   return std::shared_ptr<BatchBuffer>(buffer, [pool = shared_from_this()](BatchBuffer* b) { pool->release(b); });
 }

@@ -25,6 +25,7 @@ int64_t element_bytes(FieldType type) {
 }
 
 int64_t field_bytes(const Field& field) {
+  if (is_sequence(field)) return 0;
   int64_t bytes = element_bytes(field.type);
   for (const int64_t extent : field.shape) bytes *= extent;
   return bytes;
@@ -34,6 +35,16 @@ int64_t fields_bytes(std::span<const Field> fields) {
   int64_t bytes = 0;
   for (const Field& field : fields) bytes += field_bytes(field);
   return bytes;
+}
+
+ValueBytes row_value(const Field& field, const ValueRegion& region, int64_t row) {
+  if (!is_sequence(field)) {
+    const auto bytes = static_cast<size_t>(field_bytes(field));
+    return {region.data + static_cast<size_t>(row) * bytes, bytes};
+  }
+  const int64_t element = element_bytes(field.type);
+  const int64_t begin = row > 0 ? region.ends[row - 1] : 0;
+  return {region.data + begin * element, static_cast<size_t>((region.ends[row] - begin) * element)};
 }
 
 const Field* Schema::find(std::string_view name) const {
@@ -48,7 +59,8 @@ std::string to_string(const Schema& schema) {
     text += (text.empty() ? "" : ", ") + field.name + ": " + std::string(to_string(field.type));
     if (field.shape.empty()) continue;
     text += "[";
-    for (size_t i = 0; i < field.shape.size(); ++i) text += (i ? "," : "") + std::to_string(field.shape[i]);
+    for (size_t i = 0; i < field.shape.size(); ++i)
+      text += (i ? "," : "") + (field.shape[i] == kAnyLength ? std::string("*") : std::to_string(field.shape[i]));
     text += "]";
   }
   return text;

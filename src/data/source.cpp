@@ -12,8 +12,52 @@
 
 namespace feeder {
 
+namespace {
+
+// Throws OptionsError unless `values` holds `size` samples' values of its field.
+void check_values(const FieldValues& values, int64_t size) {
+  const std::string what = "InMemorySource: field '" + values.field.name + "' ";
+  if (!is_sequence(values.field)) {
+    const int64_t bytes = field_bytes(values.field);
+    if (bytes <= 0 || static_cast<int64_t>(values.bytes.size()) != size * bytes)
+      throw OptionsError(what + "holds " + std::to_string(values.bytes.size()) + " bytes, not " + std::to_string(size) +
+                         " values of " + std::to_string(bytes));
+    return;
+  }
+  const int64_t element = element_bytes(values.field.type);
+  if (static_cast<int64_t>(values.ends.size()) != size)
+    throw OptionsError(what + "has " + std::to_string(values.ends.size()) + " ends, not one per sample (" +
+                       std::to_string(size) + ")");
+  if (!std::is_sorted(values.ends.begin(), values.ends.end()) || (size > 0 && values.ends.front() < 0) ||
+      (size > 0 ? values.ends.back() : 0) * element != static_cast<int64_t>(values.bytes.size()))
+    throw OptionsError(what + "ends must rise from 0 to its " + std::to_string(values.bytes.size() / element) + " values");
+}
+
+// Samples [first, first + rows) of `values` into a block's region.
+void copy_values(const FieldValues& values, int64_t first, int64_t rows, const ValueRegion& out) {
+  if (!is_sequence(values.field)) {
+    std::memcpy(out.data, values.value(first).data(), static_cast<size_t>(rows * field_bytes(values.field)));
+    return;
+  }
+  const int64_t element = element_bytes(values.field.type);
+  const int64_t begin = first > 0 ? values.ends[static_cast<size_t>(first) - 1] : 0;
+  for (int64_t r = 0; r < rows; ++r) out.ends[r] = values.ends[static_cast<size_t>(first + r)] - begin;
+  const int64_t bytes = (rows > 0 ? out.ends[rows - 1] : 0) * element;
+  if (bytes > out.capacity) throw std::logic_error("copy_values: a block's region is smaller than its values");
+  std::memcpy(out.data, values.bytes.data() + begin * element, static_cast<size_t>(bytes));
+}
+
+// A block's sequence values, read apart (their sizes are known only once read), then appended to
+// the set's in block order.
+struct BlockSequences {
+  std::vector<std::vector<uint8_t>> bytes;  // per value field (empty for a fixed-size one)
+  std::vector<std::vector<int64_t>> ends;
+};
+
+}  // namespace
+
 int64_t SampleSource::held_bytes_for_rows(int64_t rows) const {
-  if (!encoded()) return rows * decoded_sample_bytes();
+  if (!variable_rows()) return rows * decoded_sample_bytes();
   const int64_t blocks = num_blocks();
   std::vector<int64_t> densest(static_cast<size_t>(blocks));
   std::iota(densest.begin(), densest.end(), int64_t{0});
@@ -40,15 +84,52 @@ int64_t SampleSource::held_bytes_for_rows(int64_t rows) const {
   return bytes;
 }
 
-std::span<uint8_t* const> BlockValues::rows(const SampleSource& source, int64_t rows) {
+ValueBytes FieldValues::value(int64_t i) const {
+  if (!is_sequence(field)) {
+    const auto size = static_cast<size_t>(field_bytes(field));
+    return {bytes.data() + static_cast<size_t>(i) * size, size};
+  }
+  const int64_t element = element_bytes(field.type);
+  const int64_t begin = i > 0 ? ends[static_cast<size_t>(i) - 1] : 0;
+  return {bytes.data() + begin * element, static_cast<size_t>((ends[static_cast<size_t>(i)] - begin) * element)};
+}
+
+std::span<const ValueRegion> BlockValues::block(const SampleSource& source, int64_t block_idx) {
   const std::span<const Field> fields = source.value_fields();
   values_.resize(fields.size());
+  ends_.resize(fields.size());
   places_.resize(fields.size());
   for (size_t f = 0; f < fields.size(); ++f) {
-    values_[f].resize(static_cast<size_t>(rows * field_bytes(fields[f])));
-    places_[f] = values_[f].data();
+    values_[f].resize(static_cast<size_t>(source.value_capacity(block_idx, f)));
+    ends_[f].resize(is_sequence(fields[f]) ? static_cast<size_t>(source.block_rows(block_idx)) : 0);
+    places_[f] = {values_[f].data(), static_cast<int64_t>(values_[f].size()), ends_[f].empty() ? nullptr : ends_[f].data()};
   }
   return places_;
+}
+
+int64_t SampleSource::value_capacity(int64_t block_idx, size_t field) const {
+  const Field& f = value_fields()[field];
+  return is_sequence(f) ? sequence_bytes(block_idx, field) : block_rows(block_idx) * field_bytes(f);
+}
+
+int64_t SampleSource::value_bytes(int64_t block_idx) const {
+  const std::span<const Field> fields = value_fields();
+  int64_t bytes = 0;
+  for (size_t f = 0; f < fields.size(); ++f) {
+    bytes += value_capacity(block_idx, f);
+    if (is_sequence(fields[f])) bytes += block_rows(block_idx) * static_cast<int64_t>(sizeof(int64_t));
+  }
+  return bytes;
+}
+
+int64_t SampleSource::payload_bytes(int64_t block_idx) const {
+  const int64_t per_row = static_cast<int64_t>(sizeof(int64_t)) * (encoded() ? 2 : 1);
+  return std::max<int64_t>(0, block_bytes(block_idx) - block_rows(block_idx) * per_row - value_bytes(block_idx));
+}
+
+bool SampleSource::has_sequences() const {
+  const std::span<const Field> fields = value_fields();
+  return std::any_of(fields.begin(), fields.end(), [](const Field& field) { return is_sequence(field); });
 }
 
 Schema SampleSource::schema() const {
@@ -68,10 +149,7 @@ InMemorySource::InMemorySource(std::shared_ptr<const ImageStore> store, std::str
     : store_(std::move(store)), name_(std::move(name)), block_starts_(std::move(block_starts)), values_(std::move(values)) {
   if (!store_) throw OptionsError("InMemorySource needs an image store, got none");
   for (const FieldValues& field : values_) {
-    const int64_t bytes = field_bytes(field.field);
-    if (bytes <= 0 || static_cast<int64_t>(field.bytes.size()) != store_->size() * bytes)
-      throw OptionsError("InMemorySource: field '" + field.field.name + "' holds " + std::to_string(field.bytes.size()) +
-                         " bytes, not " + std::to_string(store_->size()) + " values of " + std::to_string(bytes));
+    check_values(field, store_->size());
     fields_.push_back(field.field);
   }
   if (block_starts_.empty()) block_starts_ = {0, store_->size()};
@@ -112,19 +190,29 @@ void InMemorySource::read_blocks(std::span<const int64_t> blocks, std::vector<ui
     const int64_t rows = block_rows(block_idx);
     std::memcpy(out[i].payload, store_->image(first), static_cast<size_t>(rows * store_->image_bytes()));
     std::copy_n(store_->labels().begin() + first, rows, out[i].labels);
-    for (size_t f = 0; f < values_.size(); ++f)
-      std::memcpy(out[i].values[f], value(f, first), static_cast<size_t>(rows * field_bytes(fields_[f])));
+    for (size_t f = 0; f < values_.size(); ++f) copy_values(values_[f], first, rows, out[i].values[f]);
   }
+}
+
+int64_t InMemorySource::sequence_bytes(int64_t block_idx, size_t field) const {
+  const FieldValues& values = values_[field];
+  if (!is_sequence(values.field)) return 0;
+  const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
+  const int64_t last = block_starts_[static_cast<size_t>(block_idx) + 1];
+  const auto end = [&](int64_t i) { return i > 0 ? values.ends[static_cast<size_t>(i) - 1] : 0; };
+  return (end(last) - end(first)) * element_bytes(values.field.type);
 }
 
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads) {
   const int threads = resolve_num_threads(num_threads, "read_into_memory: num_threads");
   auto store = std::make_shared<ImageStore>(source.shape(), source.size(), source.labeled());
+  const std::span<const Field> fields = source.value_fields();
   std::vector<FieldValues> values;
-  for (const Field& field : source.value_fields())
-    values.push_back({field, std::vector<uint8_t>(static_cast<size_t>(source.size() * field_bytes(field)))});
+  for (const Field& field : fields)
+    values.push_back({field, std::vector<uint8_t>(static_cast<size_t>(source.size() * field_bytes(field))), {}});
   const int64_t num_blocks = source.num_blocks();
   const auto starts = source.block_starts();
+  std::vector<BlockSequences> sequences(source.has_sequences() ? static_cast<size_t>(num_blocks) : 0);
   // Read groups (runs of blocks sharing one), each read at once: the pieces of a row group read
   // one by one would decode its shared pages once per piece.
   std::vector<int64_t> group_starts;
@@ -140,27 +228,49 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
     std::vector<int64_t> blocks;
     std::vector<BlockBuffers> out;
     // Per block of the group, its values' places: out[i].values spans a row of this.
-    std::vector<std::vector<uint8_t*>> field_rows;
+    std::vector<std::vector<ValueRegion>> field_rows;
     for (int64_t g = num_groups * range / num_ranges; g < num_groups * (range + 1) / num_ranges; ++g) {
       blocks.clear();
       out.clear();
       const int64_t group_begin = group_starts[static_cast<size_t>(g)];
       const int64_t group_end = group_starts[static_cast<size_t>(g) + 1];
-      field_rows.assign(static_cast<size_t>(group_end - group_begin), std::vector<uint8_t*>(values.size()));
+      field_rows.assign(static_cast<size_t>(group_end - group_begin), std::vector<ValueRegion>(values.size()));
       for (int64_t b = group_begin; b < group_end; ++b) {
         const int64_t first = starts[static_cast<size_t>(b)];
-        std::vector<uint8_t*>& fields = field_rows[static_cast<size_t>(b - group_begin)];
-        for (size_t f = 0; f < values.size(); ++f)
-          fields[f] = values[f].bytes.data() + first * field_bytes(values[f].field);
+        std::vector<ValueRegion>& regions = field_rows[static_cast<size_t>(b - group_begin)];
+        for (size_t f = 0; f < values.size(); ++f) {
+          if (!is_sequence(fields[f])) {
+            regions[f] = {values[f].bytes.data() + first * field_bytes(fields[f]), 0, nullptr};
+            continue;
+          }
+          BlockSequences& block = sequences[static_cast<size_t>(b)];
+          block.bytes.resize(values.size());
+          block.ends.resize(values.size());
+          block.bytes[f].resize(static_cast<size_t>(source.sequence_bytes(b, f)));
+          block.ends[f].resize(static_cast<size_t>(source.block_rows(b)));
+          regions[f] = {block.bytes[f].data(), static_cast<int64_t>(block.bytes[f].size()), block.ends[f].data()};
+        }
         blocks.push_back(b);
         out.push_back({.payload = store->image(first),
                        .capacity = source.block_rows(b) * store->image_bytes(),
                        .labels = store->labels().data() + first,
-                       .values = fields});
+                       .values = regions});
       }
       source.read_blocks(blocks, scratch, out);
     }
   });
+  for (size_t f = 0; f < values.size(); ++f) {
+    if (!is_sequence(fields[f])) continue;
+    const int64_t element = element_bytes(fields[f].type);
+    values[f].ends.reserve(static_cast<size_t>(source.size()));
+    for (const BlockSequences& block : sequences) {
+      const int64_t done = static_cast<int64_t>(values[f].bytes.size()) / element;
+      const std::vector<int64_t>& ends = block.ends[f];
+      for (const int64_t end : ends) values[f].ends.push_back(done + end);
+      const int64_t bytes = (ends.empty() ? 0 : ends.back()) * element;
+      values[f].bytes.insert(values[f].bytes.end(), block.bytes[f].begin(), block.bytes[f].begin() + bytes);
+    }
+  }
   return std::make_shared<InMemorySource>(std::move(store), source.name(),
                                           std::vector<int64_t>(starts.begin(), starts.end()), source.fingerprint(),
                                           std::move(values));
@@ -188,7 +298,7 @@ std::vector<int64_t> read_labels(const SampleSource& source, int num_threads) {
                          .capacity = static_cast<int64_t>(samples.size()),
                          .ends = source.encoded() ? ends.data() : nullptr,
                          .labels = labels.data() + starts[static_cast<size_t>(b)],
-                         .values = values.rows(source, static_cast<int64_t>(rows))});
+                         .values = values.block(source, b)});
     }
   });
   return labels;

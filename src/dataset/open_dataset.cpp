@@ -113,9 +113,24 @@ void check_rows(const Dataset& dataset, int64_t share) {
                   " memory budget: raise the budget, or rewrite a damaged index with feeder convert");
 }
 
+// What a set's sequence fields take held in memory: each row group's values once (the pieces of a
+// row group each count all of its values: SampleSource::sequence_bytes) and an end a row.
+int64_t sequences_held_bytes(const SampleSource& source) {
+  int64_t bytes = 0;
+  const std::span<const Field> fields = source.value_fields();
+  for (size_t f = 0; f < fields.size(); ++f) {
+    if (!is_sequence(fields[f])) continue;
+    bytes += source.size() * static_cast<int64_t>(sizeof(int64_t));
+    for (int64_t b = 0; b < source.num_blocks(); ++b)
+      if (b == 0 || source.read_group(b) != source.read_group(b - 1)) bytes += source.sequence_bytes(b, f);
+  }
+  return bytes;
+}
+
 void hold_parquet(Dataset& dataset, int64_t share) {
   check_rows(dataset, share);
   std::shared_ptr<SampleSource> stream = open_parquet_source(*dataset.parquet);
+  dataset.held_bytes += sequences_held_bytes(*stream);
   if (dataset.parquet->encoded) {
     // Encoded images are decoded as batches need them, so they always stream; within a budget that
     // holds them all the window is the whole set (a full shuffle), and the page cache keeps them.

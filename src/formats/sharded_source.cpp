@@ -80,13 +80,23 @@ class ParquetShardSource final : public SampleSource {
     }
     shard_first_row_group_.push_back(static_cast<int64_t>(row_group_starts_.size()));
     row_group_starts_.push_back(block_starts_.back());
+    if (has_sequences()) find_sequence_bytes();
   }
 
   int64_t size() const override { return block_starts_.back(); }
   bool encoded() const override { return dataset_.encoded; }
   std::span<const Field> value_fields() const override { return dataset_.values; }
   int64_t block_bytes(int64_t block_idx) const override {
-    return dataset_.encoded ? block_bytes_.at(static_cast<size_t>(block_idx)) : SampleSource::block_bytes(block_idx);
+    if (!dataset_.encoded) return SampleSource::block_bytes(block_idx);
+    // The images' bytes, an end and a label per row, and the values.
+    return encoded_bytes_.at(static_cast<size_t>(block_idx)) +
+           2 * static_cast<int64_t>(sizeof(int64_t)) * block_rows(block_idx) + value_bytes(block_idx);
+  }
+  // A piece of a row group may hold any of its values: the row group's count them all.
+  int64_t sequence_bytes(int64_t block_idx, size_t field) const override {
+    if (!is_sequence(dataset_.values.at(field))) return 0;
+    const auto row_group = static_cast<size_t>(read_group(block_idx));
+    return sequence_bytes_.at(row_group * dataset_.values.size() + field);
   }
   // "<shard>: row group <g> row <r>", counted within the shard and the row group.
   std::string sample_name(int64_t sample) const override {
@@ -236,8 +246,6 @@ class ParquetShardSource final : public SampleSource {
     // column's uncompressed size).
     if (shard.row_group_encoded_bytes.size() != shard.row_group_rows.size())
       throw DataError(shard.path.string() + ": the sizes of its encoded images are not known");
-    // An end, a label and the values.
-    const int64_t kRowBytes = 2 * static_cast<int64_t>(sizeof(int64_t)) + fields_bytes(dataset_.values);
     for (size_t rg = 0; rg < shard.row_group_rows.size(); ++rg) {
       const int64_t rows = shard.row_group_rows[rg];
       const int64_t bound = shard.row_group_encoded_bytes[rg];
@@ -253,7 +261,7 @@ class ParquetShardSource final : public SampleSource {
       if (!pieces) {
         block_starts_.push_back(block_starts_.back() + rows);
         block_row_group_.push_back(row_group);
-        block_bytes_.push_back(bound + rows * kRowBytes);
+        encoded_bytes_.push_back(bound);
         max_read_bytes_ = std::max(max_read_bytes_, shard.row_group_max_compressed_bytes + bound);
         continue;
       }
@@ -262,9 +270,18 @@ class ParquetShardSource final : public SampleSource {
         const int64_t piece_rows = pieces->starts[p + 1] - pieces->starts[p];
         block_starts_.push_back(first_row + pieces->starts[p + 1]);
         block_row_group_.push_back(row_group);
-        block_bytes_.push_back(pieces->bytes_bound[p] + piece_rows * kRowBytes);
+        encoded_bytes_.push_back(pieces->bytes_bound[p]);
       }
       max_read_bytes_ = std::max(max_read_bytes_, pieces->max_read_bytes);
+    }
+  }
+
+  // sequence_bytes_, from every shard's footer.
+  void find_sequence_bytes() {
+    for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
+      const std::shared_ptr<const ParquetRowGroupReader> reader = open_shard(shard_idx, 0);
+      for (int64_t rg = 0; rg < reader->num_row_groups(); ++rg)
+        for (size_t f = 0; f < dataset_.values.size(); ++f) sequence_bytes_.push_back(reader->sequence_bytes(rg, f));
     }
   }
 
@@ -373,7 +390,10 @@ class ParquetShardSource final : public SampleSource {
   std::vector<int64_t> shard_first_row_group_;  // (num_shards + 1) first row group of each shard, then their number
   int64_t max_read_bytes_ = 0;
   int64_t largest_page_rows_ = 0;  // of the row groups split into pieces, where it is known (ShardInfo)
-  std::vector<int64_t> block_bytes_;  // encoded sets: per block (row group), SampleSource::block_bytes
+  std::vector<int64_t> encoded_bytes_;  // encoded sets: per block, the most bytes its images take
+  // Sets with sequence fields: per row group of the set and value field, sequence_bytes (0 for a
+  // fixed-size field), from each shard's footer.
+  std::vector<int64_t> sequence_bytes_;
 
   mutable detail::Mutex mutex_;  // the stream's reader threads open shards at once
   // Open shards, most recently used first, at most kMaxOpenShards: (shard index, reader).

@@ -55,15 +55,13 @@ struct Block {
   void read(const SampleSource& source, int64_t block_idx) {
     first = source.block_starts()[static_cast<size_t>(block_idx)];
     rows = source.block_rows(block_idx);
-    // block_bytes counts a label, an end and the values per row besides the images' bytes.
-    const int64_t capacity =
-        source.block_bytes(block_idx) - (2 * static_cast<int64_t>(sizeof(int64_t)) + fields_bytes(source.value_fields())) * rows;
+    const int64_t capacity = source.payload_bytes(block_idx);
     bytes.resize(static_cast<size_t>(std::max<int64_t>(capacity, 1)));
     ends.resize(static_cast<size_t>(rows));
     labels.resize(static_cast<size_t>(rows));
     source.read_block(block_idx, scratch,
                       {.payload = bytes.data(), .capacity = capacity, .ends = ends.data(), .labels = labels.data(),
-                       .values = values.rows(source, rows)});
+                       .values = values.block(source, block_idx)});
   }
   int64_t begin(int64_t r) const { return r == 0 ? 0 : ends[static_cast<size_t>(r) - 1]; }
 };

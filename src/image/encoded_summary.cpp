@@ -66,7 +66,7 @@ std::string describe_encoded_images(const SampleSource& source, const std::vecto
       labels.resize(static_cast<size_t>(rows));
       source.read_block(b, scratch,
                         {.payload = bytes.data(), .capacity = static_cast<int64_t>(bytes.size()), .ends = ends.data(),
-                         .labels = labels.data(), .values = values.rows(source, rows)});
+                         .labels = labels.data(), .values = values.block(source, b)});
       int64_t begin = 0;
       const int64_t first = source.block_starts()[static_cast<size_t>(b)];
       for (int64_t r = 0; r < rows; ++r) {

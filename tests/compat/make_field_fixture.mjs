@@ -11,6 +11,10 @@
 // p0..p15 as above, embedding FLOAT[4] = [i / 2, i / 2 + 1, -i, i % 7], ids INTEGER[3] = [i, i + 1,
 // i + 2], tokens INTEGER[] = [i, ..., i + i % 5 - 1] (0 to 4 of them: a sequence of varying length).
 // duckdb_arrays_null.parquet: 100 rows of label, p0..p15 and embedding, whose row 37 holds a NULL.
+// duckdb_sequences_null.parquet: 100 rows of label, p0..p15 and two sequences as tokens above:
+// null_list, NULL in row 41, and null_element, whose row 43 holds a NULL.
+// arrowrs_sequences_v2.parquet (beside arrowrs_arrays_null_nostats.parquet): duckdb_arrays.parquet
+// written again by arrow-rs with data pages v2 of at most 256 bytes, in row groups of 1,000 rows.
 // arrowrs_arrays_null_nostats.parquet (written to OUTDIR/../parquet-rs-59.3.0 when that folder
 // exists, else beside the others): the same table written again by arrow-rs (parquet-wasm) without
 // statistics, so that no null count tells of the NULL before a read meets it.
@@ -48,6 +52,9 @@ await writeTable('duckdb_arrays.parquet', `${imageAndLabel},
   list_transform(range(i % 5), x -> (x + i)::INTEGER) AS tokens`, 3000, ', ROW_GROUP_SIZE 1000');
 await writeTable('duckdb_arrays_null.parquet', `${imageAndLabel},
   [i / 2, CASE WHEN i = 37 THEN NULL ELSE i / 2 + 1 END, -i, i % 7]::FLOAT[4] AS embedding`, 100);
+await writeTable('duckdb_sequences_null.parquet', `${imageAndLabel},
+  CASE WHEN i = 41 THEN NULL ELSE list_transform(range(i % 5), x -> (x + i)::INTEGER) END AS null_list,
+  list_transform(range(i % 5), x -> CASE WHEN i = 43 AND x = 1 THEN NULL ELSE (x + i)::INTEGER END) AS null_element`, 100);
 
 // arrow-rs writes the table with the NULL again, with no statistics at all.
 const nullTable = parquetWasm.readParquet(new Uint8Array(fs.readFileSync(path.join(outDir, 'duckdb_arrays_null.parquet'))));
@@ -57,3 +64,12 @@ const rsDir = fs.existsSync(path.join(outDir, '..', 'parquet-rs-59.3.0')) ? path
 const noStats = path.join(rsDir, 'arrowrs_arrays_null_nostats.parquet');
 fs.writeFileSync(noStats, parquetWasm.writeParquet(nullTable, noStatistics));
 console.log(`wrote ${noStats}`);
+
+// arrow-rs writes the sequences again in many small v2 pages.
+const arrays = parquetWasm.readParquet(new Uint8Array(fs.readFileSync(path.join(outDir, 'duckdb_arrays.parquet'))));
+const smallPages = new parquetWasm.WriterPropertiesBuilder()
+  .setWriterVersion(parquetWasm.WriterVersion.V2).setDataPageSizeLimit(256).setWriteBatchSize(64)
+  .setMaxRowGroupSize(1000).build();
+const sequences = path.join(rsDir, 'arrowrs_sequences_v2.parquet');
+fs.writeFileSync(sequences, parquetWasm.writeParquet(arrays, smallPages));
+console.log(`wrote ${sequences}`);

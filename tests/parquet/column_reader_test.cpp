@@ -270,7 +270,7 @@ TEST(ParquetColumnReader, FileTruncatedWhileOpenNamesRowGroupAndBytes) {
   EXPECT_NE(whole.find(" needed, the file ends at 100"), std::string::npos) << whole;
   EXPECT_EQ(data_error_of([&] { read_int_pages(reader, 0, id, {{7299, 7300}}, scratch); }),
             "shard.parquet: row group 0: file truncated while open: bytes " + std::to_string(last.offset) + ".." +
-                std::to_string(last.offset + last.size_bytes) + " needed");
+                std::to_string(last.offset + last.size_bytes) + " needed, the file ends at 100");
 }
 
 TEST(ParquetColumnReader, MissingFileIsNamedAsTheCallerNamesIt) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -24,6 +26,7 @@
 namespace feeder {
 namespace {
 
+using feeder::testing::data_error_of;
 using feeder::testing::TempDir;
 using parquet::PhysicalType;
 using parquet::testing::Cell;
@@ -275,8 +278,9 @@ TEST(ValueFields, TheReaderReadsAnyRowsOfItsValueColumns) {
   std::vector<int64_t> counts(30);
   std::vector<float> weights(30);
   std::vector<double> scores(30);
-  std::vector<uint8_t*> out{reinterpret_cast<uint8_t*>(counts.data()), reinterpret_cast<uint8_t*>(weights.data()),
-                            reinterpret_cast<uint8_t*>(scores.data())};
+  std::vector<ValueRegion> out{{reinterpret_cast<uint8_t*>(counts.data())},
+                               {reinterpret_cast<uint8_t*>(weights.data())},
+                               {reinterpret_cast<uint8_t*>(scores.data())}};
   std::vector<uint8_t> scratch;
   reader.read_values(0, 100, 128, out, scratch);
   for (int64_t r = 100; r < 128; ++r) {
@@ -300,7 +304,7 @@ TEST(ValueFields, TheReaderReadsSeveralRangesOfARowGroupAtOnce) {
     std::vector<float> weights;
     std::vector<int64_t> counts;
     std::vector<double> scores;
-    std::vector<uint8_t*> places;
+    std::vector<ValueRegion> places;
   };
   std::vector<Range> ranges{{1500, 2048, {}, {}, {}, {}}, {0, 700, {}, {}, {}, {}}, {700, 701, {}, {}, {}, {}}};
   std::vector<parquet::ParquetRowGroupReader::RowRange> rows;
@@ -308,8 +312,9 @@ TEST(ValueFields, TheReaderReadsSeveralRangesOfARowGroupAtOnce) {
     range.weights.resize(static_cast<size_t>(range.end - range.begin));
     range.counts.resize(static_cast<size_t>(range.end - range.begin));
     range.scores.resize(static_cast<size_t>(range.end - range.begin));
-    range.places = {reinterpret_cast<uint8_t*>(range.weights.data()), reinterpret_cast<uint8_t*>(range.counts.data()),
-                    reinterpret_cast<uint8_t*>(range.scores.data())};
+    range.places = {{reinterpret_cast<uint8_t*>(range.weights.data())},
+                    {reinterpret_cast<uint8_t*>(range.counts.data())},
+                    {reinterpret_cast<uint8_t*>(range.scores.data())}};
     rows.push_back({.begin = range.begin, .end = range.end, .values = range.places});
   }
   std::vector<uint8_t> scratch;
@@ -405,21 +410,123 @@ TEST(ValueFields, DuckDbArraysAreFieldsOfAShape) {
   EXPECT_EQ(orders[0], orders[1]);  // the same order in memory and streamed
 }
 
-// A list of varying length is refused by name; a list not named as a field is not read (nor taken
-// for pixels).
-TEST(ValueFields, ListsOfVaryingLengthAreRefusedAndUnnamedListsLeftOut) {
-  const std::string path = parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_arrays.parquet");
-  try {
-    open_dataset(path, with_fields({"embedding", "ids", "tokens"}));
-    FAIL() << "no error for the lists of varying length";
-  } catch (const DataError& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("duckdb_arrays.parquet: column 'tokens' holds lists of different lengths (or null lists)"),
-              std::string::npos)
+// Each row's values of the fixtures' `tokens` sequence: i, ..., i + i % 5 - 1 (none when i % 5 is 0).
+std::vector<int64_t> tokens_of(int64_t row) {
+  std::vector<int64_t> tokens;
+  for (int64_t k = 0; k < row % 5; ++k) tokens.push_back(row + k);
+  return tokens;
+}
+
+// Every batch of `loader`'s epoch 2: each sample's tokens those of the row its pixels name, the
+// batch's offsets rising from 0 to its values; returns the rows in batch order.
+std::vector<int64_t> check_tokens(Loader& loader) {
+  std::vector<int64_t> rows;
+  for (Batch& batch : loader.epoch(2)) {
+    const FieldView tokens = batch.value("tokens");
+    EXPECT_EQ(static_cast<int64_t>(tokens.offsets.size()), batch.size() + 1);
+    EXPECT_EQ(tokens.offsets.front(), 0);
+    EXPECT_EQ(static_cast<int64_t>(tokens.as<const int64_t>().size()), tokens.offsets.back());
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      const uint8_t* image = batch.images_u8() + i * kPixels;
+      const int64_t row = image[0] + 256 * image[1];
+      const std::span<const int64_t> have = tokens.row<const int64_t>(i);
+      const std::vector<int64_t> want = tokens_of(row);
+      if (!std::equal(have.begin(), have.end(), want.begin(), want.end())) {
+        ADD_FAILURE() << "row " << row << ": " << have.size() << " tokens, want " << want.size();
+        return rows;
+      }
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+// A list whose rows hold different numbers of values (DuckDB's INTEGER[]) is a sequence field: each
+// sample's values in the batch, back to back with their offsets; the same in memory and streamed in
+// pieces of the row groups (DuckDB's one page per chunk; arrow-rs's many small v2 pages); a list not
+// named as a field is not read (nor taken for pixels).
+TEST(ValueFields, ListsOfVaryingLengthAreSequences) {
+  for (const char* name : {"generated/duckdb-1.5.6/duckdb_arrays.parquet",
+                           "generated/parquet-rs-59.3.0/arrowrs_sequences_v2.parquet"}) {
+    SCOPED_TRACE(name);
+    const std::string path = parquet::testing::fixture(name);
+    const Dataset memory = open_dataset(path, with_fields({"ids", "tokens"}));
+    ASSERT_FALSE(memory.streaming);
+    EXPECT_EQ(to_string(memory.schema), "image: uint8[1,4,4], label: int64, ids: int64[3], tokens: int64[*]");
+    auto stream = open_parquet_source(*memory.parquet);
+    EXPECT_GT(stream->num_blocks(), 3);
+    // A piece's sequence bytes are bounded by its row group's values (8 bytes each) and counted.
+    EXPECT_GT(stream->block_bytes(0), stream->block_rows(0) * (16 + 8 + 24 + 8));
+    Loader in_memory(memory.source, loader_options());
+    Loader streamed(stream, loader_options(int64_t{4} << 20));
+    ASSERT_TRUE(streamed.streaming());
+    std::vector<int64_t> in_memory_rows = check_tokens(in_memory);
+    const std::vector<int64_t> streamed_rows = check_tokens(streamed);
+    EXPECT_EQ(in_memory_rows, streamed_rows);  // the same order
+    std::sort(in_memory_rows.begin(), in_memory_rows.end());
+    ASSERT_EQ(in_memory_rows.size(), 3000u);
+    for (int64_t r = 0; r < 3000; ++r) ASSERT_EQ(in_memory_rows[static_cast<size_t>(r)], r);
+  }
+  const Dataset dataset =
+      open_dataset(parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_arrays.parquet"), with_fields({"ids"}));
+  EXPECT_EQ(to_string(dataset.schema), "image: uint8[1,4,4], label: int64, ids: int64[3]");
+}
+
+// The reader writes a sequence's rows of several ranges, each into its own region, with the ends of
+// its rows; a region too small for its rows (a footer that understates them) is an error by name.
+TEST(ValueFields, TheReaderReadsRangesOfASequence) {
+  parquet::ParquetImageOptions options;
+  options.value_columns = {"tokens"};
+  const auto reader = parquet::ParquetRowGroupReader::open(
+      parquet::testing::fixture("generated/parquet-rs-59.3.0/arrowrs_sequences_v2.parquet"), options);
+  ASSERT_EQ(reader.num_row_groups(), 3);
+  // Row group 1 holds rows 1000..1999: 2,000 values (0 to 4 a row) and 200 empty lists, each an
+  // entry of the chunk.
+  EXPECT_EQ(reader.sequence_bytes(1, 0), 2200 * 8);
+  struct Range {
+    int64_t begin, end;
+    std::vector<int64_t> values, ends;
+    ValueRegion region;
+  };
+  std::vector<Range> ranges{{700, 1000, {}, {}, {}}, {3, 9, {}, {}, {}}};
+  std::vector<parquet::ParquetRowGroupReader::RowRange> rows;
+  for (Range& range : ranges) {
+    range.values.resize(2000);
+    range.ends.resize(static_cast<size_t>(range.end - range.begin));
+    range.region = {reinterpret_cast<uint8_t*>(range.values.data()), 2000 * 8, range.ends.data()};
+    rows.push_back({.begin = range.begin, .end = range.end, .values = std::span(&range.region, 1)});
+  }
+  std::vector<uint8_t> scratch;
+  reader.read_values(1, rows, scratch);
+  for (const Range& range : ranges) {
+    for (int64_t r = range.begin; r < range.end; ++r) {
+      const Field field{"tokens", FieldType::kInt64, {kAnyLength}};
+      const ValueBytes bytes = row_value(field, range.region, r - range.begin);
+      const std::vector<int64_t> want = tokens_of(1000 + r);
+      ASSERT_EQ(bytes.size(), want.size() * 8) << "row " << r;
+      ASSERT_EQ(std::memcmp(bytes.data(), want.data(), bytes.size()), 0) << "row " << r;
+    }
+  }
+  ranges[0].region.capacity = 16;  // rows 700, 701 and 702 hold 0, 1 and 2 values
+  rows[0].values = std::span(&ranges[0].region, 1);
+  const std::string message = data_error_of([&] { reader.read_values(1, rows, scratch); });
+  EXPECT_NE(message.find("arrowrs_sequences_v2.parquet: column 'tokens.list.element' row group 1 row 702: more values "
+                         "than the column chunk's metadata declares"),
+            std::string::npos)
+      << message;
+}
+
+// A null list or a null element of a sequence is refused where the read meets it, naming its row;
+// an empty list is a sample of no values.
+TEST(ValueFields, ANullInASequenceIsRefusedByName) {
+  const std::string path = parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_sequences_null.parquet");
+  for (const auto& [field, what] : {std::pair<std::string, std::string>{"null_list", "row 41: null list"},
+                                    {"null_element", "row 43: null element"}}) {
+    // Small enough to be read into memory when opened: the read is the open's.
+    const std::string message = data_error_of([&] { open_dataset(path, with_fields({field})); });
+    EXPECT_NE(message.find("duckdb_sequences_null.parquet: column '" + field + ".list.element' " + what), std::string::npos)
         << message;
   }
-  const Dataset dataset = open_dataset(path, with_fields({"ids"}));
-  EXPECT_EQ(to_string(dataset.schema), "image: uint8[1,4,4], label: int64, ids: int64[3]");
 }
 
 // A NULL in an array is an error naming the column: at open, from the statistics' null count

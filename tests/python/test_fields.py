@@ -192,7 +192,40 @@ def test_a_sample_with_an_array_collates_to_the_batch():
         assert torch.equal(collated[key], batch[key])
 
 
-def test_a_list_of_varying_length_is_refused_by_name():
-    with pytest.raises(feeder.DataError, match=r"duckdb_arrays\.parquet: column 'tokens' holds lists of different "
-                                                r"lengths"):
-        feeder.DataLoader(str(ARRAYS), fields=["embedding", "ids", "tokens"])
+def tokens_of(row):
+    """The fixture's `tokens` of a row: row, ..., row + row % 5 - 1 (none when row % 5 is 0)."""
+    return list(range(row, row + row % 5))
+
+
+# Streamed, a piece counts its whole row group's sequence values against the budget: more room.
+@pytest.mark.parametrize("memory_budget", [None, 2 << 20], ids=["in_memory", "streamed"])
+def test_a_list_of_varying_length_is_a_list_of_tensors(memory_budget, array_shards):
+    loader = feeder.DataLoader(str(array_shards), batch_size=50, shuffle=True, seed=2, num_workers=2,
+                               dtype=torch.uint8, fields=["ids", "tokens"], memory_budget=memory_budget)
+    assert loader.streaming == (memory_budget is not None)
+    seen = []
+    for batch in loader:
+        rows = rows_of(batch["image"])
+        tokens = batch["tokens"]
+        assert isinstance(tokens, list) and len(tokens) == len(rows)
+        for row, values in zip(rows.tolist(), tokens):
+            assert values.dtype == torch.int64 and values.dim() == 1
+            assert values.tolist() == tokens_of(row)
+        seen.append(rows)
+    assert sorted(torch.cat(seen).tolist()) == sorted(list(range(ROWS)) * COPIES)
+
+
+def test_a_sample_with_a_sequence_is_its_tensor():
+    loader = feeder.DataLoader(str(ARRAYS), batch_size=8, fields=["tokens"], dtype=torch.uint8)
+    assert loader.dataset[7]["tokens"].tolist() == [7, 8]
+    assert loader.dataset[5]["tokens"].tolist() == []  # an empty list: a sample of no values
+    batch = next(iter(loader))
+    samples = [loader.dataset[i] for i in range(8)]
+    # What a collate_fn keeping the sequences as a list makes of the same samples.
+    assert [t.tolist() for t in batch["tokens"]] == [s["tokens"].tolist() for s in samples]
+
+
+def test_a_null_in_a_sequence_is_refused_by_name():
+    with pytest.raises(feeder.DataError, match=r"duckdb_sequences_null\.parquet: column 'null_list\.list\.element' "
+                                                r"row 41: null list"):
+        feeder.DataLoader(str(TABLE.parent / "duckdb_sequences_null.parquet"), fields=["null_list"])

@@ -132,11 +132,13 @@ struct BatchBuffer;
 }  // namespace detail
 
 // One value field of a batch (SampleSource::value_fields): `rows` values of its type and shape,
-// contiguous, in batch order.
+// contiguous, in batch order; for a sequence, each row's values back to back, row r's in
+// [offsets[r], offsets[r + 1]) elements (rows + 1 offsets from 0).
 struct FieldView {
   const Field* field = nullptr;
   void* data = nullptr;
   int64_t rows = 0;
+  std::span<const int64_t> offsets = {};  // sequences
 
   // The values as T, the field's element type (float for float32, double for float64, int64_t for
   // int64); another T throws std::logic_error naming the field's type.
@@ -152,7 +154,16 @@ struct FieldView {
       throw std::logic_error("field '" + field->name + "' holds " + std::string(to_string(field->type)) + ", not " +
                              std::string(to_string(type)));
     }
+    if (is_sequence(*field)) return {static_cast<T*>(data), static_cast<size_t>(offsets.back())};
     return {static_cast<T*>(data), static_cast<size_t>(rows * field_bytes(*field) / element_bytes(type))};
+  }
+  // Row r's values as T (as()'s rules).
+  template <class T>
+  std::span<T> row(int64_t r) const {
+    const int64_t per_row = is_sequence(*field) ? 0 : field_bytes(*field) / element_bytes(field->type);
+    const int64_t begin = is_sequence(*field) ? offsets[static_cast<size_t>(r)] : r * per_row;
+    const int64_t end = is_sequence(*field) ? offsets[static_cast<size_t>(r) + 1] : begin + per_row;
+    return as<T>().subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
   }
 };
 

@@ -29,18 +29,43 @@ std::string_view to_string(FieldType type);
 // The one switch over FieldType that the buffers, the blocks and the budget size fields by.
 int64_t element_bytes(FieldType type);
 
+// The extent of a sequence field's one dimension: each sample holds its own number of values.
+inline constexpr int64_t kAnyLength = -1;
+
 struct Field {
   std::string name;
   FieldType type = FieldType::kInt64;
-  std::vector<int64_t> shape;  // per sample: {C, H, W} for pixels, {} for a scalar or an encoded image
+  // Per sample: {C, H, W} for pixels, {} for a scalar or an encoded image, {n} for an array of n
+  // values, {kAnyLength} for a sequence (numbers, as many as each sample has).
+  std::vector<int64_t> shape;
 
   bool operator==(const Field&) const = default;
 };
 
-// The bytes one sample's value of a fixed-size field takes: element_bytes times its shape's elements.
+// Whether each sample holds its own number of the field's values (shape {kAnyLength}).
+inline bool is_sequence(const Field& field) { return field.shape.size() == 1 && field.shape[0] == kAnyLength; }
+
+// The bytes one sample's value of a fixed-size field takes: element_bytes times its shape's
+// elements; 0 for a sequence or an encoded image, which have no fixed size.
 int64_t field_bytes(const Field& field);
 // The sum of field_bytes over `fields`.
 int64_t fields_bytes(std::span<const Field> fields);
+
+// Where a block's read puts one field's values: a fixed-size field's row r at
+// data + r * field_bytes; a sequence's values back to back in data[0, capacity) bytes, row r's
+// ending at element ends[r] (counted from the block's first value).
+struct ValueRegion {
+  uint8_t* data = nullptr;
+  int64_t capacity = 0;
+  int64_t* ends = nullptr;  // sequences
+};
+
+// One sample's value of a field, as bytes: field_bytes of them for a fixed-size field, its
+// values' for a sequence.
+using ValueBytes = std::span<const uint8_t>;
+
+// Row `row`'s value in a block's region of field `field` (filled by a read).
+ValueBytes row_value(const Field& field, const ValueRegion& region, int64_t row);
 
 struct Schema {
   std::vector<Field> fields;

@@ -28,13 +28,13 @@ namespace feeder {
 // Where a block's read puts its samples, each region sized by the caller for the block's rows:
 // pixels (rows x the shape's pixels, uint8 row-major) or, for an encoded source, the samples' bytes
 // back to back in payload[0, capacity), sample r's ending at ends[r]; each row's label; and field
-// f's values at values[f] (field_bytes of it a row) for each of the source's value_fields().
+// f's values at values[f] for each of the source's value_fields().
 struct BlockBuffers {
   uint8_t* payload = nullptr;
   int64_t capacity = 0;
   int64_t* ends = nullptr;  // encoded sources
   int64_t* labels = nullptr;
-  std::span<uint8_t* const> values = {};
+  std::span<const ValueRegion> values = {};
 };
 
 class SampleSource;
@@ -43,12 +43,14 @@ class SampleSource;
 // (a summary, a conversion, read_labels), reused from block to block.
 class BlockValues {
  public:
-  // Places for `rows` rows of each of `source`'s value fields; valid until the next call.
-  std::span<uint8_t* const> rows(const SampleSource& source, int64_t rows);
+  // Places for block `block_idx`'s values of each of `source`'s value fields; valid until the next
+  // call.
+  std::span<const ValueRegion> block(const SampleSource& source, int64_t block_idx);
 
  private:
   std::vector<std::vector<uint8_t>> values_;
-  std::vector<uint8_t*> places_;
+  std::vector<std::vector<int64_t>> ends_;
+  std::vector<ValueRegion> places_;
 };
 
 // A set's samples as blocks (read_blocks): what every source is. A source that also holds every
@@ -68,10 +70,21 @@ class SampleSource {
   // A path or a short description, for messages.
   virtual std::string name() const = 0;
 
-  // The named values of each sample besides its image and label (a per-sample weight, a target),
-  // each of a fixed size (field_bytes): a batch carries them stacked (Batch::value). Empty for a set
+  // The named values of each sample besides its image and label (a per-sample weight, a target, an
+  // embedding, a sequence of tokens): a batch carries them stacked (Batch::value). Empty for a set
   // of images and labels alone.
   virtual std::span<const Field> value_fields() const { return {}; }
+  // The most bytes value field `field`'s values take in block b, where the field is a sequence
+  // (is_sequence), known before reading it (from the file's metadata), for the budget and the
+  // block's room. Sources with sequence fields say; 0 otherwise.
+  virtual int64_t sequence_bytes(int64_t block_idx, size_t field) const { return 0; }
+  // The bytes block b's value fields take when read: rows x field_bytes for each fixed-size field,
+  // sequence_bytes and an int64 end per row for each sequence.
+  int64_t value_bytes(int64_t block_idx) const;
+  // The bytes field f's region of block b needs (ValueRegion::capacity).
+  int64_t value_capacity(int64_t block_idx, size_t field) const;
+  // Whether a value field is a sequence: blocks then differ in bytes per row.
+  bool has_sequences() const;
   // What one sample holds: the image, the label when labeled, then the value fields.
   Schema schema() const;
 
@@ -91,7 +104,12 @@ class SampleSource {
   // The bytes block b takes when read, known before reading it, for the budget: rows x
   // decoded_sample_bytes() for pixels; for encoded samples a bound on their bytes (from the file's
   // metadata) plus an int64 label and an int64 end per row, and the values.
-  virtual int64_t block_bytes(int64_t block_idx) const { return block_rows(block_idx) * decoded_sample_bytes(); }
+  virtual int64_t block_bytes(int64_t block_idx) const {
+    return block_rows(block_idx) * (decoded_sample_bytes() - fields_bytes(value_fields())) + value_bytes(block_idx);
+  }
+  // Of block_bytes, what the pixels or the encoded samples' bytes take (BlockBuffers::payload):
+  // without the labels, the ends (encoded samples) and the values.
+  int64_t payload_bytes(int64_t block_idx) const;
   // Blocks with the same read group are pieces of one larger unit of storage (a Parquet row group):
   // read together, they cost about what one costs, as pages shared by them are read and decoded
   // once. Consecutive blocks only; each block its own group by default.
@@ -129,19 +147,22 @@ class SampleSource {
   int64_t block_rows(int64_t block_idx) const {
     return block_starts()[static_cast<size_t>(block_idx) + 1] - block_starts()[static_cast<size_t>(block_idx)];
   }
-  // Decoded bytes per sample as the loader holds them: pixels, an int64 label and the values.
+  // Decoded bytes per sample as the loader holds them: pixels, an int64 label and the fixed-size
+  // values (a sequence's are counted per block: block_bytes).
   int64_t decoded_sample_bytes() const;
   int64_t decoded_bytes() const { return size() * decoded_sample_bytes(); }
-  // What holding every block at once would take: decoded_bytes() for pixels, the encoded bytes
-  // (with labels and ends) for encoded samples.
+  // Whether blocks differ in bytes per row: encoded samples, or sequences.
+  bool variable_rows() const { return encoded() || has_sequences(); }
+  // What holding every block at once would take: decoded_bytes() for pixels, the sum of
+  // block_bytes where blocks differ in bytes per row.
   int64_t held_bytes() const {
-    if (!encoded()) return decoded_bytes();
+    if (!variable_rows()) return decoded_bytes();
     int64_t total = 0;
     for (int64_t b = 0; b < num_blocks(); ++b) total += block_bytes(b);
     return total;
   }
   // The most bytes that blocks holding `rows` rows in all can take, for the memory budget: rows x
-  // decoded_sample_bytes() for pixels. For encoded samples, whose blocks differ in bytes per row,
+  // decoded_sample_bytes() for pixels. Where blocks differ in bytes per row (variable_rows),
   // the blocks densest in bytes per row first, each twice (a block may be held twice at once), the
   // last in part: a fractional knapsack, so an upper bound for any blocks of that many rows. A few
   // large photographs among small ones cost the budget their own bytes, not their density times
@@ -163,11 +184,16 @@ inline const RandomAccessSource* random_access(const SampleSource& source) {
   return dynamic_cast<const RandomAccessSource*>(&source);
 }
 
-// Every sample's values of one field, back to back (field_bytes(field) each): what a source in
-// memory holds of a field besides the image and the label.
+// Every sample's values of one field, back to back (field_bytes(field) each; a sequence's each of
+// its own length, sample i's ending at element ends[i]): what a source in memory holds of a field
+// besides the image and the label.
 struct FieldValues {
   Field field;
   std::vector<uint8_t> bytes;
+  std::vector<int64_t> ends;  // sequences
+
+  // Sample i's value.
+  ValueBytes value(int64_t i) const;
 };
 
 // An ImageStore as a source, every sample in memory. One block, unless it was read from a stream
@@ -204,9 +230,8 @@ class InMemorySource : public RandomAccessSource {
 
   const std::shared_ptr<const ImageStore>& store() const { return store_; }
   // Sample i's value of field f.
-  const uint8_t* value(size_t f, int64_t i) const {
-    return values_[f].bytes.data() + i * field_bytes(fields_[f]);
-  }
+  ValueBytes value(size_t f, int64_t i) const { return values_[f].value(i); }
+  int64_t sequence_bytes(int64_t block_idx, size_t field) const override;
 
  private:
   std::shared_ptr<const ImageStore> store_;

@@ -5,12 +5,16 @@
 // read, the spare memory of freed blocks, the peak). BlockCache is not thread safe: BlockStream's
 // mutex guards it. A DecodedBlock is filled by one reader, then only read; LiveBytes is atomic.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <span>
 #include <vector>
+
+#include "feeder/data/schema.h"
+#include "feeder/data/source.h"
 
 namespace feeder::detail {
 
@@ -36,10 +40,11 @@ struct LiveBytes {
 // outlive it.
 class DecodedBlock {
  public:
-  // `counted_bytes`: what the budget counts for it (SampleSource::block_bytes): the payload, plus
-  // an int64 label per row, an int64 end per row when `encoded`, and value_bytes[f] per row for
-  // each value field f.
-  DecodedBlock(int64_t rows, int64_t counted_bytes, bool encoded, std::span<const int64_t> value_bytes, LiveBytes& live);
+  // `counted_bytes`: what the budget counts for it (SampleSource::block_bytes): `payload_bytes`,
+  // an int64 label per row, an int64 end per row when `encoded`, and per value field f
+  // value_capacity[f] bytes (and an int64 end per row for a sequence).
+  DecodedBlock(int64_t rows, int64_t counted_bytes, int64_t payload_bytes, bool encoded, std::span<const Field> fields,
+               std::span<const int64_t> value_capacity, LiveBytes& live);
   ~DecodedBlock();
   DecodedBlock(const DecodedBlock&) = delete;
   DecodedBlock& operator=(const DecodedBlock&) = delete;
@@ -53,8 +58,12 @@ class DecodedBlock {
   int64_t* labels() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + labels_offset_); }
   // Encoded blocks: where each sample's bytes end in pixels().
   int64_t* ends() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + ends_offset_); }
-  // Field f's values, value_bytes[f] a row.
-  std::span<uint8_t* const> values() const { return values_; }
+  // Field f's values.
+  std::span<const ValueRegion> values() const { return values_; }
+  // Whether its value regions are those of a block needing `value_capacity` (a spare's may not be).
+  bool holds(std::span<const int64_t> value_capacity) const {
+    return std::equal(value_capacity.begin(), value_capacity.end(), value_capacity_.begin(), value_capacity_.end());
+  }
 
  private:
   void* memory_ = nullptr;
@@ -64,7 +73,8 @@ class DecodedBlock {
   int64_t payload_capacity_ = 0;
   size_t ends_offset_ = 0;
   size_t labels_offset_ = 0;
-  std::vector<uint8_t*> values_;
+  std::vector<ValueRegion> values_;
+  std::vector<int64_t> value_capacity_;
   LiveBytes& live_;
 };
 

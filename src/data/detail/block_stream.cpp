@@ -31,9 +31,10 @@ constexpr int kReaderNice = 10;
   }
 }
 
-std::vector<int64_t> value_bytes(const SampleSource& source) {
+// The bytes each value field of block b needs.
+std::vector<int64_t> value_capacity(const SampleSource& source, int64_t block_idx) {
   std::vector<int64_t> bytes;
-  for (const Field& field : source.value_fields()) bytes.push_back(field_bytes(field));
+  for (size_t f = 0; f < source.value_fields().size(); ++f) bytes.push_back(source.value_capacity(block_idx, f));
   return bytes;
 }
 
@@ -44,7 +45,6 @@ BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_rea
     : source_(std::move(source)),
       index_(source_->block_starts()),
       pixels_per_sample_(source_->shape().num_pixels()),
-      value_bytes_(value_bytes(*source_)),
       encoded_(source_->encoded()),
       cache_(budget_bytes) {
   for (int i = 0; i < num_readers; ++i) {
@@ -264,9 +264,13 @@ std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
                                           std::vector<uint8_t>& scratch) const {
   try {
     for (size_t i = 0; i < blocks.size(); ++i) {
-      if (!data[i]) {
-        data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), block_bytes(blocks[i]), encoded_,
-                                                 value_bytes_, live_bytes_);
+      const std::vector<int64_t> capacity = value_capacity(*source_, blocks[i]);
+      // A spare of the block's rows and bytes whose value regions are split otherwise (sequences)
+      // is mapped afresh.
+      if (!data[i] || !data[i]->holds(capacity)) {
+        data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), block_bytes(blocks[i]),
+                                                 source_->payload_bytes(blocks[i]), encoded_, source_->value_fields(),
+                                                 capacity, live_bytes_);
       }
     }
     std::vector<BlockBuffers> out;

@@ -26,7 +26,7 @@ struct SampleRef {
   const uint8_t* pixels = nullptr;  // the pixels, or an encoded sample's bytes
   int64_t size = 0;                 // encoded samples: their bytes
   int64_t label = 0;
-  // Its value fields: field f's value at values[f] + row * field_bytes (SampleSource::value_fields).
+  // Its value fields: row `row` of block->values() (row_value).
   const DecodedBlock* block = nullptr;
   int64_t row = 0;
 };
@@ -121,7 +121,6 @@ class BlockStream {
   const std::shared_ptr<const SampleSource> source_;
   const BlockIndex index_;
   const int64_t pixels_per_sample_;
-  const std::vector<int64_t> value_bytes_;  // per value field of the source, its bytes a row
   const bool encoded_;  // blocks of encoded samples (SampleSource::encoded)
   mutable LiveBytes live_bytes_;  // declared before every holder of a DecodedBlock: destroyed after them
 

@@ -16,15 +16,24 @@
 
 namespace feeder::detail {
 
-// One batch's memory: images, labels, sample indices and one region per value field, in a single
-// allocation.
+// A batch's values of a sequence field: each row's back to back, row r's in
+// [offsets[r], offsets[r + 1]) elements. Grows to the largest batch's and keeps its room (its
+// values are not in the pool's allocation, so not page-locked).
+struct SequenceValues {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> offsets;  // rows + 1, from 0
+};
+
+// One batch's memory: images, labels, sample indices and one region per fixed-size value field, in
+// a single allocation; a sequence field's values beside it.
 struct BatchBuffer {
   void* memory = nullptr;
   size_t size_bytes = 0;
   void* images = nullptr;           // (batch_size, bytes_per_image)
   int64_t* labels = nullptr;        // (batch_size)
   int64_t* sample_indices = nullptr;  // (batch_size)
-  std::vector<uint8_t*> values;     // per value field f: (batch_size, field_bytes(fields[f]))
+  std::vector<uint8_t*> values;     // per value field f: (batch_size, field_bytes(fields[f])); null for a sequence
+  std::vector<SequenceValues> sequences;  // per value field f, used for a sequence
   std::span<const Field> fields;    // the pool's value fields (it outlives its buffers)
 };
 

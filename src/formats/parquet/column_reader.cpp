@@ -134,8 +134,8 @@ void ParquetColumnReader::select_columns(std::vector<int64_t> column_idx) {
     if (is_selected_[static_cast<size_t>(idx)]) continue;
     is_selected_[static_cast<size_t>(idx)] = true;
     selected_.push_back(idx);
-    // A list column of varying length (0) keeps 1: its chunk then fails check_chunk by name.
-    values_per_row_[static_cast<size_t>(idx)] = std::max<int64_t>(1, detail::list_values_per_row(metadata_, idx));
+    // A list column of varying length (0) is read as sequences (read_chunk).
+    values_per_row_[static_cast<size_t>(idx)] = detail::list_values_per_row(metadata_, idx);
   }
   spans_.clear();
   for (const RowGroupInfo& group : metadata_.row_groups) {
@@ -192,13 +192,7 @@ ParquetColumnReader::RowGroupChunks ParquetColumnReader::read_row_group(int64_t 
   const Span& span = spans_[static_cast<size_t>(row_group_idx)];
   const int64_t span_bytes = span.end - span.begin;
   if (static_cast<int64_t>(scratch.size()) < span_bytes) scratch.resize(static_cast<size_t>(span_bytes));
-  const int64_t got = file_->read_at(span.begin, std::span<uint8_t>(scratch.data(), static_cast<size_t>(span_bytes)));
-  if (got != span_bytes) {
-    const int64_t file_end = file_->size_now();
-    throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
-                    std::to_string(span.begin) + ".." + std::to_string(span.end) + " needed, the file ends at " +
-                    std::to_string(file_end));
-  }
+  read_exactly(row_group_idx, span.begin, std::span<uint8_t>(scratch.data(), static_cast<size_t>(span_bytes)));
   RowGroupChunks read;
   read.reader_ = this;
   read.row_group_idx_ = row_group_idx;
@@ -210,6 +204,40 @@ ParquetColumnReader::RowGroupChunks ParquetColumnReader::read_row_group(int64_t 
     if (chunk.dictionary_page_offset) *chunk.dictionary_page_offset -= span.begin;
   }
   return read;
+}
+
+void ParquetColumnReader::read_exactly(int64_t row_group_idx, int64_t offset, std::span<uint8_t> out) const {
+  const int64_t got = file_->read_at(offset, out);
+  if (got == static_cast<int64_t>(out.size())) return;
+  throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
+                  std::to_string(offset) + ".." + std::to_string(offset + static_cast<int64_t>(out.size())) +
+                  " needed, the file ends at " + std::to_string(file_->size_now()));
+}
+
+void ParquetColumnReader::read_chunk(int64_t row_group_idx, int64_t column_idx, std::vector<uint8_t>& scratch,
+                                     const OnPages& on_chunk) const {
+  if (row_group_idx < 0 || row_group_idx >= num_row_groups()) throw no_row_group(name_, row_group_idx, num_row_groups());
+  check_selected(column_idx);
+  // The chunk with offsets relative to its first byte, so the page walker reads it from `scratch`.
+  ColumnChunkInfo chunk = metadata_.row_groups[static_cast<size_t>(row_group_idx)].columns[static_cast<size_t>(column_idx)];
+  const int64_t begin = chunk.start_offset();
+  const int64_t size_bytes = chunk.total_compressed_size_bytes;
+  if (static_cast<int64_t>(scratch.size()) < size_bytes) scratch.resize(static_cast<size_t>(size_bytes));
+  const std::span<uint8_t> bytes(scratch.data(), static_cast<size_t>(size_bytes));
+  read_exactly(row_group_idx, begin, bytes);
+  chunk.data_page_offset -= begin;
+  if (chunk.dictionary_page_offset) *chunk.dictionary_page_offset -= begin;
+  detail::ChunkLocation where = chunk_location(row_group_idx, column_idx);
+  where.file_bytes = bytes;
+  where.chunk = &chunk;
+  on_chunk(where);
+}
+
+int64_t ParquetColumnReader::chunk_read_bytes(int64_t row_group_idx, int64_t column_idx) const {
+  check_selected(column_idx);
+  const ColumnChunkInfo& chunk =
+      metadata_.row_groups.at(static_cast<size_t>(row_group_idx)).columns[static_cast<size_t>(column_idx)];
+  return chunk.total_compressed_size_bytes;
 }
 
 detail::ChunkLocation ParquetColumnReader::RowGroupChunks::chunk(int64_t column_idx) const {
@@ -319,15 +347,12 @@ detail::ChunkLocation ParquetColumnReader::read_data_pages(int64_t row_group_idx
   if (static_cast<int64_t>(scratch.size()) < dictionary_bytes + run_bytes) {
     scratch.resize(static_cast<size_t>(dictionary_bytes + run_bytes));
   }
-  const auto read_exactly = [&](uint8_t* out, int64_t size_bytes, int64_t offset) {
-    const int64_t got = file_->read_at(offset, std::span<uint8_t>(out, static_cast<size_t>(size_bytes)));
-    if (got != size_bytes) {
-      throw DataError(name_ + ": row group " + std::to_string(row_group_idx) + ": file truncated while open: bytes " +
-                      std::to_string(offset) + ".." + std::to_string(offset + size_bytes) + " needed");
-    }
-  };
-  if (chunk_pages.dictionary) read_exactly(scratch.data(), dictionary_bytes, chunk_pages.dictionary->offset);
-  read_exactly(scratch.data() + dictionary_bytes, run_bytes, first_page.offset);
+  if (chunk_pages.dictionary) {
+    read_exactly(row_group_idx, chunk_pages.dictionary->offset,
+                 std::span<uint8_t>(scratch.data(), static_cast<size_t>(dictionary_bytes)));
+  }
+  read_exactly(row_group_idx, first_page.offset,
+               std::span<uint8_t>(scratch.data() + dictionary_bytes, static_cast<size_t>(run_bytes)));
   partial = metadata_.row_groups[static_cast<size_t>(row_group_idx)].columns[static_cast<size_t>(column_idx)];
   partial.dictionary_page_offset = chunk_pages.dictionary ? std::optional<int64_t>(0) : std::nullopt;
   partial.data_page_offset = dictionary_bytes;

@@ -43,6 +43,7 @@ target_sources(feeder_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/detail/footer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/detail/image_columns.cpp
   ${CMAKE_CURRENT_LIST_DIR}/detail/image_decode.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/detail/sequence_columns.cpp
   ${CMAKE_CURRENT_LIST_DIR}/detail/value_columns.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decoder/rle_bit_packed.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decoder/plain.cpp

@@ -10,6 +10,7 @@
 #include "formats/parquet/detail/chunk_reader.h"
 #include "formats/parquet/detail/image_columns.h"
 #include "formats/parquet/detail/image_decode.h"
+#include "formats/parquet/detail/sequence_columns.h"
 #include "formats/parquet/detail/value_columns.h"
 
 namespace feeder::parquet {
@@ -231,7 +232,7 @@ std::vector<int64_t> ParquetRowGroupReader::row_group_labels(int64_t row_group_i
 // --- Value fields ---
 
 void ParquetRowGroupReader::read_values(int64_t row_group_idx, int64_t begin, int64_t end,
-                                        std::span<uint8_t* const> values, std::vector<uint8_t>& scratch) const {
+                                        std::span<const ValueRegion> values, std::vector<uint8_t>& scratch) const {
   if (begin >= end) return;
   const RowRange range{.begin = begin, .end = end, .values = values};
   read_values(row_group_idx, std::span(&range, 1), scratch);
@@ -246,6 +247,10 @@ void ParquetRowGroupReader::read_values(int64_t row_group_idx, std::span<const R
   std::vector<uint8_t> decoded;
   for (size_t f = 0; f < value_idx_.size(); ++f) {
     const Field& field = value_fields_[f];
+    if (is_sequence(field)) {
+      read_sequences(row_group_idx, f, sorted, scratch, buffer);
+      continue;
+    }
     const auto bytes = static_cast<size_t>(field_bytes(field));
     file_.read_pages(row_group_idx, value_idx_[f], spans, scratch, [&](const detail::ChunkLocation& where) {
       decoded.resize(static_cast<size_t>(where.num_rows) * bytes);
@@ -253,12 +258,29 @@ void ParquetRowGroupReader::read_values(int64_t row_group_idx, std::span<const R
       for (const RowRange& range : sorted) {
         const RowSpan rows = overlap(where, range.begin, range.end);
         if (rows.begin >= rows.end) continue;
-        std::memcpy(range.values[f] + static_cast<size_t>(rows.begin - range.begin) * bytes,
+        std::memcpy(range.values[f].data + static_cast<size_t>(rows.begin - range.begin) * bytes,
                     decoded.data() + static_cast<size_t>(rows.begin - where.first_row) * bytes,
                     static_cast<size_t>(rows.end - rows.begin) * bytes);
       }
     });
   }
+}
+
+void ParquetRowGroupReader::read_sequences(int64_t row_group_idx, size_t field, std::span<const RowRange> sorted,
+                                           std::vector<uint8_t>& scratch, detail::PageBuffer& buffer) const {
+  std::vector<detail::SequenceRows> rows;
+  for (const RowRange& range : sorted) rows.push_back({range.begin, range.end, &range.values[field]});
+  file_.read_chunk(row_group_idx, value_idx_[field], scratch, [&](const detail::ChunkLocation& where) {
+    detail::decode_sequence_chunk(where, value_fields_[field], rows, buffer);
+  });
+}
+
+int64_t ParquetRowGroupReader::sequence_bytes(int64_t row_group_idx, size_t field) const {
+  const Field& f = value_fields_.at(field);
+  if (!is_sequence(f)) return 0;
+  const RowGroupInfo& group = metadata().row_groups.at(static_cast<size_t>(row_group_idx));
+  // Every entry of the chunk (values, empty lists and nulls) bounds its values.
+  return group.columns[static_cast<size_t>(value_idx_[field])].num_values * element_bytes(f.type);
 }
 
 // --- Images and pixels: whole row groups, and parts of them ---
@@ -356,8 +378,15 @@ int64_t ParquetRowGroupReader::decoded_row_bytes(int64_t column_idx) const {
   const auto value = std::find(value_idx_.begin(), value_idx_.end(), column_idx);
   if (value == value_idx_.end()) return 0;
   // A value page's rows decoded (up to 8 bytes a value, n values a row of a list), then as the field.
+  // A sequence's page counts values (PageSpan), each decoded with its two levels.
   const Field& field = value_fields_[static_cast<size_t>(value - value_idx_.begin())];
+  if (is_sequence(field)) return 8 + 2;
   return 8 * std::max<int64_t>(1, field_bytes(field) / element_bytes(field.type)) + field_bytes(field);
+}
+
+bool ParquetRowGroupReader::is_sequence_column(int64_t column_idx) const {
+  const auto value = std::find(value_idx_.begin(), value_idx_.end(), column_idx);
+  return value != value_idx_.end() && is_sequence(value_fields_[static_cast<size_t>(value - value_idx_.begin())]);
 }
 
 int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
@@ -366,8 +395,12 @@ int64_t ParquetRowGroupReader::max_rows_read_bytes(int64_t min_rows) const {
     const int64_t rows = row_group_rows(rg);
     if (rows <= min_rows) continue;
     int64_t column_bytes = 0;
-    for (const int64_t column_idx : file_.selected_columns())
-      column_bytes = std::max(column_bytes, file_.max_page_read_bytes(rg, column_idx, decoded_row_bytes(column_idx)));
+    for (const int64_t column_idx : file_.selected_columns()) {
+      // A sequence's chunk is read whole, then decoded a page at a time.
+      const int64_t chunk = is_sequence_column(column_idx) ? file_.chunk_read_bytes(rg, column_idx) : 0;
+      column_bytes =
+          std::max(column_bytes, chunk + file_.max_page_read_bytes(rg, column_idx, decoded_row_bytes(column_idx)));
+    }
     const int64_t tile = pixel_idx_.empty() ? 0 : detail::tile_columns(rows) * rows;
     largest = std::max(largest, column_bytes + tile);
   }
@@ -379,7 +412,7 @@ int64_t ParquetRowGroupReader::largest_page_rows(int64_t min_rows) const {
   for (int64_t rg = 0; rg < num_row_groups(); ++rg) {
     if (row_group_rows(rg) <= min_rows) continue;
     for (const int64_t column_idx : file_.selected_columns())
-      largest = std::max(largest, file_.max_page_rows(rg, column_idx));
+      if (!is_sequence_column(column_idx)) largest = std::max(largest, file_.max_page_rows(rg, column_idx));
   }
   return largest;
 }

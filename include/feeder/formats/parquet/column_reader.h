@@ -122,6 +122,14 @@ class ParquetColumnReader {
   void read_page_run(int64_t row_group_idx, int64_t column_idx, RowSpan rows, std::vector<uint8_t>& scratch,
                      const OnPages& on_pages) const;
 
+  // Selected column `column_idx`'s chunk of a row group read whole with one read into `scratch`
+  // and handed to `on_chunk`: how a list column of varying length (a sequence, whose rows the page
+  // headers do not place) is read. std::invalid_argument for a column not selected.
+  void read_chunk(int64_t row_group_idx, int64_t column_idx, std::vector<uint8_t>& scratch,
+                  const OnPages& on_chunk) const;
+  // The bytes read_chunk reads.
+  int64_t chunk_read_bytes(int64_t row_group_idx, int64_t column_idx) const;
+
   // A row group's pages, per column of the file (only the selected ones found), with their sizes,
   // rows and statistics: found from their headers on first use (a small read per page), then kept.
   using RowGroupPages = std::vector<detail::ChunkPages>;
@@ -156,11 +164,14 @@ class ParquetColumnReader {
   bool verify_checksums_ = true;
   std::vector<int64_t> selected_;
   std::vector<bool> is_selected_;  // per column of the file
-  std::vector<int64_t> values_per_row_;  // per column: n for a list column of n values a row, else 1
+  std::vector<int64_t> values_per_row_;  // per column: 1, n for a list column of n values a row, 0 for a sequence
   std::vector<Span> spans_;        // per row group, the bytes read_row_group reads
   std::shared_ptr<PageMaps> page_maps_;
 
   void read_footer(const ColumnReaderOptions& options);
+  // Reads out.size() bytes at `offset`; DataError "file truncated while open" naming the row group
+  // and the bytes when the file ends before them.
+  void read_exactly(int64_t row_group_idx, int64_t offset, std::span<uint8_t> out) const;
   void check_selected(int64_t column_idx) const;
   detail::ChunkLocation chunk_location(int64_t row_group_idx, int64_t column_idx) const;
   // Data pages [first, last] of a chunk (after its dictionary page) read into `scratch`, located as

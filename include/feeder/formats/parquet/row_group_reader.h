@@ -76,11 +76,16 @@ class ParquetRowGroupReader {
 
   // The columns read as named values (ParquetImageOptions::value_columns), as fields, in order.
   const std::vector<Field>& value_fields() const { return value_fields_; }
-  // Rows [begin, end) of a row group's value columns: field f's values into values[f], field_bytes
-  // of it a row, reading only the pages that hold them, a page at a time, into `scratch`. Errors
-  // name the file, column, row group and row. Nothing for begin >= end.
-  void read_values(int64_t row_group_idx, int64_t begin, int64_t end, std::span<uint8_t* const> values,
+  // Rows [begin, end) of a row group's value columns: field f's values into values[f] (a
+  // ValueRegion: field_bytes of it a row; a sequence's values back to back with their ends),
+  // reading only the pages that hold them, a page at a time, into `scratch` (a sequence's chunk
+  // whole: its rows are placed by its levels). Errors name the file, column, row group and row.
+  // Nothing for begin >= end.
+  void read_values(int64_t row_group_idx, int64_t begin, int64_t end, std::span<const ValueRegion> values,
                    std::vector<uint8_t>& scratch) const;
+  // The most bytes sequence field f's values take in a row group (its chunk's values, from the
+  // footer, at element_bytes each): what a region for any of its rows needs. 0 for another field.
+  int64_t sequence_bytes(int64_t row_group_idx, size_t field) const;
 
   // The label column's smallest and largest value from its chunk statistics, when every row group
   // has them and the column is a signed INT32 or INT64; otherwise (or unlabeled) nullopt.
@@ -149,7 +154,7 @@ class ParquetRowGroupReader {
     int64_t end = 0;
     uint8_t* pixels = nullptr;
     int64_t* labels = nullptr;
-    std::span<uint8_t* const> values = {};  // read_values: field f's rows at values[f]
+    std::span<const ValueRegion> values = {};  // read_values: field f's rows at values[f]
   };
   // The value columns' rows of `ranges` (disjoint, in any order) of one row group, as read_values
   // reads one range: each page that holds some of them read and decoded once, however many ranges
@@ -201,6 +206,11 @@ class ParquetRowGroupReader {
   // The bytes a page's rows decode into per row before they are copied out: images, labels or
   // values (8 bytes at most); 0 for pixel columns, which decode into the tile.
   int64_t decoded_row_bytes(int64_t column_idx) const;
+  // Whether the column is read as a sequence field (its chunk whole: read_sequences).
+  bool is_sequence_column(int64_t column_idx) const;
+  // Sequence field `field`'s rows of `sorted` ranges of a row group, from its chunk read whole.
+  void read_sequences(int64_t row_group_idx, size_t field, std::span<const RowRange> sorted,
+                      std::vector<uint8_t>& scratch, detail::PageBuffer& buffer) const;
   // A whole row group's labels (kNoLabel without a label column).
   void decode_labels(const ParquetColumnReader::RowGroupChunks& chunks, int64_t rows, int64_t* labels,
                      detail::PageBuffer& buffer) const;

@@ -126,7 +126,7 @@ void check_chunk(const ChunkLocation& where) {
   if (!codec_supported(chunk.codec)) {
     throw DataError(chunk_context(where) + ": codec " + to_string(chunk.codec) + " is not supported");
   }
-  if (chunk.num_values != where.num_rows * where.values_per_row) {
+  if (where.values_per_row > 0 && chunk.num_values != where.num_rows * where.values_per_row) {
     const std::string rows = std::to_string(where.num_rows);
     throw DataError(chunk_context(where) + ": column chunk holds " + std::to_string(chunk.num_values) +
                     (where.values_per_row == 1 ? " values but the row group has " + rows + " rows"
@@ -144,13 +144,13 @@ DataPage begin_data_page(const ChunkLocation& where, int64_t page_idx, int64_t v
     throw DataError(context + ": page declares " + std::to_string(num_values) + " values but " +
                     std::to_string(values_left) + " remain in the column chunk");
   }
-  if (num_values % where.values_per_row != 0) {
+  if (where.values_per_row > 0 && num_values % where.values_per_row != 0) {
     throw DataError(context + ": page holds " + std::to_string(num_values) + " values, not whole rows of " +
                     std::to_string(where.values_per_row) + " (a row split across pages is not supported)");
   }
   DataPage data;
   data.page_idx = page_idx;
-  data.first_row = values_done / where.values_per_row;
+  data.first_row = where.values_per_row > 0 ? values_done / where.values_per_row : 0;
   data.num_values = num_values;
   data.encoding = static_cast<Encoding>(encoding);
   return data;
@@ -232,7 +232,8 @@ DataPage prepare_data_v1(const ChunkLocation& where, const RawPage& page, int64_
       inflate_values(where, data, where.chunk->codec, page.body, h.uncompressed_page_size, pages, direct, context);
   if (where.column->max_repetition_level > 0) {
     const auto rep_levels = take_v1_levels(body, raw_enum(dh.repetition_level_encoding), "repetition", context);
-    check_whole_rows(where, rep_levels, data, context);
+    if (where.values_per_row == 0) data.rep_levels = rep_levels;
+    else check_whole_rows(where, rep_levels, data, context);
   }
   if (where.column->max_definition_level > 0)
     data.def_levels = take_v1_levels(body, raw_enum(dh.definition_level_encoding), "definition", context);
@@ -257,8 +258,9 @@ DataPage prepare_data_v2(const ChunkLocation& where, const RawPage& page, int64_
                     std::to_string(def_bytes) + ") do not fit in the page");
   }
   const size_t levels_bytes = static_cast<size_t>(rep_bytes + def_bytes);
-  if (where.column->max_repetition_level > 0)
-    check_whole_rows(where, page.body.subspan(0, static_cast<size_t>(rep_bytes)), data, context);
+  const std::span<const uint8_t> rep_levels = page.body.subspan(0, static_cast<size_t>(rep_bytes));
+  if (where.column->max_repetition_level > 0 && where.values_per_row == 0) data.rep_levels = rep_levels;
+  else if (where.column->max_repetition_level > 0) check_whole_rows(where, rep_levels, data, context);
   if (where.column->max_definition_level > 0)
     data.def_levels = page.body.subspan(static_cast<size_t>(rep_bytes), static_cast<size_t>(def_bytes));
   const std::span<const uint8_t> stored_values = page.body.subspan(levels_bytes);
@@ -390,10 +392,11 @@ ChunkPages locate_pages(const ChunkLocation& where,
         const int64_t values = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage
                                    ? header.data_page_header.num_values
                                    : header.data_page_header_v2.num_values;
-        if (values < 0 || values > chunk.num_values - values_done || values % where.values_per_row != 0)
+        const int64_t per_row = std::max<int64_t>(1, where.values_per_row);  // a sequence's pages count values
+        if (values < 0 || values > chunk.num_values - values_done || values % per_row != 0)
           begin_data_page(where, page_idx, values_done, values, 0, context());  // throws
-        page.first_row = values_done / where.values_per_row;
-        page.num_values = values / where.values_per_row;
+        page.first_row = values_done / per_row;
+        page.num_values = values / per_row;
         const bool v1 = static_cast<PageType>(raw_enum(header.type)) == PageType::kDataPage;
         const bool has_statistics = v1 ? header.data_page_header.__isset.statistics : header.data_page_header_v2.__isset.statistics;
         if (has_statistics) {

@@ -32,7 +32,9 @@ struct ChunkLocation {
   int64_t first_data_page = 0;  // 0: the whole chunk
   bool has_dictionary_page = false;
   // Values each row holds: 1 for a flat column; n for a list column read as arrays of n values
-  // (each page must then hold whole rows, its repetition levels 0 then n - 1 ones per row).
+  // (each page must then hold whole rows, its repetition levels 0 then n - 1 ones per row); 0 for a
+  // list column read as sequences, each row its own number (the caller counts rows from each
+  // page's repetition levels, DataPage::rep_levels; first_row is then not known and stays 0).
   int64_t values_per_row = 1;
 };
 
@@ -50,6 +52,8 @@ struct DataPage {
   // Definition levels as RLE/bit-packed hybrid data without a length prefix; empty when the column
   // is REQUIRED (every value present).
   std::span<const uint8_t> def_levels;
+  // A sequence's pages (values_per_row 0): its repetition levels, as def_levels.
+  std::span<const uint8_t> rep_levels;
   std::span<const uint8_t> values;
 
   int64_t num_rows(const ChunkLocation& where) const { return num_values / where.values_per_row; }
@@ -105,7 +109,9 @@ struct PageSpan {
   int64_t uncompressed_bytes = 0;  // the body decompressed
   int64_t page_idx = 0;    // in the chunk, every page counted
   int64_t first_row = 0;   // data pages: the row of the row group holding its first value
-  int64_t num_values = 0;  // data pages: the rows it holds (its values / values_per_row)
+  // Data pages: the rows it holds (its values / values_per_row); for a sequence column, whose rows
+  // the headers do not give, first_row and num_values count values.
+  int64_t num_values = 0;
   // Data pages: the statistics' minimum and maximum as stored (PLAIN bytes), when the header has them.
   std::optional<std::string> min_bytes, max_bytes;
 };

@@ -77,13 +77,9 @@ Field value_field(const FileMetadata& meta, int64_t column_idx, const std::strin
     throw DataError(name + ": column '" + column.path.front() +
                     "' is a list of lists: a field's list holds numbers (an array, such as DuckDB's FLOAT[4])");
   }
+  // Lists of different lengths (or a file without rows): a sequence, each row its own number.
   const int64_t per_row = list_values_per_row(meta, column_idx);
-  if (per_row == 0) {
-    throw DataError(name + ": column '" + column.path.front() +
-                    "' holds lists of different lengths (or null lists): a field's list must hold one number of "
-                    "values in every row (an array, such as DuckDB's FLOAT[4]); sequences of varying length are "
-                    "not read as fields");
-  }
+  if (per_row == 0) return {column.path.front(), type, {kAnyLength}};
   // A null or empty list, or a null element, may leave n values a row on average and still be no
   // array: refused here when the statistics say so, else where the read meets it, naming its row.
   for (size_t rg = 0; rg < meta.row_groups.size(); ++rg) {

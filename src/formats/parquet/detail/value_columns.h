@@ -7,7 +7,8 @@
 // Types: FLOAT gives a float32 field, DOUBLE a float64 one, INT32 and INT64 (with or without an
 // integer annotation) an int64 one, as pandas and torch's default_collate would type them. A list
 // column whose rows each hold n such values (DuckDB's FLOAT[n], a LIST of one length) gives a field
-// of shape {n}, named after the list. A null (for a list: a null or empty list, or a null element),
+// of shape {n}, named after the list; one whose rows hold different numbers (INTEGER[]) a sequence
+// field, shape {kAnyLength} (sequence_columns.h reads it). A null (for a list: a null or empty list, or a null element),
 // or an unsigned 64-bit value beyond int64, throws DataError naming file, column, row group and row:
 //   t.parquet: column 'weight' row group 1 row 7: null value (a field's column must not have nulls)
 
@@ -26,7 +27,7 @@ namespace feeder::parquet::detail {
 int64_t find_field_column(const FileMetadata& meta, std::string_view field_name);
 
 // The field column `column_idx` is read as; throws DataError ("<name>: column 'w' is BYTE_ARRAY
-// ...") for a column that holds no numbers, or lists of varying length.
+// ...") for a column that holds no numbers, or lists of lists.
 Field value_field(const FileMetadata& meta, int64_t column_idx, const std::string& name);
 
 // Decodes rows [0, where.num_rows) of a chunk (or of a run of its pages located as one) into `out`,
