@@ -2,7 +2,8 @@
 // footer (pread, as the streaming source does) and every row group is read and decoded, whole and
 // in parts (read_rows: its pages found from their headers, each read on its own); a file of encoded
 // images has each row group's images read as the stream reads them; a file's last column is read as a
-// value field (a weight), whole and from a row on, as a stream's pieces read it. Any input must
+// value field (a weight, an array, or a sequence of any length), whole and from a row on, as a
+// stream's pieces read it. Any input must
 // either decode or throw DataError, without crashes, hangs, leaks or huge allocations.
 
 #include <unistd.h>
@@ -48,10 +49,16 @@ void read_last_column_as_field(const feeder::parquet::ParquetRowGroupReader& ope
     const ParquetRowGroupReader reader = ParquetRowGroupReader::open(scratch_path(), options, "fuzz.parquet");
     std::vector<uint8_t> scratch;
     std::vector<uint8_t> values;
+    std::vector<int64_t> ends;
+    const feeder::Field& field = reader.value_fields().front();
     for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) {
       const int64_t rows = reader.row_group_rows(rg);
-      values.resize(static_cast<size_t>(rows) * 8);  // 8 bytes a value at most; open() bounded rows
-      uint8_t* const out[] = {values.data()};
+      // A fixed-size field's rows (open() bounded them), or a sequence's values as the footer bounds them.
+      const int64_t capacity = feeder::is_sequence(field) ? reader.sequence_bytes(rg, 0) : rows * feeder::field_bytes(field);
+      if (capacity > (int64_t{64} << 20)) continue;
+      values.resize(static_cast<size_t>(capacity));
+      ends.resize(static_cast<size_t>(rows));
+      const feeder::ValueRegion out[] = {{values.data(), capacity, ends.data()}};
       for (const int64_t begin : {int64_t{0}, rows > 1 ? static_cast<int64_t>(size % static_cast<size_t>(rows)) : 0}) {
         try {
           reader.read_values(rg, begin, rows, out, scratch);

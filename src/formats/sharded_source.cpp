@@ -267,7 +267,6 @@ class ParquetShardSource final : public SampleSource {
       }
       const int64_t first_row = block_starts_.back();
       for (size_t p = 0; p + 1 < pieces->starts.size(); ++p) {
-        const int64_t piece_rows = pieces->starts[p + 1] - pieces->starts[p];
         block_starts_.push_back(first_row + pieces->starts[p + 1]);
         block_row_group_.push_back(row_group);
         encoded_bytes_.push_back(pieces->bytes_bound[p]);
