@@ -74,6 +74,13 @@ TensorBatch to_tensors(const Batch& batch) {
   tensors.num_padding = batch.num_padding();
   for (size_t f = 0; f < batch.value_fields().size(); ++f) {
     const FieldView view = batch.value(f);
+    if (is_sequence(*view.field)) {
+      const auto element = torch::TensorOptions().dtype(torch_type(*view.field));
+      tensors.values.emplace(view.field->name, torch::from_blob(view.data, {view.offsets.back()}, keep_alive, element));
+      tensors.offsets.emplace(view.field->name, torch::from_blob(const_cast<int64_t*>(view.offsets.data()), {b + 1},
+                                                                 keep_alive, torch::TensorOptions().dtype(torch::kInt64)));
+      continue;
+    }
     std::vector<int64_t> field_sizes{b};
     field_sizes.insert(field_sizes.end(), view.field->shape.begin(), view.field->shape.end());
     tensors.values.emplace(view.field->name,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "feeder/error.h"
+
 namespace feeder {
 namespace {
 
@@ -145,6 +147,47 @@ TEST(ToTensors, ValueFieldsAreNamedTensorsOfTheirType) {
     seen += weight.size(0);
   }
   EXPECT_EQ(seen, kSamples);
+}
+
+// A sequence field reaches LibTorch as its values back to back and the offsets of each row's.
+TEST(ToTensors, ASequenceFieldIsItsValuesAndOffsets) {
+  constexpr int64_t kSamples = 10;
+  auto store = std::make_shared<ImageStore>(ImageShape{1, 2, 2}, kSamples, true);
+  // Sample i: i % 3 values, i * 10 + k.
+  FieldValues tokens{{"tokens", FieldType::kInt64, {kAnyLength}}, {}, {}};
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < kSamples; ++i) {
+    store->image(i)[0] = static_cast<uint8_t>(i);
+    for (int64_t k = 0; k < i % 3; ++k) values.push_back(i * 10 + k);
+    tokens.ends.push_back(static_cast<int64_t>(values.size()));
+  }
+  tokens.bytes.resize(values.size() * sizeof(int64_t));
+  std::memcpy(tokens.bytes.data(), values.data(), tokens.bytes.size());
+  auto source = std::make_shared<InMemorySource>(store, "tokens", std::vector<int64_t>{}, std::nullopt,
+                                                 std::vector<FieldValues>{tokens});
+  EXPECT_EQ(to_string(source->schema()), "image: uint8[1,2,2], label: int64, tokens: int64[*]");
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.num_workers = 2;
+  TensorLoader loader(source, options);
+  int64_t seen = 0;
+  for (TensorBatch& batch : loader.epoch(1)) {
+    const torch::Tensor& all = batch.values.at("tokens");
+    const torch::Tensor& offsets = batch.offsets.at("tokens");
+    ASSERT_EQ(offsets.size(0), batch.labels.size(0) + 1);
+    ASSERT_EQ(offsets[-1].item<int64_t>(), all.size(0));
+    const torch::Tensor samples = torch::round(batch.images.flatten(1).select(1, 0) * 255).to(torch::kInt64);
+    for (int64_t r = 0; r < batch.labels.size(0); ++r) {
+      const int64_t i = samples[r].item<int64_t>();
+      const torch::Tensor row = all.slice(0, offsets[r].item<int64_t>(), offsets[r + 1].item<int64_t>());
+      EXPECT_TRUE(torch::equal(row, torch::arange(i % 3) + i * 10)) << "sample " << i << ": " << row;
+    }
+    seen += batch.labels.size(0);
+  }
+  EXPECT_EQ(seen, kSamples);
+  // Ends that do not add up to the values are refused by name.
+  tokens.ends.back() = 5;
+  EXPECT_THROW(InMemorySource(store, "tokens", {}, std::nullopt, {tokens}), OptionsError);
 }
 
 }  // namespace

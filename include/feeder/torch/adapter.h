@@ -24,8 +24,10 @@ struct TensorBatch {
   torch::Tensor labels;  // (B) int64
   int64_t index = 0;     // batch number within the epoch
   int64_t num_padding = 0;  // the last samples that only pad the epoch for the ranks (Batch::num_padding)
-  // The value fields (Batch::value), by name: (B, shape...) float32, float64 or int64 each.
+  // The value fields (Batch::value), by name: (B, shape...) float32, float64 or int64 each; a
+  // sequence field's values back to back, one dimension, with its (B + 1) int64 offsets below.
   std::map<std::string, torch::Tensor> values;
+  std::map<std::string, torch::Tensor> offsets;  // sequence fields: row i's values in [offsets[i], offsets[i + 1])
 };
 
 // Wraps the batch's buffer as tensors without copying; the tensors keep the buffer leased until
