@@ -44,7 +44,7 @@ void copy_values(const FieldValues& values, int64_t first, int64_t rows, const V
   for (int64_t r = 0; r < rows; ++r) out.ends[r] = values.ends[static_cast<size_t>(first + r)] - begin;
   const int64_t bytes = (rows > 0 ? out.ends[rows - 1] : 0) * element;
   if (bytes > out.capacity) throw std::logic_error("copy_values: a block's region is smaller than its values");
-  std::memcpy(out.data, values.bytes.data() + begin * element, static_cast<size_t>(bytes));
+  if (bytes > 0) std::memcpy(out.data, values.bytes.data() + begin * element, static_cast<size_t>(bytes));
 }
 
 // A block's sequence values, read apart (their sizes are known only once read), then appended to

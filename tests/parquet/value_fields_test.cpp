@@ -504,7 +504,7 @@ TEST(ValueFields, TheReaderReadsRangesOfASequence) {
       const ValueBytes bytes = row_value(field, range.region, r - range.begin);
       const std::vector<int64_t> want = tokens_of(1000 + r);
       ASSERT_EQ(bytes.size(), want.size() * 8) << "row " << r;
-      ASSERT_EQ(std::memcmp(bytes.data(), want.data(), bytes.size()), 0) << "row " << r;
+      ASSERT_TRUE(want.empty() || std::memcmp(bytes.data(), want.data(), bytes.size()) == 0) << "row " << r;
     }
   }
   ranges[0].region.capacity = 16;  // rows 700, 701 and 702 hold 0, 1 and 2 values
@@ -516,12 +516,13 @@ TEST(ValueFields, TheReaderReadsRangesOfASequence) {
       << message;
 }
 
-// A null list or a null element of a sequence is refused where the read meets it, naming its row;
-// an empty list is a sample of no values.
+// A null list or a null element of a sequence is refused where the read meets it, naming its row
+// (an empty list is a sample of no values: ListsOfVaryingLengthAreSequences).
 TEST(ValueFields, ANullInASequenceIsRefusedByName) {
   const std::string path = parquet::testing::fixture("generated/duckdb-1.5.6/duckdb_sequences_null.parquet");
-  for (const auto& [field, what] : {std::pair<std::string, std::string>{"null_list", "row 41: null list"},
-                                    {"null_element", "row 43: null element"}}) {
+  for (const auto& [column, what] : {std::pair<std::string, std::string>{"null_list", "row 41: null list"},
+                                     {"null_element", "row 43: null element"}}) {
+    const std::string field = column;  // a structured binding cannot be captured before C++20's clang 16
     // Small enough to be read into memory when opened: the read is the open's.
     const std::string message = data_error_of([&] { open_dataset(path, with_fields({field})); });
     EXPECT_NE(message.find("duckdb_sequences_null.parquet: column '" + field + ".list.element' " + what), std::string::npos)

@@ -162,14 +162,19 @@ def array_shards(tmp_path_factory):
     return copies_of(ARRAYS, tmp_path_factory.mktemp("arrays"))
 
 
+def batches_of(shards, fields, memory_budget):
+    """Each batch of an epoch over `shards` with `fields`, in memory or streamed, and its rows."""
+    loader = feeder.DataLoader(str(shards), batch_size=50, shuffle=True, seed=2, num_workers=2, dtype=torch.uint8,
+                               fields=fields, memory_budget=memory_budget)
+    assert loader.streaming == (memory_budget is not None)
+    for batch in loader:
+        yield batch, rows_of(batch["image"])
+
+
 @pytest.mark.parametrize("memory_budget", [None, 1 << 20], ids=["in_memory", "streamed"])
 def test_arrays_are_fields_of_their_shape(memory_budget, array_shards):
-    loader = feeder.DataLoader(str(array_shards), batch_size=50, shuffle=True, seed=2, num_workers=2,
-                               dtype=torch.uint8, fields=["embedding", "ids"], memory_budget=memory_budget)
-    assert loader.streaming == (memory_budget is not None)
     seen = []
-    for batch in loader:
-        rows = rows_of(batch["image"])
+    for batch, rows in batches_of(array_shards, ["embedding", "ids"], memory_budget):
         assert batch["embedding"].shape == (len(rows), 4) and batch["embedding"].dtype == torch.float32
         assert batch["ids"].shape == (len(rows), 3) and batch["ids"].dtype == torch.int64
         r = rows.to(torch.float32)
@@ -200,12 +205,8 @@ def tokens_of(row):
 # Streamed, a piece counts its whole row group's sequence values against the budget: more room.
 @pytest.mark.parametrize("memory_budget", [None, 2 << 20], ids=["in_memory", "streamed"])
 def test_a_list_of_varying_length_is_a_list_of_tensors(memory_budget, array_shards):
-    loader = feeder.DataLoader(str(array_shards), batch_size=50, shuffle=True, seed=2, num_workers=2,
-                               dtype=torch.uint8, fields=["ids", "tokens"], memory_budget=memory_budget)
-    assert loader.streaming == (memory_budget is not None)
     seen = []
-    for batch in loader:
-        rows = rows_of(batch["image"])
+    for batch, rows in batches_of(array_shards, ["ids", "tokens"], memory_budget):
         tokens = batch["tokens"]
         assert isinstance(tokens, list) and len(tokens) == len(rows)
         for row, values in zip(rows.tolist(), tokens):

@@ -117,6 +117,14 @@ TEST(TensorLoader, PinnedOnlyWithCuda) {
 namespace feeder {
 namespace {
 
+// Batches of 4 on 2 workers.
+LoaderOptions four_a_batch() {
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.num_workers = 2;
+  return options;
+}
+
 // A value field reaches LibTorch as a tensor of its type over the batch's buffer, named.
 TEST(ToTensors, ValueFieldsAreNamedTensorsOfTheirType) {
   constexpr int64_t kSamples = 10;
@@ -131,10 +139,7 @@ TEST(ToTensors, ValueFieldsAreNamedTensorsOfTheirType) {
   auto source = std::make_shared<InMemorySource>(store, "weighted", std::vector<int64_t>{}, std::nullopt,
                                                  std::vector<FieldValues>{{{"weight", FieldType::kFloat32, {}}, bytes}});
   EXPECT_EQ(to_string(source->schema()), "image: uint8[1,2,2], label: int64, weight: float32");
-  LoaderOptions options;
-  options.batch_size = 4;
-  options.num_workers = 2;
-  TensorLoader loader(source, options);
+  TensorLoader loader(source, four_a_batch());
   int64_t seen = 0;
   for (TensorBatch& batch : loader.epoch(1)) {
     ASSERT_EQ(batch.values.size(), 1u);
@@ -166,10 +171,7 @@ TEST(ToTensors, ASequenceFieldIsItsValuesAndOffsets) {
   auto source = std::make_shared<InMemorySource>(store, "tokens", std::vector<int64_t>{}, std::nullopt,
                                                  std::vector<FieldValues>{tokens});
   EXPECT_EQ(to_string(source->schema()), "image: uint8[1,2,2], label: int64, tokens: int64[*]");
-  LoaderOptions options;
-  options.batch_size = 4;
-  options.num_workers = 2;
-  TensorLoader loader(source, options);
+  TensorLoader loader(source, four_a_batch());
   int64_t seen = 0;
   for (TensorBatch& batch : loader.epoch(1)) {
     const torch::Tensor& all = batch.values.at("tokens");
