@@ -93,7 +93,7 @@ class TorchDataSource : public BatchSource {
       return std::nullopt;
     }
     auto& example = **iterator_;
-    TensorBatch batch{example.data, example.target, next_index_++, 0, {}};
+    TensorBatch batch{example.data, example.target, next_index_++, 0, {}, {}};
     if (pin_memory_) {
       batch.images = batch.images.pin_memory();
       batch.labels = batch.labels.pin_memory();
@@ -199,7 +199,7 @@ inline TensorBatch first_batch(const std::shared_ptr<const ImageStore>& store, c
   loader.start_epoch(0);
   std::optional<TensorBatch> batch = loader.next();
   if (!batch) throw DataError("the data set is empty: no batch to train on");
-  return {batch->images.clone(), batch->labels.clone(), 0, 0, {}};
+  return {batch->images.clone(), batch->labels.clone(), 0, 0, {}, {}};
 }
 
 }  // namespace feeder::bench
