@@ -132,9 +132,10 @@ bool SampleSource::has_sequences() const {
   return std::any_of(fields.begin(), fields.end(), [](const Field& field) { return is_sequence(field); });
 }
 
-Schema SampleSource::schema() const {
-  const ImageStore* store = pixel_store(*this);
-  return sample_schema(shape(), encoded(), labeled(), value_fields(), store ? store->pixel_type() : PixelType::kUint8);
+ImageShape SampleSource::shape() const {
+  const Field& image = schema().fields.front();
+  if (image.shape.size() != 3) return {0, 0, 0};
+  return {image.shape[0], image.shape[1], image.shape[2]};
 }
 
 int64_t SampleSource::decoded_sample_bytes() const {
@@ -148,10 +149,12 @@ InMemorySource::InMemorySource(std::shared_ptr<const ImageStore> store, std::str
                                std::vector<FieldValues> values)
     : store_(std::move(store)), name_(std::move(name)), block_starts_(std::move(block_starts)), values_(std::move(values)) {
   if (!store_) throw OptionsError("InMemorySource needs an image store, got none");
+  std::vector<Field> fields;
   for (const FieldValues& field : values_) {
     check_values(field, store_->size());
-    fields_.push_back(field.field);
+    fields.push_back(field.field);
   }
+  schema_ = sample_schema(store_->shape(), false, store_->labeled(), fields, store_->pixel_type());
   if (block_starts_.empty()) block_starts_ = {0, store_->size()};
   if (block_starts_.front() != 0 || block_starts_.back() != store_->size() ||
       !std::is_sorted(block_starts_.begin(), block_starts_.end()))

@@ -84,8 +84,7 @@ class ParquetShardSource final : public SampleSource {
   }
 
   int64_t size() const override { return block_starts_.back(); }
-  bool encoded() const override { return dataset_.encoded; }
-  std::span<const Field> value_fields() const override { return dataset_.values; }
+  const Schema& schema() const override { return schema_; }
   int64_t block_bytes(int64_t block_idx) const override {
     if (!dataset_.encoded) return SampleSource::block_bytes(block_idx);
     // The images' bytes, an end and a label per row, and the values.
@@ -107,8 +106,6 @@ class ParquetShardSource final : public SampleSource {
     return shard.path.string() + ": row group " + std::to_string(row_group - *it) + " row " +
            std::to_string(sample - row_group_starts_[static_cast<size_t>(row_group)]);
   }
-  ImageShape shape() const override { return dataset_.shape; }
-  bool labeled() const override { return dataset_.labeled; }
   uint64_t fingerprint() const override { return dataset_.fingerprint; }
   std::string name() const override { return dataset_.name.empty() ? dataset_.root.string() : dataset_.name; }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
@@ -382,6 +379,7 @@ class ParquetShardSource final : public SampleSource {
 
   const ShardedDataset dataset_;
   const ParquetImageOptions options_;  // as the set was opened with
+  const Schema schema_ = sample_schema(dataset_.shape, dataset_.encoded, dataset_.labeled, dataset_.values);
   int64_t piece_rows_ = 0;
   std::vector<int64_t> block_starts_;      // (num_blocks + 1) first sample of each block, then size()
   std::vector<int64_t> block_row_group_;   // per block, its row group counted over the whole set

@@ -17,7 +17,8 @@ EncodedImageSource::EncodedImageSource(std::string name, std::vector<uint8_t> by
       offsets_(std::move(offsets)),
       labels_(std::move(labels)),
       names_(std::move(names)),
-      labeled_(labeled) {
+      labeled_(labeled),
+      schema_(image_schema({0, 0, 0}, true, labeled)) {
   if (offsets_.size() != labels_.size() + 1 || names_.size() != labels_.size() || offsets_.front() != 0 ||
       offsets_.back() != static_cast<int64_t>(bytes_.size()))
     throw OptionsError(name_ + ": encoded samples need one offset more than labels and names, from 0 to the bytes' end");

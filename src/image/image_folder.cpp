@@ -85,14 +85,13 @@ class StreamedImageFolder final : public SampleSource {
   }
 
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
-  ImageShape shape() const override { return {0, 0, 0}; }
-  bool labeled() const override { return true; }
+  // Encoded images, each labeled by its class folder.
+  const Schema& schema() const override { return schema_; }
   // XXH3 of the files' paths, sizes and labels in the stream's order (not of their bytes, which
   // are not read to open the folder).
   uint64_t fingerprint() const override { return fingerprint_; }
   std::string other_dataset_note() const override { return std::string(kFolderModesNote) + " (streamed here)"; }
   std::string name() const override { return name_; }
-  bool encoded() const override { return true; }
   std::string sample_name(int64_t i) const override { return files_.at(static_cast<size_t>(i)).string(); }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }  // files are read straight into the block
@@ -136,6 +135,7 @@ class StreamedImageFolder final : public SampleSource {
   std::map<int64_t, std::string> unreadable_;  // by index in the stream's order: not read, 0 bytes
   std::vector<int64_t> block_starts_;
   uint64_t fingerprint_ = 0;
+  const Schema schema_ = image_schema({0, 0, 0}, true, true);
 };
 
 }  // namespace

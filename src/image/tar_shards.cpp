@@ -176,6 +176,7 @@ class TarShardSource final : public SampleSource {
     if (some_labeled && some_unlabeled)
       throw DataError(unlabeled_example + ": no label (key.cls), but other samples have one");
     labeled_ = some_labeled;
+    schema_ = image_schema({0, 0, 0}, true, labeled_);
     XXH3_state_t* state = XXH3_createState();
     if (!state) throw std::bad_alloc();
     XXH3_64bits_reset(state);
@@ -191,12 +192,11 @@ class TarShardSource final : public SampleSource {
   }
 
   int64_t size() const override { return static_cast<int64_t>(members_.size()); }
-  ImageShape shape() const override { return {0, 0, 0}; }
-  bool labeled() const override { return labeled_; }
+  // Encoded images, labeled when the shards' samples have a key.cls.
+  const Schema& schema() const override { return schema_; }
   // XXH3 of the shards' names and their members' names, sizes and labels.
   uint64_t fingerprint() const override { return fingerprint_; }
   std::string name() const override { return name_; }
-  bool encoded() const override { return true; }
   std::string sample_name(int64_t i) const override {
     return shards_[shard_of(i)].string() + ": " + members_.at(static_cast<size_t>(i)).name;
   }
@@ -348,6 +348,7 @@ class TarShardSource final : public SampleSource {
   std::vector<int64_t> shard_first_;  // (shards + 1) first sample of each shard, then size()
   std::vector<int64_t> block_starts_;
   bool labeled_ = false;
+  Schema schema_;
   int64_t skipped_ = 0;
   int64_t encoded_bytes_ = 0;
   uint64_t fingerprint_ = 0;

@@ -481,11 +481,9 @@ class MixedEncodedBlocks : public SampleSource {
     for (size_t b = 0; b < bytes_.size(); ++b) starts_.push_back(starts_.back() + 10);
   }
   int64_t size() const override { return starts_.back(); }
-  ImageShape shape() const override { return {0, 0, 0}; }
-  bool labeled() const override { return true; }
+  const Schema& schema() const override { return schema_; }
   uint64_t fingerprint() const override { return 1; }
   std::string name() const override { return "mixed"; }
-  bool encoded() const override { return true; }
   std::span<const int64_t> block_starts() const override { return starts_; }
   int64_t max_read_bytes() const override { return 0; }
   int64_t block_bytes(int64_t b) const override { return bytes_.at(static_cast<size_t>(b)); }
@@ -494,6 +492,7 @@ class MixedEncodedBlocks : public SampleSource {
  private:
   std::vector<int64_t> bytes_;
   std::vector<int64_t> starts_{0};
+  const Schema schema_ = image_schema({0, 0, 0}, true, true);
 };
 
 TEST(SampleSource, HeldBytesCountTheDensestBlocksFirst) {

@@ -48,11 +48,11 @@ class StreamedStore : public SampleSource {
       : store_(std::move(store)),
         starts_(starts_of(block_sizes)),
         failing_(std::move(failing)),
-        block_reads_(block_sizes.size(), 0) {}
+        block_reads_(block_sizes.size(), 0),
+        schema_(image_schema(store_->shape(), false, true)) {}
 
   int64_t size() const override { return store_->size(); }
-  ImageShape shape() const override { return store_->shape(); }
-  bool labeled() const override { return true; }
+  const Schema& schema() const override { return schema_; }
   uint64_t fingerprint() const override { return 0x5eed0000u + static_cast<uint64_t>(store_->size()); }
   std::string name() const override { return "streamed"; }
   std::span<const int64_t> block_starts() const override { return starts_; }
@@ -144,6 +144,7 @@ class StreamedStore : public SampleSource {
   bool gate_open_ = true;              // guarded by mutex_
   mutable int64_t reads_begun_ = 0;    // guarded by mutex_
   mutable std::vector<int64_t> block_reads_;  // guarded by mutex_
+  Schema schema_;
 };
 
 }  // namespace feeder::testing

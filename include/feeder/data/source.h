@@ -61,9 +61,18 @@ class SampleSource {
   virtual ~SampleSource() = default;
 
   virtual int64_t size() const = 0;  // samples
-  virtual ImageShape shape() const = 0;
+  // What one sample holds, fixed for the source's life: the image field first ("image": pixels of
+  // a fixed shape, float32 values of a float store, or encoded images of any length), then
+  // "label" when the set is labeled, then the value fields (image_schema, sample_schema).
+  virtual const Schema& schema() const = 0;
+  // The image field's {C, H, W}; {0, 0, 0} for encoded images (the sample stage's output shape is
+  // the batch's).
+  ImageShape shape() const;
   // False for an unlabeled set: every label is kNoLabel.
-  virtual bool labeled() const = 0;
+  bool labeled() const { return schema().fields.size() > 1 && schema().fields[1].name == "label"; }
+  // Encoded samples (an image file's bytes each, of any length): the loader runs
+  // LoaderOptions::sample_stage on each. False for sources of fixed-size pixels.
+  bool encoded() const { return schema().fields.front().type == FieldType::kEncodedImage; }
   // Identifies the data: equal for the same samples in the same order, different (with
   // overwhelming probability) otherwise. Loader states carry it so a resume on other data is refused.
   virtual uint64_t fingerprint() const = 0;
@@ -71,9 +80,11 @@ class SampleSource {
   virtual std::string name() const = 0;
 
   // The named values of each sample besides its image and label (a per-sample weight, a target, an
-  // embedding, a sequence of tokens): a batch carries them stacked (Batch::value). Empty for a set
-  // of images and labels alone.
-  virtual std::span<const Field> value_fields() const { return {}; }
+  // embedding, a sequence of tokens): the schema's fields after them; a batch carries them stacked
+  // (Batch::value). Empty for a set of images and labels alone.
+  std::span<const Field> value_fields() const {
+    return std::span<const Field>(schema().fields).subspan(labeled() ? 2 : 1);
+  }
   // The most bytes value field `field`'s values take in block b, where the field is a sequence
   // (is_sequence), known before reading it (from the file's metadata), for the budget and the
   // block's room. Sources with sequence fields say; 0 otherwise.
@@ -85,13 +96,6 @@ class SampleSource {
   int64_t value_capacity(int64_t block_idx, size_t field) const;
   // Whether a value field is a sequence: blocks then differ in bytes per row.
   bool has_sequences() const;
-  // What one sample holds: the image, the label when labeled, then the value fields.
-  Schema schema() const;
-
-  // Encoded samples (an image file's bytes each, of any length): the loader runs
-  // LoaderOptions::sample_stage on each. shape() is then {0, 0, 0}, not the batch's (the stage's
-  // output shape is). False for sources of fixed-size pixels.
-  virtual bool encoded() const { return false; }
   // Sample i in messages: a path, a tar member, a Parquet row.
   virtual std::string sample_name(int64_t i) const { return name() + ": sample " + std::to_string(i); }
 
@@ -208,8 +212,7 @@ class InMemorySource : public RandomAccessSource {
                           std::vector<FieldValues> values = {});
 
   int64_t size() const override { return store_->size(); }
-  ImageShape shape() const override { return store_->shape(); }
-  bool labeled() const override { return store_->labeled(); }
+  const Schema& schema() const override { return schema_; }
   // XXH3 of the shape, pixels and labels, computed on first use (~5 ms per 50 MB), then cached.
   uint64_t fingerprint() const override;
   std::string name() const override { return name_; }
@@ -226,7 +229,6 @@ class InMemorySource : public RandomAccessSource {
   // only: OptionsError), labels and values.
   void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,
                    std::span<const BlockBuffers> out) const override;
-  std::span<const Field> value_fields() const override { return fields_; }
 
   const std::shared_ptr<const ImageStore>& store() const { return store_; }
   // Sample i's value of field f.
@@ -238,7 +240,7 @@ class InMemorySource : public RandomAccessSource {
   std::string name_;
   std::vector<int64_t> block_starts_;
   std::vector<FieldValues> values_;
-  std::vector<Field> fields_;  // values_'s fields
+  Schema schema_;
   mutable std::once_flag fingerprint_once_;
   mutable uint64_t fingerprint_ = 0;
 };

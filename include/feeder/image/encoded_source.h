@@ -28,13 +28,11 @@ class EncodedImageSource : public RandomAccessSource {
                      std::vector<int64_t> labels, std::vector<std::string> names, bool labeled);
 
   int64_t size() const override { return static_cast<int64_t>(labels_.size()); }
-  // No shape of its own: each image has its size; the batch's is the sample stage's output.
-  ImageShape shape() const override { return {0, 0, 0}; }
-  bool labeled() const override { return labeled_; }
+  // Encoded images (each of its size; the batch's shape is the sample stage's output) and labels.
+  const Schema& schema() const override { return schema_; }
   // XXH3 of the samples' bytes, their boundaries and labels.
   uint64_t fingerprint() const override;
   std::string name() const override { return name_; }
-  bool encoded() const override { return true; }
   SampleView sample(int64_t i) const override;
   std::string sample_name(int64_t i) const override { return names_[static_cast<size_t>(i)]; }
   std::vector<int64_t> labels_alone() const override { return labeled_ ? labels_ : std::vector<int64_t>{}; }
@@ -60,6 +58,7 @@ class EncodedImageSource : public RandomAccessSource {
   std::vector<int64_t> labels_;
   std::vector<std::string> names_;
   bool labeled_ = true;
+  Schema schema_;
   std::vector<int64_t> block_starts_;
   mutable std::once_flag fingerprint_once_;
   mutable uint64_t fingerprint_ = 0;
