@@ -16,7 +16,7 @@ std::string_view to_string(FieldType type) {
 int64_t element_bytes(FieldType type) {
   switch (type) {
     case FieldType::kPixels: return 1;
-    case FieldType::kEncodedImage: return 0;
+    case FieldType::kEncodedImage: return 1;  // a byte of the file
     case FieldType::kInt64: return 8;
     case FieldType::kFloat32: return 4;
     case FieldType::kFloat64: return 8;
@@ -25,7 +25,7 @@ int64_t element_bytes(FieldType type) {
 }
 
 int64_t field_bytes(const Field& field) {
-  if (is_sequence(field)) return 0;
+  if (is_variable(field)) return 0;
   int64_t bytes = element_bytes(field.type);
   for (const int64_t extent : field.shape) bytes *= extent;
   return bytes;
@@ -38,7 +38,7 @@ int64_t fields_bytes(std::span<const Field> fields) {
 }
 
 ValueBytes row_value(const Field& field, const ValueRegion& region, int64_t row) {
-  if (!is_sequence(field)) {
+  if (!is_variable(field)) {
     const auto bytes = static_cast<size_t>(field_bytes(field));
     return {region.data + static_cast<size_t>(row) * bytes, bytes};
   }
@@ -64,6 +64,12 @@ std::string to_string(const Schema& schema) {
     text += "]";
   }
   return text;
+}
+
+Schema with_label(Schema schema) {
+  if (schema.fields.size() < 2 || schema.fields[1].name != "label")
+    schema.fields.insert(schema.fields.begin() + 1, Field{"label", FieldType::kInt64, {}});
+  return schema;
 }
 
 Schema image_schema(const ImageShape& shape, bool encoded, bool labeled, PixelType type) {

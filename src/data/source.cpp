@@ -107,24 +107,22 @@ std::span<const ValueRegion> BlockValues::block(const SampleSource& source, int6
   return places_;
 }
 
-int64_t SampleSource::value_capacity(int64_t block_idx, size_t field) const {
-  const Field& f = value_fields()[field];
-  return is_sequence(f) ? sequence_bytes(block_idx, field) : block_rows(block_idx) * field_bytes(f);
+int64_t SampleSource::region_bytes(int64_t block_idx, size_t field) const {
+  const Field& f = schema().fields[field];
+  const bool fixed = f.type != FieldType::kEncodedImage && !is_sequence(f);
+  return fixed ? block_rows(block_idx) * field_bytes(f) : variable_bytes(block_idx, field);
 }
 
-int64_t SampleSource::value_bytes(int64_t block_idx) const {
-  const std::span<const Field> fields = value_fields();
-  int64_t bytes = 0;
+int64_t SampleSource::block_bytes(int64_t block_idx) const {
+  const std::vector<Field>& fields = schema().fields;
+  constexpr auto kEnd = static_cast<int64_t>(sizeof(int64_t));
+  const int64_t rows = block_rows(block_idx);
+  int64_t bytes = labeled() ? 0 : rows * kEnd;  // the labels of an unlabeled set
   for (size_t f = 0; f < fields.size(); ++f) {
-    bytes += value_capacity(block_idx, f);
-    if (is_sequence(fields[f])) bytes += block_rows(block_idx) * static_cast<int64_t>(sizeof(int64_t));
+    bytes += region_bytes(block_idx, f);
+    if (fields[f].type == FieldType::kEncodedImage || is_sequence(fields[f])) bytes += rows * kEnd;
   }
   return bytes;
-}
-
-int64_t SampleSource::payload_bytes(int64_t block_idx) const {
-  const int64_t per_row = static_cast<int64_t>(sizeof(int64_t)) * (encoded() ? 2 : 1);
-  return std::max<int64_t>(0, block_bytes(block_idx) - block_rows(block_idx) * per_row - value_bytes(block_idx));
 }
 
 bool SampleSource::has_sequences() const {
@@ -197,8 +195,9 @@ void InMemorySource::read_blocks(std::span<const int64_t> blocks, std::vector<ui
   }
 }
 
-int64_t InMemorySource::sequence_bytes(int64_t block_idx, size_t field) const {
-  const FieldValues& values = values_[field];
+int64_t InMemorySource::variable_bytes(int64_t block_idx, size_t field) const {
+  if (field < value_index(0)) return 0;
+  const FieldValues& values = values_[field - value_index(0)];
   if (!is_sequence(values.field)) return 0;
   const int64_t first = block_starts_[static_cast<size_t>(block_idx)];
   const int64_t last = block_starts_[static_cast<size_t>(block_idx) + 1];
@@ -249,7 +248,7 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
           BlockSequences& block = sequences[static_cast<size_t>(b)];
           block.bytes.resize(values.size());
           block.ends.resize(values.size());
-          block.bytes[f].resize(static_cast<size_t>(source.sequence_bytes(b, f)));
+          block.bytes[f].resize(static_cast<size_t>(source.value_capacity(b, f)));
           block.ends[f].resize(static_cast<size_t>(source.block_rows(b)));
           regions[f] = {block.bytes[f].data(), static_cast<int64_t>(block.bytes[f].size()), block.ends[f].data()};
         }

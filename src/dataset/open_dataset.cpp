@@ -114,7 +114,7 @@ void check_rows(const Dataset& dataset, int64_t share) {
 }
 
 // What a set's sequence fields take held in memory: each row group's values once (the pieces of a
-// row group each count all of its values: SampleSource::sequence_bytes) and an end a row.
+// row group each count all of its values: SampleSource::variable_bytes) and an end a row.
 int64_t sequences_held_bytes(const SampleSource& source) {
   int64_t bytes = 0;
   const std::span<const Field> fields = source.value_fields();
@@ -122,7 +122,7 @@ int64_t sequences_held_bytes(const SampleSource& source) {
     if (!is_sequence(fields[f])) continue;
     bytes += source.size() * static_cast<int64_t>(sizeof(int64_t));
     for (int64_t b = 0; b < source.num_blocks(); ++b)
-      if (b == 0 || source.read_group(b) != source.read_group(b - 1)) bytes += source.sequence_bytes(b, f);
+      if (b == 0 || source.read_group(b) != source.read_group(b - 1)) bytes += source.value_capacity(b, f);
   }
   return bytes;
 }

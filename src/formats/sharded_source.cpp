@@ -85,17 +85,15 @@ class ParquetShardSource final : public SampleSource {
 
   int64_t size() const override { return block_starts_.back(); }
   const Schema& schema() const override { return schema_; }
-  int64_t block_bytes(int64_t block_idx) const override {
-    if (!dataset_.encoded) return SampleSource::block_bytes(block_idx);
-    // The images' bytes, an end and a label per row, and the values.
-    return encoded_bytes_.at(static_cast<size_t>(block_idx)) +
-           2 * static_cast<int64_t>(sizeof(int64_t)) * block_rows(block_idx) + value_bytes(block_idx);
-  }
-  // A piece of a row group may hold any of its values: the row group's count them all.
-  int64_t sequence_bytes(int64_t block_idx, size_t field) const override {
-    if (!is_sequence(dataset_.values.at(field))) return 0;
+  // Encoded images: the most bytes a block's images take (the image column's uncompressed size, of
+  // the row group or of the piece's pages). A sequence: a piece of a row group may hold any of its
+  // values, so the row group's count them all.
+  int64_t variable_bytes(int64_t block_idx, size_t field) const override {
+    if (field == 0) return dataset_.encoded ? encoded_bytes_.at(static_cast<size_t>(block_idx)) : 0;
+    if (field < value_index(0)) return 0;
+    const size_t value = field - value_index(0);
     const auto row_group = static_cast<size_t>(read_group(block_idx));
-    return sequence_bytes_.at(row_group * dataset_.values.size() + field);
+    return sequence_bytes_.at(row_group * dataset_.values.size() + value);
   }
   // "<shard>: row group <g> row <r>", counted within the shard and the row group.
   std::string sample_name(int64_t sample) const override {
@@ -388,7 +386,7 @@ class ParquetShardSource final : public SampleSource {
   int64_t max_read_bytes_ = 0;
   int64_t largest_page_rows_ = 0;  // of the row groups split into pieces, where it is known (ShardInfo)
   std::vector<int64_t> encoded_bytes_;  // encoded sets: per block, the most bytes its images take
-  // Sets with sequence fields: per row group of the set and value field, sequence_bytes (0 for a
+  // Sets with sequence fields: per row group of the set and value field, its bytes (0 for a
   // fixed-size field), from each shard's footer.
   std::vector<int64_t> sequence_bytes_;
 

@@ -95,10 +95,12 @@ class StreamedImageFolder final : public SampleSource {
   std::string sample_name(int64_t i) const override { return files_.at(static_cast<size_t>(i)).string(); }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }  // files are read straight into the block
-  int64_t block_bytes(int64_t block_idx) const override {
+  // A block's files' bytes, as listed.
+  int64_t variable_bytes(int64_t block_idx, size_t field) const override {
+    if (field != 0) return 0;
     int64_t bytes = 0;
     for (int64_t i = block_starts_.at(static_cast<size_t>(block_idx)); i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i)
-      bytes += sizes_[static_cast<size_t>(i)] + 2 * static_cast<int64_t>(sizeof(int64_t));
+      bytes += sizes_[static_cast<size_t>(i)];
     return bytes;
   }
   // Each block's files read straight into it.

@@ -202,10 +202,12 @@ class TarShardSource final : public SampleSource {
   }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return int64_t{64} << 10; }  // a reader's buffer
-  int64_t block_bytes(int64_t block_idx) const override {
+  // A block's members' bytes.
+  int64_t variable_bytes(int64_t block_idx, size_t field) const override {
+    if (field != 0) return 0;
     int64_t bytes = 0;
     for (int64_t i = block_starts_.at(static_cast<size_t>(block_idx)); i < block_starts_[static_cast<size_t>(block_idx) + 1]; ++i)
-      bytes += members_[static_cast<size_t>(i)].size + 2 * static_cast<int64_t>(sizeof(int64_t));
+      bytes += members_[static_cast<size_t>(i)].size;
     return bytes;
   }
   std::vector<std::pair<int64_t, int64_t>> block_label_ranges() const override {

@@ -486,7 +486,8 @@ class MixedEncodedBlocks : public SampleSource {
   std::string name() const override { return "mixed"; }
   std::span<const int64_t> block_starts() const override { return starts_; }
   int64_t max_read_bytes() const override { return 0; }
-  int64_t block_bytes(int64_t b) const override { return bytes_.at(static_cast<size_t>(b)); }
+  // Images of bytes_[b] in all, and an end and a label per row (block_bytes: bytes_[b] + 160).
+  int64_t variable_bytes(int64_t b, size_t field) const override { return field == 0 ? bytes_.at(static_cast<size_t>(b)) : 0; }
   void read_blocks(std::span<const int64_t>, std::vector<uint8_t>&, std::span<const BlockBuffers>) const override {}
 
  private:
@@ -496,18 +497,19 @@ class MixedEncodedBlocks : public SampleSource {
 };
 
 TEST(SampleSource, HeldBytesCountTheDensestBlocksFirst) {
-  // Blocks of 10 rows: one of 10,000 bytes, the others of 100 and 50.
+  // Blocks of 10 rows: one of 10,160 bytes (images, ends and labels), the others of 260 and 210.
   const MixedEncodedBlocks source({100, 10000, 50, 100});
+  EXPECT_EQ(source.block_bytes(1), 10160);
   EXPECT_EQ(source.held_bytes_for_rows(0), 0);
-  EXPECT_EQ(source.held_bytes_for_rows(3), 3000);            // part of the dense block, rounded up
-  EXPECT_EQ(source.held_bytes_for_rows(10), 10000);
-  EXPECT_EQ(source.held_bytes_for_rows(20), 20000);          // a block may be held twice at once
-  EXPECT_EQ(source.held_bytes_for_rows(25), 20050);          // then half of a 100-byte block
-  EXPECT_EQ(source.held_bytes_for_rows(80), 2 * 10250);      // every block twice
-  EXPECT_EQ(source.held_bytes_for_rows(130), 4 * 10000 + 8 * 100 + 50);  // more rows than the set: 4 copies each
-  // Before: the densest block's bytes per row (1,000) times every row.
-  EXPECT_LT(source.held_bytes_for_rows(40), 40 * 1000);
-  for (int64_t rows = 0; rows <= 200; ++rows) EXPECT_LE(source.held_bytes_for_rows(rows), rows * 1000) << rows;
+  EXPECT_EQ(source.held_bytes_for_rows(3), 3048);            // part of the dense block, rounded up
+  EXPECT_EQ(source.held_bytes_for_rows(10), 10160);
+  EXPECT_EQ(source.held_bytes_for_rows(20), 20320);          // a block may be held twice at once
+  EXPECT_EQ(source.held_bytes_for_rows(25), 20450);          // then half of a 260-byte block
+  EXPECT_EQ(source.held_bytes_for_rows(80), 2 * 10890);      // every block twice
+  EXPECT_EQ(source.held_bytes_for_rows(130), 4 * 10160 + 8 * 260 + 210);  // more rows than the set: 4 copies each
+  // Before: the densest block's bytes per row (1,016) times every row.
+  EXPECT_LT(source.held_bytes_for_rows(40), 40 * 1016);
+  for (int64_t rows = 0; rows <= 200; ++rows) EXPECT_LE(source.held_bytes_for_rows(rows), rows * 1016) << rows;
   // Pixels: every row alike.
   auto store = numbered_store(30);
   const InMemorySource pixels(store);

@@ -25,8 +25,8 @@ enum class FieldType {
 
 std::string_view to_string(FieldType type);
 
-// The bytes of one element of a field of this type; 0 for an encoded image, which has no fixed size.
-// The one switch over FieldType that the buffers, the blocks and the budget size fields by.
+// The bytes of one element of a field of this type (an encoded image's element is a byte of its
+// file). The one switch over FieldType that the buffers, the blocks and the budget size fields by.
 int64_t element_bytes(FieldType type);
 
 // The extent of a sequence field's one dimension: each sample holds its own number of values.
@@ -44,9 +44,12 @@ struct Field {
 
 // Whether each sample holds its own number of the field's values (shape {kAnyLength}).
 inline bool is_sequence(const Field& field) { return field.shape.size() == 1 && field.shape[0] == kAnyLength; }
+// Whether each sample holds its own number of bytes of the field (an encoded image, a sequence):
+// its regions then carry an end per row (ValueRegion::ends).
+inline bool is_variable(const Field& field) { return field.type == FieldType::kEncodedImage || is_sequence(field); }
 
 // The bytes one sample's value of a fixed-size field takes: element_bytes times its shape's
-// elements; 0 for a sequence or an encoded image, which have no fixed size.
+// elements; 0 for a field of no fixed size (is_variable: a sequence, an encoded image).
 int64_t field_bytes(const Field& field);
 // The sum of field_bytes over `fields`.
 int64_t fields_bytes(std::span<const Field> fields);
@@ -74,6 +77,10 @@ struct Schema {
   const Field* find(std::string_view name) const;
   bool operator==(const Schema&) const = default;
 };
+
+// `schema` with an int64 "label" second when it has none: what the loader's blocks and batches
+// hold (an unlabeled set's labels are kNoLabel).
+Schema with_label(Schema schema);
 
 // "image: uint8[1,28,28], label: int64".
 std::string to_string(const Schema& schema);

@@ -85,15 +85,19 @@ class SampleSource {
   std::span<const Field> value_fields() const {
     return std::span<const Field>(schema().fields).subspan(labeled() ? 2 : 1);
   }
-  // The most bytes value field `field`'s values take in block b, where the field is a sequence
-  // (is_sequence), known before reading it (from the file's metadata), for the budget and the
-  // block's room. Sources with sequence fields say; 0 otherwise.
-  virtual int64_t sequence_bytes(int64_t block_idx, size_t field) const { return 0; }
-  // The bytes block b's value fields take when read: rows x field_bytes for each fixed-size field,
-  // sequence_bytes and an int64 end per row for each sequence.
-  int64_t value_bytes(int64_t block_idx) const;
-  // The bytes field f's region of block b needs (ValueRegion::capacity).
-  int64_t value_capacity(int64_t block_idx, size_t field) const;
+  // The most bytes schema field `field`'s values take in block b, for a field of no fixed size
+  // (an encoded image, whose field is the first; a sequence), known before reading it (from the
+  // file's metadata or the files' sizes), for the budget and the block's room. Sources with such
+  // fields say; 0 otherwise.
+  virtual int64_t variable_bytes(int64_t block_idx, size_t field) const { return 0; }
+  // The bytes schema field f's region of block b needs (ValueRegion::capacity): rows x field_bytes
+  // for a fixed-size field, variable_bytes for one of no fixed size (which also has an int64 end
+  // per row).
+  int64_t region_bytes(int64_t block_idx, size_t field) const;
+  // The same for value field f (value_fields()[f]).
+  int64_t value_capacity(int64_t block_idx, size_t field) const { return region_bytes(block_idx, value_index(field)); }
+  // The schema index of value field f.
+  size_t value_index(size_t field) const { return field + (labeled() ? 2 : 1); }
   // Whether a value field is a sequence: blocks then differ in bytes per row.
   bool has_sequences() const;
   // Sample i in messages: a path, a tar member, a Parquet row.
@@ -105,15 +109,13 @@ class SampleSource {
   virtual std::span<const int64_t> block_starts() const = 0;
   // The largest read buffer a read needs (compressed pages and decoding scratch), for the budget.
   virtual int64_t max_read_bytes() const = 0;
-  // The bytes block b takes when read, known before reading it, for the budget: rows x
-  // decoded_sample_bytes() for pixels; for encoded samples a bound on their bytes (from the file's
-  // metadata) plus an int64 label and an int64 end per row, and the values.
-  virtual int64_t block_bytes(int64_t block_idx) const {
-    return block_rows(block_idx) * (decoded_sample_bytes() - fields_bytes(value_fields())) + value_bytes(block_idx);
-  }
-  // Of block_bytes, what the pixels or the encoded samples' bytes take (BlockBuffers::payload):
-  // without the labels, the ends (encoded samples) and the values.
-  int64_t payload_bytes(int64_t block_idx) const;
+  // The bytes block b takes when read, known before reading it, for the budget: every field's
+  // region (region_bytes), an int64 end per row of each field of no fixed size, and an int64 label
+  // per row (kNoLabel for an unlabeled set: the loader's blocks and batches always carry labels).
+  int64_t block_bytes(int64_t block_idx) const;
+  // Of block_bytes, what the image field takes (BlockBuffers::payload): pixels, or the encoded
+  // samples' bytes.
+  int64_t payload_bytes(int64_t block_idx) const { return region_bytes(block_idx, 0); }
   // Blocks with the same read group are pieces of one larger unit of storage (a Parquet row group):
   // read together, they cost about what one costs, as pages shared by them are read and decoded
   // once. Consecutive blocks only; each block its own group by default.
@@ -233,7 +235,7 @@ class InMemorySource : public RandomAccessSource {
   const std::shared_ptr<const ImageStore>& store() const { return store_; }
   // Sample i's value of field f.
   ValueBytes value(size_t f, int64_t i) const { return values_[f].value(i); }
-  int64_t sequence_bytes(int64_t block_idx, size_t field) const override;
+  int64_t variable_bytes(int64_t block_idx, size_t field) const override;
 
  private:
   std::shared_ptr<const ImageStore> store_;

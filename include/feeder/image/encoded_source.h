@@ -38,11 +38,12 @@ class EncodedImageSource : public RandomAccessSource {
   std::vector<int64_t> labels_alone() const override { return labeled_ ? labels_ : std::vector<int64_t>{}; }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }
-  // A block's bytes, with an end and a label per row, as a stream counts them.
-  int64_t block_bytes(int64_t block_idx) const override {
+  // A block's images' bytes, as a stream counts them.
+  int64_t variable_bytes(int64_t block_idx, size_t field) const override {
+    if (field != 0) return 0;
     const int64_t first = block_starts_.at(static_cast<size_t>(block_idx));
     const int64_t last = block_starts_[static_cast<size_t>(block_idx) + 1];
-    return offsets_[static_cast<size_t>(last)] - offsets_[static_cast<size_t>(first)] + 16 * (last - first);
+    return offsets_[static_cast<size_t>(last)] - offsets_[static_cast<size_t>(first)];
   }
   // A block's samples copied back to back, as a stream of the same images would read them.
   void read_blocks(std::span<const int64_t> blocks, std::vector<uint8_t>& scratch,

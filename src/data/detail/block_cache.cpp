@@ -11,23 +11,19 @@
 
 namespace feeder::detail {
 
-DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, int64_t payload_bytes, bool encoded,
-                           std::span<const Field> fields, std::span<const int64_t> value_capacity, LiveBytes& live)
-    : value_capacity_(value_capacity.begin(), value_capacity.end()), live_(live) {
-  payload_capacity_ = payload_bytes;
+DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, std::span<const Field> fields,
+                           std::span<const int64_t> capacity, LiveBytes& live)
+    : capacity_(capacity.begin(), capacity.end()), live_(live) {
   const auto align = [](size_t offset) { return (offset + 63) / 64 * 64; };
   const size_t row_ends = static_cast<size_t>(rows) * sizeof(int64_t);
-  ends_offset_ = align(static_cast<size_t>(payload_capacity_));
-  labels_offset_ = encoded ? align(ends_offset_ + row_ends) : ends_offset_;
-  size_bytes_ = labels_offset_ + row_ends;
-  // Per value field: its values, then a sequence's ends.
-  std::vector<std::pair<size_t, size_t>> value_offsets;
+  // Per field: its values, then the ends of a field of no fixed size.
+  std::vector<std::pair<size_t, size_t>> offsets;
   for (size_t f = 0; f < fields.size(); ++f) {
     const size_t values_at = size_bytes_ = align(size_bytes_);
-    size_bytes_ += static_cast<size_t>(value_capacity[f]);
+    size_bytes_ += static_cast<size_t>(capacity[f]);
     const size_t ends_at = align(size_bytes_);
-    if (is_sequence(fields[f])) size_bytes_ = ends_at + row_ends;
-    value_offsets.emplace_back(values_at, is_sequence(fields[f]) ? ends_at : 0);
+    if (is_variable(fields[f])) size_bytes_ = ends_at + row_ends;
+    offsets.emplace_back(values_at, is_variable(fields[f]) ? ends_at : 0);
   }
   if (size_bytes_ == 0) size_bytes_ = 1;
   // Populated in one call: the block is about to be filled, and faulting its pages in one at a
@@ -36,8 +32,8 @@ DecodedBlock::DecodedBlock(int64_t rows, int64_t counted_bytes, int64_t payload_
   if (memory_ == MAP_FAILED) throw std::bad_alloc();
   auto* base = static_cast<uint8_t*>(memory_);
   for (size_t f = 0; f < fields.size(); ++f) {
-    const auto [values_at, ends_at] = value_offsets[f];
-    values_.push_back({base + values_at, value_capacity[f], ends_at ? reinterpret_cast<int64_t*>(base + ends_at) : nullptr});
+    const auto [values_at, ends_at] = offsets[f];
+    fields_.push_back({base + values_at, capacity[f], ends_at ? reinterpret_cast<int64_t*>(base + ends_at) : nullptr});
   }
   rows_capacity_ = rows;
   counted_bytes_ = counted_bytes;

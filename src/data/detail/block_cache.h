@@ -34,35 +34,37 @@ struct LiveBytes {
 };
 
 // One block's samples in an anonymous mapping of its own, so that freeing it returns the memory
-// to the system at once, whatever the allocator's thresholds: its pixels (rows of a fixed size) or,
-// for an encoded source, its samples' bytes back to back with the end of each; then the labels;
-// then one region per value field (SampleSource::value_fields). Counted in `live`, which must
+// to the system at once, whatever the allocator's thresholds: one region per field of the loader's
+// sample (with_label of the source's schema: the image, the label, the value fields), each sized
+// for the block (a field of no fixed size with an end per row). Counted in `live`, which must
 // outlive it.
 class DecodedBlock {
  public:
-  // `counted_bytes`: what the budget counts for it (SampleSource::block_bytes): `payload_bytes`,
-  // an int64 label per row, an int64 end per row when `encoded`, and per value field f
-  // value_capacity[f] bytes (and an int64 end per row for a sequence).
-  DecodedBlock(int64_t rows, int64_t counted_bytes, int64_t payload_bytes, bool encoded, std::span<const Field> fields,
-               std::span<const int64_t> value_capacity, LiveBytes& live);
+  // `counted_bytes`: what the budget counts for it (SampleSource::block_bytes): field f's region
+  // of `capacity[f]` bytes, and an int64 end per row of each field of no fixed size (is_variable).
+  DecodedBlock(int64_t rows, int64_t counted_bytes, std::span<const Field> fields, std::span<const int64_t> capacity,
+               LiveBytes& live);
   ~DecodedBlock();
   DecodedBlock(const DecodedBlock&) = delete;
   DecodedBlock& operator=(const DecodedBlock&) = delete;
 
   int64_t rows_capacity() const { return rows_capacity_; }
   int64_t counted_bytes() const { return counted_bytes_; }
-  // Room for the pixels or the encoded bytes.
-  int64_t payload_capacity() const { return payload_capacity_; }
-
-  uint8_t* pixels() { return static_cast<uint8_t*>(memory_); }
-  int64_t* labels() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + labels_offset_); }
-  // Encoded blocks: where each sample's bytes end in pixels().
-  int64_t* ends() { return reinterpret_cast<int64_t*>(static_cast<uint8_t*>(memory_) + ends_offset_); }
-  // Field f's values.
-  std::span<const ValueRegion> values() const { return values_; }
-  // Whether its value regions are those of a block needing `value_capacity` (a spare's may not be).
-  bool holds(std::span<const int64_t> value_capacity) const {
-    return std::equal(value_capacity.begin(), value_capacity.end(), value_capacity_.begin(), value_capacity_.end());
+  // Every field's region, in the schema's order, and the value fields' (after the image and label).
+  std::span<const ValueRegion> fields() const { return fields_; }
+  std::span<const ValueRegion> values() const { return std::span<const ValueRegion>(fields_).subspan(2); }
+  // Whether its regions are those of a block needing `capacity` (a spare's may not be).
+  bool holds(std::span<const int64_t> capacity) const {
+    return std::equal(capacity.begin(), capacity.end(), capacity_.begin(), capacity_.end());
+  }
+  // The regions as a read fills them: the image's (pixels, or encoded samples' bytes with their
+  // ends), the labels, and the value fields'.
+  BlockBuffers buffers() const {
+    return {.payload = fields_[0].data,
+            .capacity = fields_[0].capacity,
+            .ends = fields_[0].ends,
+            .labels = reinterpret_cast<int64_t*>(fields_[1].data),
+            .values = values()};
   }
 
  private:
@@ -70,11 +72,8 @@ class DecodedBlock {
   size_t size_bytes_ = 0;
   int64_t rows_capacity_ = 0;
   int64_t counted_bytes_ = 0;
-  int64_t payload_capacity_ = 0;
-  size_t ends_offset_ = 0;
-  size_t labels_offset_ = 0;
-  std::vector<ValueRegion> values_;
-  std::vector<int64_t> value_capacity_;
+  std::vector<ValueRegion> fields_;
+  std::vector<int64_t> capacity_;
   LiveBytes& live_;
 };
 

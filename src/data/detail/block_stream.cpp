@@ -31,9 +31,11 @@ constexpr int kReaderNice = 10;
   }
 }
 
-// The bytes each value field of block b needs.
-std::vector<int64_t> value_capacity(const SampleSource& source, int64_t block_idx) {
-  std::vector<int64_t> bytes;
+// The bytes each field of block b needs, in the order of with_label(source.schema()): the image,
+// the labels (kNoLabel for an unlabeled set), the value fields.
+std::vector<int64_t> region_capacity(const SampleSource& source, int64_t block_idx) {
+  std::vector<int64_t> bytes{source.payload_bytes(block_idx),
+                             source.block_rows(block_idx) * static_cast<int64_t>(sizeof(int64_t))};
   for (size_t f = 0; f < source.value_fields().size(); ++f) bytes.push_back(source.value_capacity(block_idx, f));
   return bytes;
 }
@@ -44,8 +46,7 @@ BlockStream::BlockStream(std::shared_ptr<const SampleSource> source, int num_rea
                          bool background_readers)
     : source_(std::move(source)),
       index_(source_->block_starts()),
-      pixels_per_sample_(source_->shape().num_pixels()),
-      encoded_(source_->encoded()),
+      fields_(with_label(source_->schema()).fields),
       cache_(budget_bytes) {
   for (int i = 0; i < num_readers; ++i) {
     readers_.emplace_back([this, background_readers] { reader_loop(background_readers); });
@@ -152,14 +153,10 @@ bool BlockStream::acquire(int64_t batch_idx, std::vector<SampleRef>& refs) {
   for (size_t i = 0; i < slots.size(); ++i) {
     DecodedBlock& data = *blocks[i];
     const int64_t row = rows[i];
-    if (encoded_) {
-      const int64_t begin = row == 0 ? 0 : data.ends()[row - 1];
-      refs[i].pixels = data.pixels() + begin;
-      refs[i].size = data.ends()[row] - begin;
-    } else {
-      refs[i].pixels = data.pixels() + row * pixels_per_sample_;
-    }
-    refs[i].label = data.labels()[row];
+    const ValueBytes image = row_value(fields_[0], data.fields()[0], row);
+    refs[i].pixels = image.data();
+    refs[i].size = static_cast<int64_t>(image.size());
+    refs[i].label = reinterpret_cast<const int64_t*>(data.fields()[1].data)[row];
     refs[i].block = &data;
     refs[i].row = row;
   }
@@ -264,24 +261,16 @@ std::exception_ptr BlockStream::read_into(std::span<const int64_t> blocks,
                                           std::vector<uint8_t>& scratch) const {
   try {
     for (size_t i = 0; i < blocks.size(); ++i) {
-      const std::vector<int64_t> capacity = value_capacity(*source_, blocks[i]);
-      // A spare of the block's rows and bytes whose value regions are split otherwise (sequences)
-      // is mapped afresh.
+      const std::vector<int64_t> capacity = region_capacity(*source_, blocks[i]);
+      // A spare of the block's rows and bytes whose regions are split otherwise (encoded images,
+      // sequences) is mapped afresh.
       if (!data[i] || !data[i]->holds(capacity)) {
-        data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), block_bytes(blocks[i]),
-                                                 source_->payload_bytes(blocks[i]), encoded_, source_->value_fields(),
+        data[i] = std::make_unique<DecodedBlock>(source_->block_rows(blocks[i]), block_bytes(blocks[i]), fields_,
                                                  capacity, live_bytes_);
       }
     }
     std::vector<BlockBuffers> out;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      DecodedBlock& block = *data[i];
-      out.push_back({.payload = block.pixels(),
-                     .capacity = block.payload_capacity(),
-                     .ends = encoded_ ? block.ends() : nullptr,
-                     .labels = block.labels(),
-                     .values = block.values()});
-    }
+    for (size_t i = 0; i < blocks.size(); ++i) out.push_back(data[i]->buffers());
     source_->read_blocks(blocks, scratch, out);
   } catch (...) {
     return std::current_exception();

@@ -120,8 +120,7 @@ class BlockStream {
 
   const std::shared_ptr<const SampleSource> source_;
   const BlockIndex index_;
-  const int64_t pixels_per_sample_;
-  const bool encoded_;  // blocks of encoded samples (SampleSource::encoded)
+  const std::vector<Field> fields_;  // of every block: with_label(source_->schema())
   mutable LiveBytes live_bytes_;  // declared before every holder of a DecodedBlock: destroyed after them
 
   mutable Mutex mutex_;
