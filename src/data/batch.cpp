@@ -32,41 +32,43 @@ void check_dtype(ImageDtype have, ImageDtype want) {
 
 float* Batch::images() {
   check_dtype(dtype_, ImageDtype::kFloat32);
-  return static_cast<float*>(buffer_->images);
+  return static_cast<float*>(buffer_->images());
 }
 const float* Batch::images() const {
   check_dtype(dtype_, ImageDtype::kFloat32);
-  return static_cast<const float*>(buffer_->images);
+  return static_cast<const float*>(buffer_->images());
 }
 uint8_t* Batch::images_u8() {
   check_dtype(dtype_, ImageDtype::kUint8);
-  return static_cast<uint8_t*>(buffer_->images);
+  return static_cast<uint8_t*>(buffer_->images());
 }
 const uint8_t* Batch::images_u8() const {
   check_dtype(dtype_, ImageDtype::kUint8);
-  return static_cast<const uint8_t*>(buffer_->images);
+  return static_cast<const uint8_t*>(buffer_->images());
 }
-int64_t* Batch::labels() { return buffer_->labels; }
-const int64_t* Batch::labels() const { return buffer_->labels; }
+int64_t* Batch::labels() { return buffer_->labels(); }
+const int64_t* Batch::labels() const { return buffer_->labels(); }
 std::span<const int64_t> Batch::sample_indices() const {
   return {buffer_->sample_indices, static_cast<size_t>(size_)};
 }
 std::shared_ptr<void> Batch::buffer_owner() const { return buffer_; }
 
-std::span<const Field> Batch::value_fields() const { return buffer_->fields; }
+std::span<const Field> Batch::value_fields() const { return buffer_->value_fields(); }
 
 FieldView Batch::value(size_t field) const {
-  const Field& f = buffer_->fields[field];
-  if (!is_sequence(f)) return {&f, buffer_->values.at(field), size_};
-  detail::SequenceValues& sequence = buffer_->sequences.at(field);
+  const size_t at = field + 2;  // after the image and the label
+  const Field& f = buffer_->fields[at];
+  if (!is_sequence(f)) return {&f, buffer_->regions.at(at), size_};
+  detail::SequenceValues& sequence = buffer_->sequences.at(at);
   return {&f, sequence.bytes.data(), size_, sequence.offsets};
 }
 
 FieldView Batch::value(std::string_view name) const {
-  for (size_t f = 0; f < buffer_->fields.size(); ++f)
-    if (buffer_->fields[f].name == name) return value(f);
+  const std::span<const Field> fields = buffer_->value_fields();
+  for (size_t f = 0; f < fields.size(); ++f)
+    if (fields[f].name == name) return value(f);
   std::string names;
-  for (const Field& field : buffer_->fields) names += (names.empty() ? "'" : ", '") + field.name + "'";
+  for (const Field& field : fields) names += (names.empty() ? "'" : ", '") + field.name + "'";
   throw std::out_of_range("the batch has no field '" + std::string(name) + "' (" +
                           (names.empty() ? std::string("it has images and labels only") : "its fields: " + names) + ")");
 }

@@ -57,12 +57,12 @@ void write_pixel_rows(const EpochView& epoch, int64_t first, std::span<const Sam
     const SampleRef& ref = refs[i];
     const auto row = static_cast<int64_t>(i);
     buffer.sample_indices[i] = epoch.order.sample_at(first + row);
-    buffer.labels[i] = ref.label;
+    buffer.labels()[i] = ref.label;
     if (options.dtype == ImageDtype::kUint8) {  // the pixels as stored: a copy
-      copy_image(ref.pixels, static_cast<uint8_t*>(buffer.images) + row * pixels, shape, options.layout);
+      copy_image(ref.pixels, static_cast<uint8_t*>(buffer.images()) + row * pixels, shape, options.layout);
       continue;
     }
-    float* dst = static_cast<float*>(buffer.images) + row * pixels;
+    float* dst = static_cast<float*>(buffer.images()) + row * pixels;
     if (float_store)
       copy_image(reinterpret_cast<const float*>(ref.pixels), dst, shape, options.layout);
     else if (options.layout == ImageLayout::kNhwc && shape.channels > 1)
@@ -77,28 +77,30 @@ void write_pixel_rows(const EpochView& epoch, int64_t first, std::span<const Sam
 // sequence's values are appended (BufferPool::acquire empties them).
 template <class ValueOf>
 void write_row_values(int64_t row, BatchBuffer& buffer, const ValueOf& value_of) {
-  for (size_t f = 0; f < buffer.fields.size(); ++f) {
+  const std::span<const Field> fields = buffer.value_fields();
+  for (size_t f = 0; f < fields.size(); ++f) {
     const ValueBytes value = value_of(f);
-    if (!is_sequence(buffer.fields[f])) {
-      std::memcpy(buffer.values[f] + static_cast<size_t>(row) * value.size(), value.data(), value.size());
+    const size_t at = f + 2;  // the batch's field, after the image and the label
+    if (!is_sequence(fields[f])) {
+      std::memcpy(buffer.regions[at] + static_cast<size_t>(row) * value.size(), value.data(), value.size());
       continue;
     }
-    SequenceValues& sequence = buffer.sequences[f];
+    SequenceValues& sequence = buffer.sequences[at];
     sequence.bytes.insert(sequence.bytes.end(), value.begin(), value.end());
-    sequence.offsets.push_back(static_cast<int64_t>(sequence.bytes.size()) / element_bytes(buffer.fields[f].type));
+    sequence.offsets.push_back(static_cast<int64_t>(sequence.bytes.size()) / element_bytes(fields[f].type));
   }
 }
 
 // Rows [0, rows): row i's value of field f from value_of(i, f).
 template <class ValueOf>
 void write_values(int64_t rows, BatchBuffer& buffer, const ValueOf& value_of) {
-  if (buffer.fields.empty()) return;
+  if (buffer.value_fields().empty()) return;
   for (int64_t i = 0; i < rows; ++i) write_row_values(i, buffer, [&](size_t f) { return value_of(i, f); });
 }
 
 // A value of a sample in a block the batch holds.
 ValueBytes block_value(const SampleRef& ref, size_t f, const BatchBuffer& buffer) {
-  return row_value(buffer.fields[f], ref.block->values()[f], ref.row);
+  return row_value(buffer.value_fields()[f], ref.block->values()[f], ref.row);
 }
 
 void write_block_values(std::span<const SampleRef> refs, BatchBuffer& buffer) {
@@ -129,14 +131,14 @@ class StagedRows {
     SplitMix64 rng = sample_generator(options.seed, epoch_.epoch, sample);
     try {
       options.sample_stage->run(view.bytes, source_.sample_name(sample), rng, options.layout, options.dtype,
-                                static_cast<uint8_t*>(buffer_.images) + rows_ * row_bytes);
+                                static_cast<uint8_t*>(buffer_.images()) + rows_ * row_bytes);
     } catch (const DataError& error) {
       if (!options.skip_bad_samples) throw;
       skipped_.push_back(error.what());
       return;
     }
     buffer_.sample_indices[rows_] = sample;
-    buffer_.labels[rows_] = view.label;
+    buffer_.labels()[rows_] = view.label;
     write_row_values(rows_, buffer_, [&](size_t f) { return block_value(*ref, f, buffer_); });
     if (position >= first_padding_) ++padding_;
     ++rows_;

@@ -30,12 +30,19 @@ class AlignedAllocator : public BufferAllocator {
 
 }  // namespace
 
-BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image,
-                       std::vector<Field> value_fields)
+Schema batch_schema(const ImageShape& shape, ImageDtype dtype, std::span<const Field> values) {
+  Schema schema;
+  schema.fields.push_back(
+      {"image", dtype == ImageDtype::kUint8 ? FieldType::kPixels : FieldType::kFloat32, {shape.channels, shape.height, shape.width}});
+  schema.fields.push_back({"label", FieldType::kInt64, {}});
+  schema.fields.insert(schema.fields.end(), values.begin(), values.end());
+  return schema;
+}
+
+BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, Schema schema)
     : allocator_(allocator ? std::move(allocator) : std::make_shared<AlignedAllocator>()),
       batch_size_(batch_size),
-      bytes_per_image_(bytes_per_image),
-      value_fields_(std::move(value_fields)) {}
+      schema_(std::move(schema)) {}
 
 BufferPool::~BufferPool() {
   for (BatchBuffer* buffer : free_) {
@@ -55,30 +62,32 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
   }
   if (!buffer) {
     const auto batch = static_cast<size_t>(batch_size_);
-    const size_t images_bytes = round_up(batch * static_cast<size_t>(bytes_per_image_));
-    const size_t labels_bytes = round_up(batch * sizeof(int64_t));
+    // Each field's region, then the sample indices.
+    std::vector<size_t> offsets;
+    size_t size_bytes = 0;
+    for (const Field& field : schema_.fields) {
+      offsets.push_back(size_bytes);
+      size_bytes += round_up(batch * static_cast<size_t>(field_bytes(field)));
+    }
+    const size_t indices_at = size_bytes;
+    size_bytes += round_up(batch * sizeof(int64_t));
     auto owned = std::make_unique<BatchBuffer>();
-    owned->size_bytes = images_bytes + 2 * labels_bytes;
-    for (const Field& field : value_fields_) owned->size_bytes += round_up(batch * static_cast<size_t>(field_bytes(field)));
+    owned->size_bytes = size_bytes;
     try {
       owned->memory = allocator_->allocate(owned->size_bytes);
     } catch (const std::bad_alloc&) {
       throw OptionsError("cannot allocate a batch buffer of " + format_byte_size(static_cast<int64_t>(owned->size_bytes)) +
-                         " (batch_size " + std::to_string(batch_size_) + " x " + std::to_string(bytes_per_image_) +
+                         " (batch_size " + std::to_string(batch_size_) + " x " +
+                         std::to_string(field_bytes(schema_.fields.front())) +
                          " bytes of image, labels, indices and values): lower batch_size");
     }
     num_allocated_.fetch_add(1, std::memory_order_relaxed);
-    auto* base = static_cast<char*>(owned->memory);
-    owned->images = base;
-    owned->labels = reinterpret_cast<int64_t*>(base + images_bytes);
-    owned->sample_indices = reinterpret_cast<int64_t*>(base + images_bytes + labels_bytes);
-    size_t offset = images_bytes + 2 * labels_bytes;
-    for (const Field& field : value_fields_) {
-      owned->values.push_back(is_sequence(field) ? nullptr : reinterpret_cast<uint8_t*>(base + offset));
-      offset += round_up(batch * static_cast<size_t>(field_bytes(field)));
-    }
-    owned->sequences.resize(value_fields_.size());
-    owned->fields = value_fields_;
+    auto* base = static_cast<uint8_t*>(owned->memory);
+    owned->fields = schema_.fields;
+    for (size_t f = 0; f < schema_.fields.size(); ++f)
+      owned->regions.push_back(is_sequence(schema_.fields[f]) ? nullptr : base + offsets[f]);
+    owned->sequences.resize(schema_.fields.size());
+    owned->sample_indices = reinterpret_cast<int64_t*>(base + indices_at);
     buffer = owned.release();
   }
   for (SequenceValues& sequence : buffer->sequences) {  // a batch's rows append to them

@@ -73,10 +73,9 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   }
 
   if (!resolved.pin_memory && allocator && allocator->pinned()) allocator = nullptr;
-  const std::span<const Field> value_fields = source_->value_fields();
-  pool_ = std::make_shared<detail::BufferPool>(std::move(allocator), plan.largest_batch(),
-                                               plan.sample_shape().num_pixels() * dtype_bytes(resolved.dtype),
-                                               std::vector<Field>(value_fields.begin(), value_fields.end()));
+  pool_ = std::make_shared<detail::BufferPool>(
+      std::move(allocator), plan.largest_batch(),
+      detail::batch_schema(plan.sample_shape(), resolved.dtype, source_->value_fields()));
   detail::BlockStream* stream = parts_->stream.get();
   parts_->assembly = detail::make_batch_assembly(source_, pool_, stream);
   parts_->sequencer = std::make_unique<detail::BatchSequencer>(

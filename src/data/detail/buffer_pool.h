@@ -24,26 +24,34 @@ struct SequenceValues {
   std::vector<int64_t> offsets;  // rows + 1, from 0
 };
 
-// One batch's memory: images, labels, sample indices and one region per fixed-size value field, in
-// a single allocation; a sequence field's values beside it.
+// One batch's memory: one region per field of the batch's schema (the images as the batch holds
+// them, the labels, the value fields) and the sample indices, in a single allocation; a sequence
+// field's values beside it.
 struct BatchBuffer {
   void* memory = nullptr;
   size_t size_bytes = 0;
-  void* images = nullptr;           // (batch_size, bytes_per_image)
-  int64_t* labels = nullptr;        // (batch_size)
+  std::span<const Field> fields;     // the pool's batch schema (it outlives its buffers)
+  std::vector<uint8_t*> regions;     // per field f: (batch_size, field_bytes(fields[f])); null for a sequence
+  std::vector<SequenceValues> sequences;  // per field f, used for a sequence
   int64_t* sample_indices = nullptr;  // (batch_size)
-  std::vector<uint8_t*> values;     // per value field f: (batch_size, field_bytes(fields[f])); null for a sequence
-  std::vector<SequenceValues> sequences;  // per value field f, used for a sequence
-  std::span<const Field> fields;    // the pool's value fields (it outlives its buffers)
+
+  void* images() const { return regions[0]; }
+  int64_t* labels() const { return reinterpret_cast<int64_t*>(regions[1]); }
+  // The value fields, after the image and the label.
+  std::span<const Field> value_fields() const { return fields.subspan(2); }
 };
+
+// What a batch holds: its images as `dtype` (float32, or uint8 pixels) of `shape`, an int64 label,
+// then `values`.
+Schema batch_schema(const ImageShape& shape, ImageDtype dtype, std::span<const Field> values);
 
 // Recycles batch buffers. acquire() hands out a buffer whose deleter returns it to the free list,
 // so in steady state the loader allocates nothing. Buffers keep the pool alive (the deleter holds a
 // shared_ptr to it), so batches may outlive the loader. Thread safe.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, int64_t bytes_per_image,
-             std::vector<Field> value_fields = {});
+  // Buffers of `batch_size` rows of `schema` (batch_schema).
+  BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, Schema schema);
   ~BufferPool();
 
   std::shared_ptr<BatchBuffer> acquire();
@@ -56,8 +64,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
   std::shared_ptr<BufferAllocator> allocator_;
   int64_t batch_size_;
-  int64_t bytes_per_image_;
-  const std::vector<Field> value_fields_;
+  const Schema schema_;
   Mutex mutex_;
   std::vector<BatchBuffer*> free_ GUARDED_BY(mutex_);
   std::atomic<int64_t> num_allocated_{0};
