@@ -47,11 +47,62 @@ void copy_values(const FieldValues& values, int64_t first, int64_t rows, const V
   if (bytes > 0) std::memcpy(out.data, values.bytes.data() + begin * element, static_cast<size_t>(bytes));
 }
 
-// A block's sequence values, read apart (their sizes are known only once read), then appended to
-// the set's in block order.
-struct BlockSequences {
-  std::vector<std::vector<uint8_t>> bytes;  // per value field (empty for a fixed-size one)
-  std::vector<std::vector<int64_t>> ends;
+// What read_into_memory holds of a source's value fields while it reads: each fixed-size field's
+// values in place for the whole set; each sequence's read a block apart (their sizes are known only
+// once read), then appended in block order. Blocks are filled by different threads, each its own.
+class HeldValues {
+ public:
+  explicit HeldValues(const SampleSource& source) : source_(source), fields_(source.value_fields()) {
+    for (const Field& field : fields_)
+      values_.push_back({field, std::vector<uint8_t>(static_cast<size_t>(source.size() * field_bytes(field))), {}});
+    if (source.has_sequences()) blocks_.resize(static_cast<size_t>(source.num_blocks()));
+  }
+
+  // Where block b's values go, one region per value field; valid until take().
+  std::vector<ValueRegion> regions(int64_t b) {
+    const int64_t first = source_.block_starts()[static_cast<size_t>(b)];
+    std::vector<ValueRegion> regions(fields_.size());
+    for (size_t f = 0; f < fields_.size(); ++f) {
+      if (!is_sequence(fields_[f])) {
+        regions[f] = {values_[f].bytes.data() + first * field_bytes(fields_[f]), 0, nullptr};
+        continue;
+      }
+      Block& block = blocks_[static_cast<size_t>(b)];
+      block.bytes.resize(fields_.size());
+      block.ends.resize(fields_.size());
+      block.bytes[f].resize(static_cast<size_t>(source_.value_capacity(b, f)));
+      block.ends[f].resize(static_cast<size_t>(source_.block_rows(b)));
+      regions[f] = {block.bytes[f].data(), static_cast<int64_t>(block.bytes[f].size()), block.ends[f].data()};
+    }
+    return regions;
+  }
+
+  // Every field's values, the sequences' blocks appended in order.
+  std::vector<FieldValues> take() {
+    for (size_t f = 0; f < fields_.size(); ++f) {
+      if (!is_sequence(fields_[f])) continue;
+      const int64_t element = element_bytes(fields_[f].type);
+      FieldValues& values = values_[f];
+      values.ends.reserve(static_cast<size_t>(source_.size()));
+      for (const Block& block : blocks_) {
+        const int64_t done = static_cast<int64_t>(values.bytes.size()) / element;
+        for (const int64_t end : block.ends[f]) values.ends.push_back(done + end);
+        const int64_t bytes = (block.ends[f].empty() ? 0 : block.ends[f].back()) * element;
+        values.bytes.insert(values.bytes.end(), block.bytes[f].begin(), block.bytes[f].begin() + bytes);
+      }
+    }
+    return std::move(values_);
+  }
+
+ private:
+  struct Block {
+    std::vector<std::vector<uint8_t>> bytes;  // per value field (empty for a fixed-size one)
+    std::vector<std::vector<int64_t>> ends;
+  };
+  const SampleSource& source_;
+  const std::span<const Field> fields_;
+  std::vector<FieldValues> values_;
+  std::vector<Block> blocks_;  // sets with sequences: per block
 };
 
 }  // namespace
@@ -105,6 +156,14 @@ std::span<const ValueRegion> BlockValues::block(const SampleSource& source, int6
     places_[f] = {values_[f].data(), static_cast<int64_t>(values_[f].size()), ends_[f].empty() ? nullptr : ends_[f].data()};
   }
   return places_;
+}
+
+std::vector<int64_t> read_group_starts(const SampleSource& source) {
+  std::vector<int64_t> starts;
+  for (int64_t b = 0; b < source.num_blocks(); ++b)
+    if (b == 0 || source.read_group(b) != source.read_group(b - 1)) starts.push_back(b);
+  starts.push_back(source.num_blocks());
+  return starts;
 }
 
 int64_t SampleSource::region_bytes(int64_t block_idx, size_t field) const {
@@ -208,20 +267,11 @@ int64_t InMemorySource::variable_bytes(int64_t block_idx, size_t field) const {
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads) {
   const int threads = resolve_num_threads(num_threads, "read_into_memory: num_threads");
   auto store = std::make_shared<ImageStore>(source.shape(), source.size(), source.labeled());
-  const std::span<const Field> fields = source.value_fields();
-  std::vector<FieldValues> values;
-  for (const Field& field : fields)
-    values.push_back({field, std::vector<uint8_t>(static_cast<size_t>(source.size() * field_bytes(field))), {}});
-  const int64_t num_blocks = source.num_blocks();
+  HeldValues values(source);
   const auto starts = source.block_starts();
-  std::vector<BlockSequences> sequences(source.has_sequences() ? static_cast<size_t>(num_blocks) : 0);
   // Read groups (runs of blocks sharing one), each read at once: the pieces of a row group read
   // one by one would decode its shared pages once per piece.
-  std::vector<int64_t> group_starts;
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    if (b == 0 || source.read_group(b) != source.read_group(b - 1)) group_starts.push_back(b);
-  }
-  group_starts.push_back(num_blocks);
+  const std::vector<int64_t> group_starts = read_group_starts(source);
   const auto num_groups = static_cast<int64_t>(group_starts.size()) - 1;
   // Contiguous ranges of groups, one per thread, each with its own read buffer.
   const int64_t num_ranges = std::max<int64_t>(1, std::min<int64_t>(threads, num_groups));
@@ -229,53 +279,28 @@ std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int
     std::vector<uint8_t> scratch;
     std::vector<int64_t> blocks;
     std::vector<BlockBuffers> out;
-    // Per block of the group, its values' places: out[i].values spans a row of this.
-    std::vector<std::vector<ValueRegion>> field_rows;
+    // Per block of the group, its values' regions: out[i].values spans one (moving the outer vector
+    // keeps the inner ones' memory).
+    std::vector<std::vector<ValueRegion>> regions;
     for (int64_t g = num_groups * range / num_ranges; g < num_groups * (range + 1) / num_ranges; ++g) {
       blocks.clear();
       out.clear();
-      const int64_t group_begin = group_starts[static_cast<size_t>(g)];
-      const int64_t group_end = group_starts[static_cast<size_t>(g) + 1];
-      field_rows.assign(static_cast<size_t>(group_end - group_begin), std::vector<ValueRegion>(values.size()));
-      for (int64_t b = group_begin; b < group_end; ++b) {
+      regions.clear();
+      for (int64_t b = group_starts[static_cast<size_t>(g)]; b < group_starts[static_cast<size_t>(g) + 1]; ++b) {
         const int64_t first = starts[static_cast<size_t>(b)];
-        std::vector<ValueRegion>& regions = field_rows[static_cast<size_t>(b - group_begin)];
-        for (size_t f = 0; f < values.size(); ++f) {
-          if (!is_sequence(fields[f])) {
-            regions[f] = {values[f].bytes.data() + first * field_bytes(fields[f]), 0, nullptr};
-            continue;
-          }
-          BlockSequences& block = sequences[static_cast<size_t>(b)];
-          block.bytes.resize(values.size());
-          block.ends.resize(values.size());
-          block.bytes[f].resize(static_cast<size_t>(source.value_capacity(b, f)));
-          block.ends[f].resize(static_cast<size_t>(source.block_rows(b)));
-          regions[f] = {block.bytes[f].data(), static_cast<int64_t>(block.bytes[f].size()), block.ends[f].data()};
-        }
         blocks.push_back(b);
+        regions.push_back(values.regions(b));
         out.push_back({.payload = store->image(first),
                        .capacity = source.block_rows(b) * store->image_bytes(),
                        .labels = store->labels().data() + first,
-                       .values = regions});
+                       .values = regions.back()});
       }
       source.read_blocks(blocks, scratch, out);
     }
   });
-  for (size_t f = 0; f < values.size(); ++f) {
-    if (!is_sequence(fields[f])) continue;
-    const int64_t element = element_bytes(fields[f].type);
-    values[f].ends.reserve(static_cast<size_t>(source.size()));
-    for (const BlockSequences& block : sequences) {
-      const int64_t done = static_cast<int64_t>(values[f].bytes.size()) / element;
-      const std::vector<int64_t>& ends = block.ends[f];
-      for (const int64_t end : ends) values[f].ends.push_back(done + end);
-      const int64_t bytes = (ends.empty() ? 0 : ends.back()) * element;
-      values[f].bytes.insert(values[f].bytes.end(), block.bytes[f].begin(), block.bytes[f].begin() + bytes);
-    }
-  }
   return std::make_shared<InMemorySource>(std::move(store), source.name(),
                                           std::vector<int64_t>(starts.begin(), starts.end()), source.fingerprint(),
-                                          std::move(values));
+                                          values.take());
 }
 
 std::vector<int64_t> read_labels(const SampleSource& source, int num_threads) {

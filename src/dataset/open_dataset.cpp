@@ -121,8 +121,8 @@ int64_t sequences_held_bytes(const SampleSource& source) {
   for (size_t f = 0; f < fields.size(); ++f) {
     if (!is_sequence(fields[f])) continue;
     bytes += source.size() * static_cast<int64_t>(sizeof(int64_t));
-    for (int64_t b = 0; b < source.num_blocks(); ++b)
-      if (b == 0 || source.read_group(b) != source.read_group(b - 1)) bytes += source.value_capacity(b, f);
+    const std::vector<int64_t> groups = read_group_starts(source);
+    for (size_t g = 0; g + 1 < groups.size(); ++g) bytes += source.value_capacity(groups[g], f);
   }
   return bytes;
 }

@@ -252,6 +252,9 @@ class InMemorySource : public RandomAccessSource {
 // fingerprint. What `feeder train` does when a sharded set fits the memory budget.
 std::shared_ptr<InMemorySource> read_into_memory(const SampleSource& source, int num_threads = 0);
 
+// The first block of each read group of `source` (runs of blocks sharing one), then num_blocks().
+std::vector<int64_t> read_group_starts(const SampleSource& source);
+
 // Every sample's label, in the source's order (torchvision's `dataset.targets`); empty for an
 // unlabeled source. A source with labels_alone() gives those; any other (tar shards) is read once,
 // a block at a time on up to `num_threads` threads (0: one per core), its pixels or encoded bytes

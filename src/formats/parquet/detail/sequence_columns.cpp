@@ -52,6 +52,22 @@ class RowWriter {
   int64_t written_ = 0;  // values written into the current range
 };
 
+// The page's repetition and definition levels into `rep` and `def`; the number of values present
+// (definition level max_def).
+int64_t decode_levels(const DataPage& page, int16_t max_def, std::vector<uint8_t>& rep, std::vector<uint8_t>& def) {
+  const auto n = static_cast<size_t>(page.num_values);
+  rep.resize(n);
+  def.assign(n, static_cast<uint8_t>(max_def));
+  decoder::RleBitPackedDecoder(page.rep_levels, decoder::bit_width_for(1)).get(rep.data(), page.num_values);
+  if (max_def > 0) {
+    decoder::RleBitPackedDecoder(page.def_levels, decoder::bit_width_for(static_cast<uint32_t>(max_def)))
+        .get(def.data(), page.num_values);
+  }
+  int64_t present = 0;
+  for (const uint8_t level : def) present += level == max_def ? 1 : 0;
+  return present;
+}
+
 // T is the column's physical type, Out the field's element type.
 template <class T, class Out>
 void decode_sequences(const ChunkLocation& where, std::span<const SequenceRows> rows, PageBuffer& buffer) {
@@ -69,15 +85,7 @@ void decode_sequences(const ChunkLocation& where, std::span<const SequenceRows> 
       where, [&](const DictionaryPage& page) { load_dictionary(page, column, dictionary, source); },
       [&](const DataPage& page) {
         const auto n = static_cast<size_t>(page.num_values);
-        rep.resize(n);
-        def.assign(n, static_cast<uint8_t>(max_def));
-        decoder::RleBitPackedDecoder(page.rep_levels, decoder::bit_width_for(1)).get(rep.data(), page.num_values);
-        if (max_def > 0) {
-          decoder::RleBitPackedDecoder(page.def_levels, decoder::bit_width_for(static_cast<uint32_t>(max_def)))
-              .get(def.data(), page.num_values);
-        }
-        int64_t present = 0;
-        for (const uint8_t level : def) present += level == max_def ? 1 : 0;
+        const int64_t present = decode_levels(page, max_def, rep, def);
         values.resize(static_cast<size_t>(present));
         decoder::decode_values(page.encoding, page.values, present, values.data(), source);
         size_t next_value = 0;
