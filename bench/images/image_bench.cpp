@@ -47,7 +47,6 @@
 #include "feeder/image/image_stage.h"
 #include "feeder/image/max_side.h"
 #include "feeder/image/resized_crop.h"
-#include "image/detail/decoders.h"
 
 namespace {
 
@@ -106,20 +105,13 @@ double crop_decode(const feeder::EncodedImageSource& source, int threads, int64_
   feeder::ResizedCropOptions options;
   options.out_height = options.out_width = size;
   return rate_on_threads(source, threads, [&] {
-    return [&source, &options, epoch, scratch = feeder::ImageScratch(), pixels = std::vector<uint8_t>()](int64_t i) mutable {
+    return [&source, &options, epoch, scratch = feeder::ImageScratch()](int64_t i) mutable {
       feeder::SplitMix64 rng = feeder::sample_generator(0, epoch, i);
       const auto box = [&](int64_t width, int64_t height) {
         return feeder::random_resized_crop(width, height, {}, [&] { return rng.uniform_double(); });
       };
-      const std::span<const uint8_t> bytes = source.sample(i).bytes;
-      if (feeder::sniff_image_format(bytes) != feeder::ImageFormat::kJpeg) {
-        // PNG and WebP have no region decode: the stage decodes them whole, as here.
-        feeder::decode_image(bytes, 3, "image", pixels);
-        return;
-      }
-      feeder::ResizedCropInfo info;
-      feeder::detail::JpegRegion region;
-      feeder::detail::decode_jpeg_region(bytes, "image", box, options, scratch, info, region);
+      // PNG and WebP have no region decode: the stage decodes them whole, as this does.
+      feeder::decode_crop_region(source.sample(i).bytes, "image", box, options, scratch);
     };
   });
 }

@@ -80,6 +80,13 @@ ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::s
                                     const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
                                     const ResizedCropOptions& options, ImageScratch& scratch, const CropOutput& output);
 
+// Only the decode of what decode_resized_crop resamples: a JPEG's region at a DCT scale, another
+// image whole, into scratch.pixels (not resampled). What a crop costs before its resample, a
+// benchmark's reference.
+ResizedCropInfo decode_crop_region(std::span<const uint8_t> bytes, const std::string& name,
+                                   const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
+                                   const ResizedCropOptions& options, ImageScratch& scratch);
+
 // The same into `out` as float values 0..255, (H,W,C).
 ResizedCropInfo decode_resized_crop(std::span<const uint8_t> bytes, const std::string& name,
                                     const std::function<CropBox(int64_t width, int64_t height)>& choose_box,
