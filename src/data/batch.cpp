@@ -56,10 +56,9 @@ std::shared_ptr<void> Batch::buffer_owner() const { return buffer_; }
 std::span<const Field> Batch::value_fields() const { return buffer_->value_fields(); }
 
 FieldView Batch::value(size_t field) const {
-  const size_t at = field + 2;  // after the image and the label
-  const Field& f = buffer_->fields[at];
-  if (!is_sequence(f)) return {&f, buffer_->regions.at(at), size_};
-  detail::SequenceValues& sequence = buffer_->sequences.at(at);
+  const Field& f = buffer_->value_fields()[field];
+  if (!is_sequence(f)) return {&f, buffer_->value_region(field), size_};
+  detail::SequenceValues& sequence = buffer_->value_sequence(field);
   return {&f, sequence.bytes.data(), size_, sequence.offsets};
 }
 

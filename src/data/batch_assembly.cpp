@@ -80,12 +80,11 @@ void write_row_values(int64_t row, BatchBuffer& buffer, const ValueOf& value_of)
   const std::span<const Field> fields = buffer.value_fields();
   for (size_t f = 0; f < fields.size(); ++f) {
     const ValueBytes value = value_of(f);
-    const size_t at = f + 2;  // the batch's field, after the image and the label
     if (!is_sequence(fields[f])) {
-      std::memcpy(buffer.regions[at] + static_cast<size_t>(row) * value.size(), value.data(), value.size());
+      std::memcpy(buffer.value_region(f) + static_cast<size_t>(row) * value.size(), value.data(), value.size());
       continue;
     }
-    SequenceValues& sequence = buffer.sequences[at];
+    SequenceValues& sequence = buffer.value_sequence(f);
     sequence.bytes.insert(sequence.bytes.end(), value.begin(), value.end());
     sequence.offsets.push_back(static_cast<int64_t>(sequence.bytes.size()) / element_bytes(fields[f].type));
   }

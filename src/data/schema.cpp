@@ -37,14 +37,14 @@ int64_t fields_bytes(std::span<const Field> fields) {
   return bytes;
 }
 
-ValueBytes row_value(const Field& field, const ValueRegion& region, int64_t row) {
+ValueBytes row_value(const Field& field, const uint8_t* data, const int64_t* ends, int64_t row) {
   if (!is_variable(field)) {
     const auto bytes = static_cast<size_t>(field_bytes(field));
-    return {region.data + static_cast<size_t>(row) * bytes, bytes};
+    return {data + static_cast<size_t>(row) * bytes, bytes};
   }
   const int64_t element = element_bytes(field.type);
-  const int64_t begin = row > 0 ? region.ends[row - 1] : 0;
-  return {region.data + begin * element, static_cast<size_t>((region.ends[row] - begin) * element)};
+  const int64_t begin = row > 0 ? ends[row - 1] : 0;
+  return {data + begin * element, static_cast<size_t>((ends[row] - begin) * element)};
 }
 
 const Field* Schema::find(std::string_view name) const {

@@ -135,15 +135,7 @@ int64_t SampleSource::held_bytes_for_rows(int64_t rows) const {
   return bytes;
 }
 
-ValueBytes FieldValues::value(int64_t i) const {
-  if (!is_sequence(field)) {
-    const auto size = static_cast<size_t>(field_bytes(field));
-    return {bytes.data() + static_cast<size_t>(i) * size, size};
-  }
-  const int64_t element = element_bytes(field.type);
-  const int64_t begin = i > 0 ? ends[static_cast<size_t>(i) - 1] : 0;
-  return {bytes.data() + begin * element, static_cast<size_t>((ends[static_cast<size_t>(i)] - begin) * element)};
-}
+ValueBytes FieldValues::value(int64_t i) const { return row_value(field, bytes.data(), ends.data(), i); }
 
 std::span<const ValueRegion> BlockValues::block(const SampleSource& source, int64_t block_idx) {
   const std::span<const Field> fields = source.value_fields();
@@ -196,9 +188,8 @@ ImageShape SampleSource::shape() const {
 }
 
 int64_t SampleSource::decoded_sample_bytes() const {
-  const ImageStore* store = pixel_store(*this);
-  return (store ? store->image_bytes() : shape().num_pixels()) + static_cast<int64_t>(sizeof(int64_t)) +
-         fields_bytes(value_fields());
+  // The image field's bytes: uint8 pixels, a float store's float32 values, none for encoded images.
+  return field_bytes(schema().fields.front()) + static_cast<int64_t>(sizeof(int64_t)) + fields_bytes(value_fields());
 }
 
 InMemorySource::InMemorySource(std::shared_ptr<const ImageStore> store, std::string name,

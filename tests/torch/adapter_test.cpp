@@ -137,7 +137,7 @@ TEST(ToTensors, ValueFieldsAreNamedTensorsOfTheirType) {
   std::vector<uint8_t> bytes(kSamples * sizeof(float));
   std::memcpy(bytes.data(), weights.data(), bytes.size());
   auto source = std::make_shared<InMemorySource>(store, "weighted", std::vector<int64_t>{}, std::nullopt,
-                                                 std::vector<FieldValues>{{{"weight", FieldType::kFloat32, {}}, bytes}});
+                                                 std::vector<FieldValues>{{{"weight", FieldType::kFloat32, {}}, bytes, {}}});
   EXPECT_EQ(to_string(source->schema()), "image: uint8[1,2,2], label: int64, weight: float32");
   TensorLoader loader(source, four_a_batch());
   int64_t seen = 0;

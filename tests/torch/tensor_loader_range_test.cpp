@@ -22,13 +22,13 @@ static_assert(std::ranges::input_range<EpochRange<BatchSource, TensorBatch>>);
 std::vector<TensorBatch> with_next(TensorLoader& loader, int64_t epoch) {
   std::vector<TensorBatch> batches;
   loader.start_epoch(epoch);
-  while (auto batch = loader.next()) batches.push_back({batch->images.clone(), batch->labels.clone(), batch->index});
+  while (auto batch = loader.next()) batches.push_back({batch->images.clone(), batch->labels.clone(), batch->index, 0, {}, {}});
   return batches;
 }
 
 std::vector<TensorBatch> with_range_for(TensorLoader& loader, int64_t epoch) {
   std::vector<TensorBatch> batches;
-  for (TensorBatch& batch : loader.epoch(epoch)) batches.push_back({batch.images.clone(), batch.labels.clone(), batch.index});
+  for (TensorBatch& batch : loader.epoch(epoch)) batches.push_back({batch.images.clone(), batch.labels.clone(), batch.index, 0, {}, {}});
   return batches;
 }
 

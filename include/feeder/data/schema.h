@@ -67,8 +67,12 @@ struct ValueRegion {
 // values' for a sequence.
 using ValueBytes = std::span<const uint8_t>;
 
-// Row `row`'s value in a block's region of field `field` (filled by a read).
-ValueBytes row_value(const Field& field, const ValueRegion& region, int64_t row);
+// Row `row`'s value of field `field` in values laid out as a ValueRegion's (`ends` for a field of
+// no fixed size): a block's region filled by a read, or a set's values in memory.
+ValueBytes row_value(const Field& field, const uint8_t* data, const int64_t* ends, int64_t row);
+inline ValueBytes row_value(const Field& field, const ValueRegion& region, int64_t row) {
+  return row_value(field, region.data, region.ends, row);
+}
 
 struct Schema {
   std::vector<Field> fields;

@@ -37,8 +37,10 @@ struct BatchBuffer {
 
   void* images() const { return regions[0]; }
   int64_t* labels() const { return reinterpret_cast<int64_t*>(regions[1]); }
-  // The value fields, after the image and the label.
+  // The value fields, after the image and the label, and value field f's region and sequence.
   std::span<const Field> value_fields() const { return fields.subspan(2); }
+  uint8_t* value_region(size_t f) const { return regions.at(f + 2); }
+  SequenceValues& value_sequence(size_t f) { return sequences.at(f + 2); }
 };
 
 // What a batch holds: its images as `dtype` (float32, or uint8 pixels) of `shape`, an int64 label,
