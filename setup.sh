@@ -66,6 +66,7 @@ packages=(
   libxxhash-dev                        # content hashes of shards and dataset fingerprints (XXH3)
   libjpeg62-turbo-dev libpng-dev libwebp-dev  # image decoding: JPEG (libjpeg-turbo), PNG, WebP
   libarchive-dev                       # WebDataset tar shards
+  libcurl4-openssl-dev libssl-dev libpugixml-dev  # s3:// and http(s):// (libcurl; SigV4's HMAC; S3's XML)
 )
 # Only the tests use these (the first command stays quick without them).
 test_packages=(

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "feeder/error.h"
+#include "io/detail/remote_file_systems.h"
 
 namespace feeder {
 
@@ -121,6 +122,9 @@ const FileSystem& local_file_system() {
   return file_system;
 }
 
-const FileSystem& file_system_for(const std::filesystem::path&) { return local_file_system(); }
+const FileSystem& file_system_for(const std::filesystem::path& path) {
+  if (const FileSystem* remote = detail::remote_file_system_for(path.string())) return *remote;
+  return local_file_system();
+}
 
 }  // namespace feeder

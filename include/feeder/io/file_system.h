@@ -39,6 +39,10 @@ class RandomAccessFile {
   virtual int64_t read_at(int64_t offset, std::span<uint8_t> out) const = 0;
   // Bytes now (a file may change after it is opened): to say where a short read ended.
   virtual int64_t size_now() const = 0;
+  // Reads smaller than this cost about as much as reads this large (each is a network round trip):
+  // a reader walking many small pieces (page headers) reads this much at a time and walks the copy.
+  // 0 where small reads are cheap (a local disk).
+  virtual int64_t gather_read_bytes() const { return 0; }
 
   // Exactly out.size() bytes from `offset`, or a DataError naming the file, `what` was read and
   // where the file ended ("x.parquet: file ended after 100 bytes while reading its footer").
@@ -95,7 +99,8 @@ class FileSystem {
 // The local disk: open/pread on a descriptor held per opened file, mmap for whole files.
 const FileSystem& local_file_system();
 
-// The file system that holds `path`: the local disk for every path today.
+// The file system that holds `path`: S3 for s3://, a web server for http:// and https://
+// (feeder/io/object_storage.h), the local disk for any other.
 const FileSystem& file_system_for(const std::filesystem::path& path);
 
 }  // namespace feeder

@@ -267,11 +267,19 @@ std::shared_ptr<const ParquetColumnReader::RowGroupPages> ParquetColumnReader::r
   // Found outside the lock: threads reading other row groups do not wait on these reads. Two
   // threads finding the same row group's pages both read them; the first to finish is kept.
   auto found = std::make_shared<RowGroupPages>(metadata_.columns.size());
-  std::vector<uint8_t> header_bytes;
+  // Headers are read from a window of the file: where each read is a round trip
+  // (gather_read_bytes), the window spans many pages' headers.
+  std::vector<uint8_t> window;
+  int64_t window_begin = 0, window_got = 0;
+  const int64_t gather = file_->gather_read_bytes();
   const auto read = [&](int64_t offset, int64_t size_bytes) {
-    header_bytes.resize(static_cast<size_t>(size_bytes));
-    const int64_t got = file_->read_at(offset, header_bytes);
-    return std::span<const uint8_t>(header_bytes.data(), static_cast<size_t>(got));
+    if (offset < window_begin || offset + size_bytes > window_begin + window_got) {
+      window.resize(static_cast<size_t>(std::max(size_bytes, gather)));
+      window_begin = offset;
+      window_got = file_->read_at(offset, window);
+    }
+    const int64_t from = offset - window_begin;
+    return std::span<const uint8_t>(window.data() + from, static_cast<size_t>(std::min(size_bytes, window_got - from)));
   };
   for (const int64_t column_idx : selected_) {
     (*found)[static_cast<size_t>(column_idx)] = detail::locate_pages(chunk_location(row_group_idx, column_idx), read);
@@ -311,9 +319,22 @@ void ParquetColumnReader::read_pages(int64_t row_group_idx, int64_t column_idx, 
   const std::shared_ptr<const RowGroupPages> pages = row_group_pages(row_group_idx);
   const detail::ChunkPages& chunk_pages = (*pages)[static_cast<size_t>(column_idx)];
   ColumnChunkInfo partial;
+  // Where each read is a round trip (gather_read_bytes), neighbouring pages are read together,
+  // up to that many bytes a read; on a local disk one page a read.
+  const int64_t gather = file_->gather_read_bytes();
+  std::optional<size_t> first;
+  size_t last = 0;
+  const auto flush = [&] {
+    if (first) on_page(read_data_pages(row_group_idx, column_idx, chunk_pages, *first, last, scratch, partial));
+    first.reset();
+  };
   for_each_page_holding(chunk_pages.data, rows, [&](size_t p) {
-    on_page(read_data_pages(row_group_idx, column_idx, chunk_pages, p, p, scratch, partial));
+    const detail::PageSpan& page = chunk_pages.data[p];
+    if (first && (p != last + 1 || page.offset + page.size_bytes - chunk_pages.data[*first].offset > gather)) flush();
+    if (!first) first = p;
+    last = p;
   });
+  flush();
 }
 
 void ParquetColumnReader::read_page_run(int64_t row_group_idx, int64_t column_idx, RowSpan rows,

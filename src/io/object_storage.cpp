@@ -1,0 +1,81 @@
+#include "feeder/io/object_storage.h"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "io/detail/aws_config.h"
+#include "io/detail/remote_file_systems.h"
+#include "util/mutex.h"
+
+namespace feeder {
+namespace {
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// The settings, and the file systems made with them: made when a remote path is first taken,
+// again after the settings change. Those made before stay alive (files opened on them keep their
+// settings), a few bytes for each change of settings.
+struct Remote {
+  detail::Mutex mutex;
+  StorageOptions options GUARDED_BY(mutex);
+  std::unique_ptr<FileSystem> http GUARDED_BY(mutex);
+  std::unique_ptr<FileSystem> s3 GUARDED_BY(mutex);
+  std::vector<std::unique_ptr<FileSystem>> retired GUARDED_BY(mutex);
+};
+
+Remote& remote() {
+  static Remote* state = new Remote();  // never destroyed: files may outlive static destruction
+  return *state;
+}
+
+}  // namespace
+
+StorageOptions StorageOptions::resolved() const {
+  StorageOptions out = *this;
+  for (const char* variable : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"})
+    if (out.endpoint.empty()) out.endpoint = environment(variable);
+  if (out.region.empty()) out.region = detail::find_aws_region(out.profile);
+  if (out.region.empty()) out.region = "us-east-1";
+  if (out.ca_bundle.empty()) out.ca_bundle = environment("AWS_CA_BUNDLE");
+  return out;
+}
+
+void set_storage_options(const StorageOptions& options) {
+  Remote& state = remote();
+  detail::MutexLock lock(state.mutex);
+  state.options = options;
+  if (state.http) state.retired.push_back(std::move(state.http));
+  if (state.s3) state.retired.push_back(std::move(state.s3));
+}
+
+StorageOptions storage_options() {
+  Remote& state = remote();
+  detail::MutexLock lock(state.mutex);
+  return state.options;
+}
+
+bool is_remote_path(const std::string& path) {
+  return path.starts_with("s3://") || path.starts_with("http://") || path.starts_with("https://");
+}
+
+namespace detail {
+
+const FileSystem* remote_file_system_for(const std::string& path) {
+  if (!is_remote_path(path)) return nullptr;
+  Remote& state = remote();
+  MutexLock lock(state.mutex);
+  std::unique_ptr<FileSystem>& file_system = path.starts_with("s3://") ? state.s3 : state.http;
+  if (!file_system) {
+    const StorageOptions options = state.options.resolved();
+    file_system = path.starts_with("s3://") ? make_s3_file_system(options) : make_http_file_system(options);
+  }
+  return file_system.get();
+}
+
+}  // namespace detail
+}  // namespace feeder

@@ -1,0 +1,223 @@
+#include <pugixml.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "io/detail/aws_config.h"
+#include "io/detail/remote_file_systems.h"
+#include "util/mutex.h"
+
+namespace feeder::detail {
+namespace {
+
+constexpr std::string_view kEmptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+// "s3://bucket/key" as its bucket and key.
+struct S3Path {
+  std::string bucket;
+  std::string key;
+};
+
+S3Path parse_s3_path(const std::string& path) {
+  if (!path.starts_with("s3://")) throw DataError(path + ": not an s3:// path");
+  const size_t slash = path.find('/', 5);
+  S3Path parts{path.substr(5, slash == std::string::npos ? std::string::npos : slash - 5),
+               slash == std::string::npos ? "" : path.substr(slash + 1)};
+  if (parts.bucket.empty()) throw DataError(path + ": no bucket (s3://bucket/key)");
+  return parts;
+}
+
+// An S3 error's code and message from its XML body ("NoSuchBucket: The specified bucket does not exist").
+std::pair<std::string, std::string> s3_error(const HttpResponse& response) {
+  pugi::xml_document document;
+  if (response.body.empty() || !document.load_buffer(response.body.data(), response.body.size())) return {};
+  const pugi::xml_node error = document.child("Error");
+  return {error.child_value("Code"), error.child_value("Message")};
+}
+
+class S3Objects final : public RemoteObjects {
+ public:
+  explicit S3Objects(const StorageOptions& options)
+      : client_(options),
+        credentials_(options.anonymous ? AwsCredentials{} : find_aws_credentials(options.profile)),
+        region_(options.region.empty() ? "us-east-1" : options.region) {
+    const bool custom = !options.endpoint.empty();
+    endpoint_ = parse_url(custom ? options.endpoint : "https://s3." + region_ + ".amazonaws.com");
+    while (endpoint_.path.ends_with('/')) endpoint_.path.pop_back();
+    virtual_hosted_ = options.addressing == AddressingStyle::kVirtual ||
+                      (options.addressing == AddressingStyle::kAuto && !custom);
+  }
+
+  HttpRequest request(const std::string& path, const std::string& method, std::vector<std::string> headers,
+                      const QueryParams& query, std::span<const uint8_t> body) const override {
+    const S3Path object = parse_s3_path(path);
+    const std::string region = region_of(object.bucket);
+    Url url = endpoint_;
+    if (!options_endpoint_custom() && region != region_) url.authority = "s3." + region + ".amazonaws.com";
+    std::string resource = "/" + uri_encode(object.key, true);
+    if (virtual_hosted_ && bucket_in_host(object.bucket)) {
+      url.authority = object.bucket + "." + url.authority;
+    } else {
+      resource = "/" + uri_encode(object.bucket, false) + resource;
+    }
+    HttpRequest request;
+    request.method = method;
+    request.name = path;
+    const std::string canonical_path = url.path + resource;
+    request.url = url.scheme + "://" + url.authority + canonical_path;
+    if (!query.empty()) request.url += "?" + canonical_query(query);
+    request.body = body;
+    request.headers = std::move(headers);
+    if (credentials_.empty()) return request;  // anonymous: a public bucket
+    const std::string date = amz_date_now();
+    const std::string payload = body.empty() ? std::string(kEmptyPayloadHash) : sha256_hex(body);
+    SigV4Request signing{method, canonical_path, query,
+                         {{"host", url.authority}, {"x-amz-content-sha256", payload}, {"x-amz-date", date}}, payload};
+    if (!credentials_.session_token.empty()) signing.headers.emplace_back("x-amz-security-token", credentials_.session_token);
+    const SigV4Signature signature = sign_v4(signing, credentials_, region, "s3", date);
+    for (const auto& [name, value] : signing.headers)
+      if (name != "host") request.headers.push_back(name + ": " + value);
+    request.headers.push_back("Authorization: " + signature.authorization);
+    return request;
+  }
+
+  [[noreturn]] void fail(const std::string& path, const HttpResponse& response, const std::string& doing) const override {
+    const auto [code, message] = s3_error(response);
+    std::string text = path + ": HTTP " + std::to_string(response.status);
+    if (!code.empty()) text += " " + code;
+    if (!message.empty()) text += ": " + message;
+    text += " (while " + doing + ")";
+    if (response.status == 403 && credentials_.empty())
+      text += "; no credentials were found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws), so "
+              "the request was unsigned, as to a public bucket";
+    if (code == "NoSuchBucket") throw DataError(path + ": no such bucket '" + parse_s3_path(path).bucket + "' (HTTP 404 NoSuchBucket)");
+    throw DataError(text);
+  }
+
+  const HttpClient& client() const override { return client_; }
+
+  // The request made until it is not transient, again in the bucket's own region when S3 answers
+  // with another (a 301 with x-amz-bucket-region, or a 400 naming the region expected).
+  HttpResponse send_s3(const std::string& path, const std::string& method, const QueryParams& query = {},
+                       std::vector<std::string> headers = {}, std::span<const uint8_t> body = {}) const {
+    HttpResponse response = send(path, method, headers, query, body);
+    std::string region = response.header("x-amz-bucket-region");
+    if (region.empty() && response.status == 400) {
+      pugi::xml_document document;
+      if (document.load_buffer(response.body.data(), response.body.size())) region = document.child("Error").child_value("Region");
+    }
+    if ((response.status == 301 || response.status == 307 || response.status == 400) && !region.empty() &&
+        region != region_of(parse_s3_path(path).bucket)) {
+      {
+        MutexLock lock(mutex_);
+        bucket_regions_[parse_s3_path(path).bucket] = region;
+      }
+      response = send(path, method, headers, query, body);
+    }
+    return response;
+  }
+
+  // One level of `directory` (a prefix): its objects and its sub-prefixes, every page of the listing.
+  std::vector<FileEntry> list(const std::string& directory, int64_t max_entries = -1) const {
+    const S3Path where = parse_s3_path(directory);
+    std::string prefix = where.key;
+    if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
+    const std::string base = "s3://" + where.bucket + "/";
+    std::string dir = directory;
+    if (!dir.ends_with('/')) dir += '/';
+    std::vector<FileEntry> entries;
+    std::string token;
+    for (int page = 0;; ++page) {
+      QueryParams query{{"list-type", "2"}, {"delimiter", "/"}, {"prefix", prefix}};
+      if (max_entries > 0) query.emplace_back("max-keys", std::to_string(max_entries));
+      if (!token.empty()) query.emplace_back("continuation-token", token);
+      const HttpResponse response = send_s3(base, "GET", query);
+      if (response.status != 200) fail(directory, response, "listing it");
+      pugi::xml_document document;
+      if (!document.load_buffer(response.body.data(), response.body.size()))
+        throw DataError(directory + ": the listing (page " + std::to_string(page + 1) + ") is not XML");
+      const pugi::xml_node result = document.child("ListBucketResult");
+      for (const pugi::xml_node contents : result.children("Contents")) {
+        const std::string key = contents.child_value("Key");
+        if (key.size() <= prefix.size()) continue;  // the prefix's own marker object
+        entries.push_back({dir + key.substr(prefix.size()), FileKind::kFile, std::strtoll(contents.child_value("Size"), nullptr, 10)});
+      }
+      for (const pugi::xml_node common : result.children("CommonPrefixes")) {
+        std::string name = std::string(common.child_value("Prefix")).substr(prefix.size());
+        while (name.ends_with('/')) name.pop_back();
+        if (!name.empty()) entries.push_back({dir + name, FileKind::kDirectory, 0});
+      }
+      token = result.child_value("NextContinuationToken");
+      if (std::string(result.child_value("IsTruncated")) != "true" || token.empty() || max_entries > 0) break;
+    }
+    return entries;
+  }
+
+ private:
+  bool options_endpoint_custom() const { return !client_.options().endpoint.empty(); }
+  // A bucket name that can be a host name's label (no dots: they break TLS's wildcard names).
+  static bool bucket_in_host(const std::string& bucket) {
+    return std::all_of(bucket.begin(), bucket.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-'; });
+  }
+  std::string region_of(const std::string& bucket) const {
+    MutexLock lock(mutex_);
+    const auto found = bucket_regions_.find(bucket);
+    return found == bucket_regions_.end() ? region_ : found->second;
+  }
+
+  HttpClient client_;
+  AwsCredentials credentials_;  // never in an error, a log or a state
+  std::string region_;
+  Url endpoint_;
+  bool virtual_hosted_ = false;
+  mutable Mutex mutex_;
+  mutable std::map<std::string, std::string> bucket_regions_ GUARDED_BY(mutex_);  // learnt from redirects
+};
+
+class S3FileSystem final : public FileSystem {
+ public:
+  explicit S3FileSystem(const StorageOptions& options) : objects_(std::make_shared<S3Objects>(options)) {}
+
+  std::shared_ptr<const RandomAccessFile> open(const std::filesystem::path& path) const override {
+    return objects_->open(path.string());
+  }
+  FileBytes read_all(const std::filesystem::path& path) const override { return objects_->read_all(path.string()); }
+  std::vector<FileEntry> list(const std::filesystem::path& directory) const override {
+    return objects_->list(directory.string());
+  }
+  FileEntry stat(const std::filesystem::path& path) const override {
+    const std::string text = path.string();
+    const S3Path where = parse_s3_path(text);
+    if (!where.key.empty() && !where.key.ends_with('/')) {
+      const HttpResponse response = objects_->send_s3(text, "HEAD");
+      if (response.status / 100 == 2) {
+        return {path, FileKind::kFile, std::strtoll(response.header("content-length").c_str(), nullptr, 10)};
+      }
+      if (response.status != 404) {
+        // A HEAD's answer has no body: the same request as a GET says why.
+        const HttpResponse reason = objects_->send_s3(text, "GET", {}, {"Range: bytes=0-0"});
+        objects_->fail(text, reason.status / 100 == 2 ? response : reason, "asking for its size");
+      }
+    }
+    // A prefix is a directory when something is under it; a bucket, when it exists.
+    if (!objects_->list(text, 1).empty() || where.key.empty()) return {path, FileKind::kDirectory, 0};
+    return {path, FileKind::kMissing, 0};
+  }
+  std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const override;
+
+ private:
+  std::shared_ptr<S3Objects> objects_;
+};
+
+std::unique_ptr<WritableFile> S3FileSystem::create(const std::filesystem::path& path) const {
+  throw DataError(path.string() + ": writing to S3 is not supported yet");
+}
+
+}  // namespace
+
+std::unique_ptr<FileSystem> make_s3_file_system(const StorageOptions& options) {
+  return std::make_unique<S3FileSystem>(options);
+}
+
+}  // namespace feeder::detail
