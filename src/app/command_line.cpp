@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <exception>
 #include <iostream>
+#include <memory>
 
-#include "feeder/util/printable.h"
 #include "feeder/error.h"
+#include "feeder/io/object_storage.h"
+#include "feeder/util/printable.h"
 
 namespace feeder::cli {
 namespace {
@@ -21,6 +23,27 @@ std::string command_path(const CLI::App& app) {
 }
 
 }  // namespace
+
+void add_storage_options(CLI::App& app) {
+  auto options = std::make_shared<StorageOptions>();
+  auto addressing = std::make_shared<std::string>("auto");
+  const std::string group = "Remote data (s3://, http://, https://; AWS's environment variables and ~/.aws also apply)";
+  app.add_option("--s3-endpoint", options->endpoint, "S3 endpoint URL (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS's own)")->group(group);
+  app.add_option("--s3-region", options->region, "region requests are signed for (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1)")->group(group);
+  app.add_option("--s3-profile", options->profile, "profile of ~/.aws/credentials and ~/.aws/config (default: AWS_PROFILE, else default)")->group(group);
+  app.add_flag("--s3-anonymous", options->anonymous, "unsigned requests, as to a public bucket")->group(group);
+  app.add_option("--s3-addressing", *addressing, "bucket in the path or the host name: auto (path for an endpoint given), path or virtual")
+      ->check(CLI::IsMember({"auto", "path", "virtual"}))
+      ->group(group);
+  app.add_option("--ca-bundle", options->ca_bundle, "PEM file of certificate authorities for HTTPS (default: AWS_CA_BUNDLE, else the system's)")->group(group);
+  app.add_option("--max-connections", options->max_connections, "connections open at once")->check(sane_range(1, 1024))->capture_default_str()->group(group);
+  app.add_option("--max-retries", options->max_retries, "retries of a transient failure (with backoff, within --retry-seconds)")->check(sane_range(0, 100))->capture_default_str()->group(group);
+  app.add_option("--retry-seconds", options->retry_seconds, "time a request may take over its retries")->check(CLI::Range(0.0, 3600.0))->capture_default_str()->group(group);
+  app.parse_complete_callback([options, addressing] {
+    options->addressing = *addressing == "path" ? AddressingStyle::kPath : *addressing == "virtual" ? AddressingStyle::kVirtual : AddressingStyle::kAuto;
+    set_storage_options(*options);
+  });
+}
 
 int run_command_line(CLI::App& app, std::vector<std::string> args, const std::vector<Command>& commands) {
   const std::string first = args.empty() ? "" : args.front();

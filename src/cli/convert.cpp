@@ -102,6 +102,7 @@ Command add_convert_command(CLI::App& parent) {
       ->delimiter('x')
       ->expected(3)
       ->check(at_least(1));
+  add_storage_options(*app);
   return {app, [options, text] {
             if (!text->layout.empty()) options->layout = parse_convert_layout(text->layout);
             if (!text->codec.empty()) options->codec = parquet::parse_parquet_codec(text->codec);

@@ -21,6 +21,7 @@ Command add_inspect_command(CLI::App& parent) {
       "inspect", "show a Parquet file's schema, row groups, codecs and encodings, or summarise a sharded set");
   app->add_option("FILE", *path, "a .parquet file, or a sharded set: a directory or a glob such as 'data/part-*.parquet'")
       ->required();
+  add_storage_options(*app);
   return {app, [path] {
             std::cout << printable(inspect_report(*path));
             return 0;

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "feeder/io/object_storage.h"
 #include "feeder/error.h"
 #include "feeder/formats/dataset_files.h"
 #include "feeder/io/file.h"
@@ -156,6 +157,16 @@ void print_epoch(const EpochReport& result, int64_t num_epochs, bool diagnose) {
                 result.data_wait_seconds, result.test_seconds, result.train_loss, accuracy,
                 result.samples_per_second);
   std::cout << line;
+  // What remote data cost this epoch (the first: with opening the sets); object stores bill requests.
+  static StorageStats last;
+  const StorageStats now = storage_stats(), spent = now - last;
+  last = now;
+  if (spent.requests > 0) {
+    std::snprintf(line, sizeof(line), "  remote data: %lld requests, %.1f MiB, %lld retried, %lld failed\n",
+                  static_cast<long long>(spent.requests), static_cast<double>(spent.bytes) / (1 << 20),
+                  static_cast<long long>(spent.retries), static_cast<long long>(spent.failures));
+    std::cout << line;
+  }
   if (diagnose) {
     std::snprintf(line, sizeof(line), "  data wait: %.2f%% of the training pass\n", 100.0 * data_wait_share({result}));
     std::cout << line;
@@ -600,6 +611,7 @@ Command add_train_command(CLI::App& parent) {
   add_training_options(app, *args, *texts);
   add_launch_options(app, *args, *texts);
   add_checkpoint_options(app, *args, *texts);
+  add_storage_options(*app);
   return {app, [=] {
             resolve_train_args(*args, *texts);
             if ((args->launch.nproc_per_node > 1 || args->launch.nnodes > 1) && !is_launched_rank()) {

@@ -28,6 +28,10 @@ int run_command_line(CLI::App& app, std::vector<std::string> args, const std::ve
 // Runs the one command that `add` registers, as `feeder <command> args...`.
 int run_single_command(Command (*add)(CLI::App&), const std::vector<std::string>& args);
 
+// The options of s3:// and http(s):// paths (feeder/io/object_storage.h), in a group of their own;
+// set for the process once the command line is parsed, before the command runs.
+void add_storage_options(CLI::App& app);
+
 // A validator for integer options that must be at least `min`; the message names the bound.
 CLI::Validator at_least(long long min);
 // An integer from `min` to `max`; above `max` the message calls the value absurd and gives the bound.
