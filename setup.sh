@@ -67,17 +67,18 @@ packages=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev  # image decoding: JPEG (libjpeg-turbo), PNG, WebP
   libarchive-dev                       # WebDataset tar shards
   libcurl4-openssl-dev libssl-dev libpugixml-dev  # s3:// and http(s):// (libcurl; SigV4's HMAC; S3's XML)
+  ca-certificates                      # HTTPS: object stores, and npm's registry for the tests' servers
 )
 # Only the tests use these (the first command stays quick without them).
 test_packages=(
   libgtest-dev                         # the C++ tests
   python3-pytest python3-pil python3-torchvision  # the Python tests; PIL and torchvision are the image references
   python3-venv python3-setuptools python3-wheel python3-build  # pip install and a wheel, offline
+  nginx-light libnginx-mod-http-lua openssl python3-boto3  # remote data: a web server, a certificate, an S3 client
 )
 # Only the checks of --test beyond the release tests.
 check_packages=(
   clang "libclang-rt-$clang_major-dev"  # sanitizers and fuzzing
-  ca-certificates                      # npm's registry over https, for the Parquet cross-checks
 )
 if ((run_tests)); then packages+=("${test_packages[@]}"); fi
 if ((run_checks)); then packages+=("${check_packages[@]}"); fi
@@ -86,9 +87,9 @@ missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-# Node.js + npm run the Parquet cross-checks; any install of them will do (some machines carry a
+# Node.js + npm run the Parquet cross-checks and the S3 server of the remote-data tests; any install of them will do (some machines carry a
 # newer Node.js than Debian's, whose npm package would conflict with it).
-if ((run_checks)); then
+if ((run_tests)); then
   command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 fi
 

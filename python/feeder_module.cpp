@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "feeder/io/object_storage.h"
 #include "feeder/convert/convert.h"
 #include "feeder/convert/inspect.h"
 #include "feeder/error.h"
@@ -761,8 +762,38 @@ void bind_crops(py::module_& m) {
       py::arg("dct_scaling"), py::arg("resize_first"), py::arg("name"));
 }
 
-// Sizes, the memory budget and the process settings feeder recommends.
+// Sizes, the memory budget and the process settings feeder recommends; remote data's settings.
 void bind_settings(py::module_& m) {
+  m.def(
+      "set_storage_options",
+      [](const std::string& endpoint, const std::string& region, const std::string& profile, bool anonymous,
+         const std::string& addressing, const std::string& ca_bundle, int max_connections, int max_retries,
+         double retry_seconds) {
+        StorageOptions options;
+        options.endpoint = endpoint;
+        options.region = region;
+        options.profile = profile;
+        options.anonymous = anonymous;
+        options.addressing = addressing == "path"      ? AddressingStyle::kPath
+                             : addressing == "virtual" ? AddressingStyle::kVirtual
+                                                       : AddressingStyle::kAuto;
+        options.ca_bundle = ca_bundle;
+        options.max_connections = max_connections;
+        options.max_retries = max_retries;
+        options.retry_seconds = retry_seconds;
+        set_storage_options(options);
+      },
+      py::arg("endpoint"), py::arg("region"), py::arg("profile"), py::arg("anonymous"), py::arg("addressing"),
+      py::arg("ca_bundle"), py::arg("max_connections"), py::arg("max_retries"), py::arg("retry_seconds"));
+  m.def("storage_stats", [] {
+    const StorageStats stats = storage_stats();
+    py::dict out;
+    out["requests"] = stats.requests;
+    out["bytes"] = stats.bytes;
+    out["retries"] = stats.retries;
+    out["failures"] = stats.failures;
+    return out;
+  });
   m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });
   m.def("default_memory_budget", &default_memory_budget);
   m.def("recommended_process_settings", [](int threads) {

@@ -44,7 +44,7 @@ __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "Batch", "FieldBatch", "DataError", "UnsupportedTransform", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "__version__"]
+__all__ = ["DataLoader", "Batch", "FieldBatch", "DataError", "UnsupportedTransform", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "set_storage_options", "storage_stats", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -60,6 +60,36 @@ def recommended_environment(threads=0):
     if omp_threads is not None:
         environment["OMP_NUM_THREADS"] = str(omp_threads)
     return environment
+
+
+def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=False, addressing="auto",
+                        ca_bundle=None, max_connections=16, max_retries=8, retry_seconds=60.0):
+    """Settings of s3:// and http(s):// paths opened from now on, for the whole process.
+
+    What is left None is read as the AWS tools read it: endpoint from AWS_ENDPOINT_URL_S3 or
+    AWS_ENDPOINT_URL (else AWS's own), region from AWS_REGION, AWS_DEFAULT_REGION or the profile's
+    config (else us-east-1), credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+    AWS_SESSION_TOKEN or the profile (AWS_PROFILE, else "default") of ~/.aws/credentials and
+    ~/.aws/config, ca_bundle from AWS_CA_BUNDLE (else the system's). anonymous=True: unsigned
+    requests, as to a public bucket. addressing: "path" (endpoint/bucket/key), "virtual"
+    (bucket.endpoint/key) or "auto" (path-style for an endpoint given, as botocore does).
+    Transient failures are retried up to max_retries times with backoff, within retry_seconds.
+    """
+    if addressing not in ("auto", "path", "virtual"):
+        raise ValueError(f"addressing={addressing!r}: expected 'auto', 'path' or 'virtual'")
+    _check_int("max_connections", max_connections, 1)
+    _check_int("max_retries", max_retries, 0)
+    if not _is_real(retry_seconds) or retry_seconds < 0:
+        raise ValueError(f"retry_seconds={retry_seconds!r}: expected a number of seconds, at least 0")
+    _feeder.set_storage_options(endpoint or "", region or "", profile or "", bool(anonymous), addressing,
+                                os.fspath(ca_bundle) if ca_bundle else "", int(max_connections), int(max_retries),
+                                float(retry_seconds))
+
+
+def storage_stats():
+    """What remote reads have cost since the process started: a dict of requests (each attempt; what an
+    object store bills), bytes received, retries and failures given up on."""
+    return _feeder.storage_stats()
 
 
 def _memory_budget_bytes(memory_budget):

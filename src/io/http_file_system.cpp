@@ -49,13 +49,11 @@ class HttpFileSystem final : public FileSystem {
   }
   FileEntry stat(const std::filesystem::path& path) const override {
     const std::string url = path.string();
-    FileEntry entry{path, FileKind::kMissing, 0};
-    if (!url.ends_with('/')) {
-      entry = objects_->head(url, nullptr);
-      if (entry.file()) return entry;
-    }
-    // A directory is known by its index.
-    if (objects_->head(index_of(path).string(), nullptr).file()) entry = {path, FileKind::kDirectory, 0};
+    // A URL ending in '/' names a directory (list() says what it needs); another one is a file, or
+    // a directory known by its index.
+    if (url.ends_with('/')) return {path, FileKind::kDirectory, 0};
+    FileEntry entry = objects_->head(url, nullptr);
+    if (!entry.file() && objects_->head(index_of(path).string(), nullptr).file()) entry = {path, FileKind::kDirectory, 0};
     return entry;
   }
   std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const override {

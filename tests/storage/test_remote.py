@@ -1,0 +1,209 @@
+"""Remote data end to end: sets in a real S3 server (s3rver) and behind nginx over HTTP and HTTPS,
+read by feeder's CLI and Python loader, against the same sets on local disk."""
+
+import hashlib
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import ACCESS_KEY, BUCKET, FASHION_MNIST, FEEDER, SECRET_KEY, SESSION_TOKEN, upload
+
+import feeder
+
+
+@pytest.fixture
+def aws_env(s3, tmp_path, monkeypatch):
+    """The AWS variables every run gets (and an empty HOME: no ~/.aws of the machine's)."""
+    env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_SESSION_TOKEN": SESSION_TOKEN,
+           "AWS_ENDPOINT_URL": s3.endpoint, "HOME": str(tmp_path)}
+    for name in ("AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3", "AWS_CA_BUNDLE",
+                 "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    feeder.set_storage_options()  # file systems made again, with these variables
+    yield env
+    feeder.set_storage_options()
+
+
+def run(args, expect=0, timeout=300):
+    """Runs the CLI; checks its exit code and that no secret is in what it printed."""
+    process = subprocess.run([FEEDER, *args], capture_output=True, text=True, timeout=timeout)
+    output = process.stdout + process.stderr
+    assert SECRET_KEY not in output and SESSION_TOKEN not in output, output
+    assert process.returncode == expect, f"exit {process.returncode}, expected {expect}:\n{output}"
+    return output
+
+
+def fingerprint(output):
+    found = re.search(r"fingerprint: (\w+)", output)
+    assert found, output
+    return found.group(1)
+
+
+def digest(source, workers, budget="3MB", **kwargs):
+    """Every batch of a shuffled, streamed epoch, hashed; and the number of samples."""
+    h = hashlib.sha256()
+    count = 0
+    loader = feeder.DataLoader(source, batch_size=200, shuffle=True, num_workers=workers, seed=11,
+                               memory_budget=budget, **kwargs)
+    for images, labels in loader:
+        h.update(images.numpy().tobytes())
+        h.update(labels.numpy().tobytes())
+        count += len(labels)
+    return h.hexdigest(), count
+
+
+def test_inspect_reads_the_same_set_from_s3_http_and_https(aws_env, sets, uploaded, web):
+    local = fingerprint(run(["inspect", str(sets / "fm" / "test")]))
+    assert fingerprint(run(["inspect", uploaded["fm/test"]])) == local
+    assert fingerprint(run(["inspect", f"{web.http}/fm/test/"])) == local
+    assert fingerprint(run(["inspect", f"{web.https}/fm/test/", "--ca-bundle", str(web.cert)])) == local
+    # One file by its URL.
+    assert "rows: 2500" in run(["inspect", f"{web.http}/fm/test/part-00001.parquet"])
+
+
+def test_https_with_an_untrusted_certificate_fails_by_name(aws_env, web):
+    output = run(["inspect", f"{web.https}/fm/test/"], expect=1)
+    assert f"{web.https}/fm/test/" in output and "certificate" in output.lower(), output
+
+
+def test_a_set_without_index_is_read_from_its_footers_by_range(aws_env, sets, uploaded, web):
+    local = fingerprint(run(["inspect", str(sets / "footers")]))
+    assert fingerprint(run(["inspect", uploaded["footers"]])) == local
+    # Plain HTTP has no listing: a directory there needs feeder's index.
+    output = run(["inspect", f"{web.http}/footers/"], expect=1)
+    assert "no listing" in output and "index.json" in output, output
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batches_are_those_of_local_disk(aws_env, sets, uploaded, web, workers):
+    local = digest(str(sets / "fm" / "test"), workers)
+    assert local[1] == 10000
+    before = feeder.storage_stats()
+    assert digest(uploaded["fm/test"], workers) == local
+    assert digest(f"{web.http}/fm/test/", workers) == local
+    after = feeder.storage_stats()
+    assert after["requests"] > before["requests"] and after["bytes"] > before["bytes"]
+    assert after["failures"] == before["failures"]
+
+
+def test_train_from_s3_matches_local_disk(aws_env, sets, uploaded):
+    local = run(["train", "--train", str(sets / "fm" / "train"), "--test", str(sets / "fm" / "test"), "--epochs", "1"])
+    remote = run(["train", "--train", uploaded["fm/train"], "--test", uploaded["fm/test"], "--epochs", "1"])
+    accuracy = re.compile(r"Test Accuracy: ([0-9.]+)")
+    assert accuracy.search(remote).group(1) == accuracy.search(local).group(1)
+    requests = re.search(r"remote data: (\d+) requests, ([0-9.]+) MiB, (\d+) retried, (\d+) failed", remote)
+    assert requests and int(requests.group(1)) > 0 and requests.group(4) == "0", remote
+
+
+def test_missing_bucket_key_and_shard_fail_by_name(aws_env, boto, sets, s3):
+    output = run(["inspect", "s3://no-such-bucket-here/x/"], expect=1)
+    assert "no such bucket 'no-such-bucket-here'" in output, output
+    output = run(["inspect", f"s3://{BUCKET}/nothing/here.parquet"], expect=1)
+    assert f"s3://{BUCKET}/nothing/here.parquet" in output and "no such" in output, output
+    vanished = upload(boto, sets / "fm" / "test", "vanished")
+    boto.delete_object(Bucket=BUCKET, Key="vanished/part-00002.parquet")
+    output = run(["inspect", vanished], expect=1)
+    assert f"{vanished}part-00002.parquet: listed in index.json but missing" in output, output
+
+
+def test_access_denied_says_the_servers_reason(aws_env, web):
+    # A server that denies everything, as S3 does: 403 with its XML reason.
+    endpoint = f"{web.http}/deny"
+    output = run(["inspect", f"s3://{BUCKET}/fm/test/part-00000.parquet", "--s3-endpoint", endpoint], expect=1)
+    assert "HTTP 403 AccessDenied: Access Denied by the test" in output, output
+    assert "unsigned" not in output
+    output = run(["inspect", f"s3://{BUCKET}/fm/test/part-00000.parquet", "--s3-endpoint", endpoint, "--s3-anonymous"],
+                 expect=1)
+    assert "unsigned" in output, output
+
+
+def test_listing_pages_past_a_thousand_objects(aws_env, boto, tmp_path):
+    from PIL import Image
+    folder = tmp_path / "many"
+    for label, count in (("a", 1003), ("b", 2)):
+        (folder / label).mkdir(parents=True)
+        for i in range(count):
+            Image.new("L", (4, 4), i % 256).save(folder / label / f"{i:05d}.png")
+    url = upload(boto, folder, "many")
+    # ListObjectsV2 gives at most 1,000 keys a page: the class folder takes two.
+    page = boto.list_objects_v2(Bucket=BUCKET, Prefix="many/a/")
+    assert page["IsTruncated"] and page["KeyCount"] == 1000
+    loader = feeder.DataLoader(url, batch_size=100, image_size=4, channels=1)
+    labels = [int(label) for _, batch in loader for label in batch]
+    assert len(labels) == 1005 and labels.count(0) == 1003 and labels.count(1) == 2
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/lib/nginx/modules/ngx_http_lua_module.so"),
+                    reason="needs libnginx-mod-http-lua")
+@pytest.mark.parametrize("location", ["flaky", "reset", "slow"])
+def test_faults_and_latency_give_the_same_batches(aws_env, sets, web, location):
+    local = digest(str(sets / "fm" / "test"), 2)
+    before = feeder.storage_stats()
+    assert digest(f"{web.http}/{location}/fm/test/", 2) == local
+    after = feeder.storage_stats()
+    if location != "slow":
+        assert after["retries"] > before["retries"], (before, after)
+    assert after["failures"] == before["failures"]
+
+
+def test_permanent_failure_gives_up_within_the_bound(aws_env, s3):
+    # Nothing listens on this port: refused connections are retried, then given up, in time.
+    from conftest import free_port
+    port = free_port()
+    start = time.monotonic()
+    output = run(["inspect", f"http://127.0.0.1:{port}/fm/test/part-00000.parquet", "--max-retries", "3",
+                  "--retry-seconds", "5"], expect=1)
+    assert time.monotonic() - start < 30
+    assert f"http://127.0.0.1:{port}/fm/test/part-00000.parquet" in output and "gave up after" in output, output
+
+
+def test_server_restarted_mid_epoch(aws_env, sets, uploaded, s3):
+    local = digest(str(sets / "fm" / "test"), 2, budget="2MB")
+
+    def restart():
+        time.sleep(0.3)
+        s3.stop()
+        time.sleep(1.0)
+        s3.start()
+
+    thread = threading.Thread(target=restart)
+    before = feeder.storage_stats()
+    thread.start()
+    try:
+        remote = digest(uploaded["fm/test"], 2, budget="2MB")
+    finally:
+        thread.join(timeout=60)
+    assert remote == local
+    assert feeder.storage_stats()["failures"] == before["failures"]
+
+
+def test_signatures_match_botocore(aws_env, web, sets, tmp_path):
+    """feeder's requests as nginx received them, signed again by botocore's own S3 signer."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    # nginx serves <root>/<bucket>/<key> path-style and logs each request's signed parts.
+    (sets / BUCKET).mkdir(exist_ok=True)
+    key_dir = sets / BUCKET / "sig check+x"
+    key_dir.mkdir(exist_ok=True)
+    (key_dir / "part-00000.parquet").write_bytes((sets / "fm" / "test" / "part-00000.parquet").read_bytes())
+    log = web.work / "signed.log"
+    run(["inspect", f"s3://{BUCKET}/sig check+x/part-00000.parquet", "--s3-endpoint", f"{web.http}/signed"])
+    lines = [line.split("|") for line in log.read_text().splitlines() if line]
+    assert lines
+    auth = S3SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY, SESSION_TOKEN), "s3", "us-east-1")
+    for method, uri, host, amz_date, payload, token, authorization in lines:
+        request = AWSRequest(method=method, url=f"http://{host}{uri}",
+                             headers={"X-Amz-Date": amz_date, "X-Amz-Content-SHA256": payload,
+                                      "X-Amz-Security-Token": token})
+        request.context["timestamp"] = amz_date
+        canonical = auth.canonical_request(request)
+        signature = auth.signature(auth.string_to_sign(request, canonical), request)
+        assert authorization.endswith("Signature=" + signature), (uri, authorization, canonical)
+        assert "SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token" in authorization
