@@ -105,9 +105,8 @@ parquet::ParquetWriteOptions parquet_options(const ConvertOptions& options) {
 
 // A directory output: OUT ends in '/' or is a directory already, or a shard bound was given.
 bool sharded_output(const ConvertOptions& options) {
-  std::error_code error;
   return options.shard_rows || options.shard_size || options.output.string().ends_with('/') ||
-         fs::is_directory(options.output, error);
+         file_system_for(options.output).stat(options.output).directory();
 }
 
 int64_t shard_size_bytes(const ConvertOptions& options) {
@@ -188,8 +187,7 @@ std::string directory_name(const fs::path& dir) {
 
 // An input as the report shows it: a directory's name with '/', else the file's or glob's name.
 std::string input_name(const fs::path& input) {
-  std::error_code error;
-  return fs::is_directory(input, error) ? directory_name(input) : input.filename().string();
+  return file_system_for(input).stat(input).directory() ? directory_name(input) : input.filename().string();
 }
 
 std::string parquet_format(const parquet::ParquetWriteOptions& parquet) {
@@ -239,8 +237,8 @@ ConvertReport convert_file(Job& job) {
   report.format = kind == OutputKind::kCsv ? "csv" : parquet_format(job.parquet);
   report.num_rows = store.size();
   report.shape = store.shape();
-  report.input_bytes = static_cast<int64_t>(fs::file_size(options.input));
-  report.output_bytes = static_cast<int64_t>(fs::file_size(options.output));
+  report.input_bytes = file_system_for(options.input).stat(options.input).size;
+  report.output_bytes = file_system_for(options.output).stat(options.output).size;
   report.read_seconds = read_seconds;
   report.write_seconds = write_time.seconds();
   return report;
@@ -278,8 +276,8 @@ ConvertReport convert_sharded_pixels(Job& job) {
   report.num_rows = dataset.num_rows;
   report.shape = dataset.shape;
   report.shards = shards_of(dataset);
-  report.input_bytes = static_cast<int64_t>(fs::file_size(options.input));
-  report.output_bytes = static_cast<int64_t>(fs::file_size(options.output / kShardIndexName));
+  report.input_bytes = file_system_for(options.input).stat(options.input).size;
+  report.output_bytes = file_system_for(options.output).stat(options.output / kShardIndexName).size;
   for (const ShardInfo& shard : dataset.shards) report.output_bytes += static_cast<int64_t>(shard.size_bytes);
   report.shuffle_seed = dataset.shuffled_on_write;
   if (!dataset.shuffled_on_write && store.labeled()) {

@@ -219,35 +219,46 @@ void check_write_options(const ShardWriteOptions& options) {
 // directory when it made it and nothing else is left in it. Owned by the writing thread.
 class OutputDirectory {
  public:
-  explicit OutputDirectory(const fs::path& dir) : dir_(dir) {
-    std::error_code error;
-    if (fs::exists(dir, error) && !fs::is_directory(dir, error)) {
+  explicit OutputDirectory(const fs::path& dir) : dir_(dir), file_system_(file_system_for(dir)) {
+    const FileEntry what = file_system_.stat(dir);
+    if (what.kind != FileKind::kMissing && !what.directory()) {
       throw OptionsError(dir.string() + ": exists and is not a directory");
     }
-    made_ = !fs::exists(dir, error);
-    fs::create_directories(dir, error);
-    if (error) throw DataError(dir.string() + ": cannot create the directory: " + error.message());
+    made_ = what.kind == FileKind::kMissing;
+    file_system_.make_directories(dir);
     std::vector<std::string> found;
-    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-      const std::string name = it->path().filename().string();
-      if (name == kShardIndexName || name.ends_with(kParquetExtension)) found.push_back(name);
+    if (!made_) {
+      for (const FileEntry& entry : file_system_.list(dir)) {
+        const std::string name = entry.path.filename().string();
+        if (name == kShardIndexName || name.ends_with(kParquetExtension)) found.push_back(name);
+      }
     }
-    if (error) throw DataError(dir.string() + ": cannot list: " + error.message());
     if (!found.empty()) {
       std::sort(found.begin(), found.end());
       throw OptionsError(dir.string() + ": already holds " + found.front() +
                          (found.size() > 1 ? " and " + std::to_string(found.size() - 1) + " more" : std::string()) +
                          "; write a sharded set into an empty or new directory");
     }
+    // An object store has no rename: the marker is what keeps a reader from taking the shards
+    // written so far for a set, until the index is written and the marker removed.
     write_file_atomically(dir / kUnfinishedMarker,
                           "feeder convert is writing a sharded set here; if no process is, it was cut short\n");
   }
   ~OutputDirectory() {
     if (committed_) return;
-    std::error_code ignored;
-    for (const fs::path& file : files_) fs::remove(file, ignored);
-    fs::remove(dir_ / kUnfinishedMarker, ignored);
-    if (made_) fs::remove(dir_, ignored);  // only when empty
+    const auto remove = [&](const fs::path& path) {
+      try {
+        file_system_.remove(path);
+      } catch (const std::exception&) {
+        // Unwinding already; what is left is named by the marker, removed last.
+      }
+    };
+    for (const fs::path& file : files_) remove(file);
+    remove(dir_ / kUnfinishedMarker);
+    try {
+      if (made_ && file_system_.stat(dir_).directory() && file_system_.list(dir_).empty()) remove(dir_);
+    } catch (const std::exception&) {
+    }
   }
   OutputDirectory(const OutputDirectory&) = delete;
   OutputDirectory& operator=(const OutputDirectory&) = delete;
@@ -256,15 +267,17 @@ class OutputDirectory {
   void add(const fs::path& file) { files_.push_back(file); }
   void commit() {
     committed_ = true;  // first: whatever happens next, the set is complete and stays
-    std::error_code error;
-    fs::remove(dir_ / kUnfinishedMarker, error);
-    if (error)
+    try {
+      file_system_.remove(dir_ / kUnfinishedMarker);
+    } catch (const DataError& error) {
       throw DataError((dir_ / kUnfinishedMarker).string() + ": the set is written, but its marker cannot be removed: " +
-                      error.message());
+                      error.what());
+    }
   }
 
  private:
   fs::path dir_;
+  const FileSystem& file_system_;
   bool made_ = false;
   bool committed_ = false;
   std::vector<fs::path> files_;
@@ -286,7 +299,7 @@ int64_t write_first_shard_for_size(const ImageStore& store, const fs::path& cand
   const auto encode = [&](int64_t rows) {
     parquet::write_parquet(store, 0, rows, candidate, options.parquet);
     encoded_rows = rows;
-    return static_cast<double>(fs::file_size(candidate));
+    return static_cast<double>(file_system_for(candidate).stat(candidate).size);
   };
   const auto finish = [&](int64_t rows) {
     if (encoded_rows != rows) encode(rows);
@@ -447,7 +460,7 @@ ShardedDataset write_sharded(const ImageStore& given, const fs::path& out_dir, c
     const int64_t rows = std::min(shard_rows, store.size() - first_row);
     out.add(path);
     if (shard_idx == 0 && first_written) {
-      fs::rename(first_candidate, path);
+      file_system_for(path).rename(first_candidate, path);
     } else {
       parquet::write_parquet(store, first_row, rows, path, options.parquet);
     }

@@ -104,6 +104,21 @@ class LocalFileSystem final : public FileSystem {
     if (error) throw DataError(directory.string() + ": cannot list: " + error.message());
     return entries;
   }
+  void remove(const std::filesystem::path& path) const override {
+    std::error_code error;
+    std::filesystem::remove(path, error);
+    if (error) throw DataError(path.string() + ": cannot remove: " + error.message());
+  }
+  void rename(const std::filesystem::path& from, const std::filesystem::path& to) const override {
+    std::error_code error;
+    std::filesystem::rename(from, to, error);
+    if (error) throw DataError(from.string() + ": cannot rename to " + to.string() + ": " + error.message());
+  }
+  void make_directories(const std::filesystem::path& path) const override {
+    std::error_code error;
+    std::filesystem::create_directories(path, error);
+    if (error) throw DataError(path.string() + ": cannot create the directory: " + error.message());
+  }
   FileEntry stat(const std::filesystem::path& path) const override {
     struct stat info {};
     FileEntry entry{path, FileKind::kMissing, 0};

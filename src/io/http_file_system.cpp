@@ -56,11 +56,15 @@ class HttpFileSystem final : public FileSystem {
     if (!entry.file() && objects_->head(index_of(path).string(), nullptr).file()) entry = {path, FileKind::kDirectory, 0};
     return entry;
   }
-  std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const override {
-    throw DataError(path.string() + ": an HTTP server cannot be written to: write to s3:// or a local directory");
-  }
+  std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const override { read_only(path); }
+  void remove(const std::filesystem::path& path) const override { read_only(path); }
+  void rename(const std::filesystem::path& from, const std::filesystem::path&) const override { read_only(from); }
+  void make_directories(const std::filesystem::path& path) const override { read_only(path); }
 
  private:
+  [[noreturn]] static void read_only(const std::filesystem::path& path) {
+    throw DataError(url_without_query(path.string()) + ": an HTTP server is read only here: write to s3:// or a local directory");
+  }
   static constexpr std::string_view kIndexName = "index.json";
   static std::filesystem::path index_of(const std::filesystem::path& directory) {
     const std::string url = directory.string();

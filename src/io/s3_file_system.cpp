@@ -75,6 +75,18 @@ class S3Objects final : public RemoteObjects {
     SigV4Request signing{method, canonical_path, query,
                          {{"host", url.authority}, {"x-amz-content-sha256", payload}, {"x-amz-date", date}}, payload};
     if (!credentials_.session_token.empty()) signing.headers.emplace_back("x-amz-security-token", credentials_.session_token);
+    // S3 requires every x-amz-* header signed (x-amz-copy-source); they are sent as signed.
+    for (auto it = request.headers.begin(); it != request.headers.end();) {
+      const size_t colon = it->find(':');
+      std::string name = it->substr(0, colon);
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (colon == std::string::npos || !name.starts_with("x-amz-")) {
+        ++it;
+        continue;
+      }
+      signing.headers.emplace_back(name, it->substr(it->find_first_not_of(' ', colon + 1)));
+      it = request.headers.erase(it);
+    }
     const SigV4Signature signature = sign_v4(signing, credentials_, region, "s3", date);
     for (const auto& [name, value] : signing.headers)
       if (name != "host") request.headers.push_back(name + ": " + value);
@@ -205,13 +217,111 @@ class S3FileSystem final : public FileSystem {
     return {path, FileKind::kMissing, 0};
   }
   std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const override;
+  void remove(const std::filesystem::path& path) const override;
+  void rename(const std::filesystem::path& from, const std::filesystem::path& to) const override;
+  void make_directories(const std::filesystem::path&) const override {}  // prefixes need no making
 
  private:
   std::shared_ptr<S3Objects> objects_;
 };
 
+// An object being written: its bytes gathered into parts, uploaded as a multipart upload once one
+// part is full (each part sent as soon as it is), or by one PUT at commit() when smaller; visible
+// only once commit() completes it. Destroyed uncommitted, it aborts the upload, so S3 keeps (and
+// bills) no parts. One thread writes it.
+class S3WritableFile final : public WritableFile {
+ public:
+  // Parts of 16 MiB: S3 takes 5 MiB to 5 GiB a part and at most 10,000 parts, so an object of up to
+  // 156 GiB; the memory held is one part.
+  static constexpr size_t kPartBytes = size_t{16} << 20;
+
+  S3WritableFile(std::shared_ptr<const S3Objects> objects, std::string path)
+      : objects_(std::move(objects)), path_(std::move(path)) {}
+  ~S3WritableFile() override {
+    if (committed_ || upload_id_.empty()) return;
+    try {
+      objects_->send_s3(path_, "DELETE", {{"uploadId", upload_id_}});
+    } catch (const std::exception&) {
+      // Unwinding already: the parts of an unfinished upload are what a bucket's lifecycle rule ends.
+    }
+  }
+  S3WritableFile(const S3WritableFile&) = delete;
+  S3WritableFile& operator=(const S3WritableFile&) = delete;
+
+  void write(const void* data, size_t size_bytes) override {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    while (size_bytes > 0) {
+      const size_t take = std::min(size_bytes, kPartBytes - part_.size());
+      part_.insert(part_.end(), bytes, bytes + take);
+      bytes += take;
+      size_bytes -= take;
+      written_ += take;
+      if (part_.size() == kPartBytes) upload_part();
+    }
+  }
+  uint64_t bytes_written() const override { return written_; }
+  void commit() override {
+    if (upload_id_.empty()) {
+      const HttpResponse response = objects_->send_s3(path_, "PUT", {}, {}, part_);
+      if (response.status / 100 != 2) objects_->fail(path_, response, "writing it");
+    } else {
+      if (!part_.empty()) upload_part();
+      std::string body = "<CompleteMultipartUpload>";
+      for (size_t i = 0; i < etags_.size(); ++i)
+        body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags_[i] + "</ETag></Part>";
+      body += "</CompleteMultipartUpload>";
+      const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size());
+      const HttpResponse response = objects_->send_s3(path_, "POST", {{"uploadId", upload_id_}}, {}, bytes);
+      // S3 may answer 200 and report the failure in the body.
+      if (response.status / 100 != 2 || !s3_error(response).first.empty()) objects_->fail(path_, response, "completing its upload");
+    }
+    committed_ = true;
+  }
+
+ private:
+  void upload_part() {
+    if (upload_id_.empty()) {
+      const HttpResponse response = objects_->send_s3(path_, "POST", {{"uploads", ""}});
+      if (response.status / 100 != 2) objects_->fail(path_, response, "starting its upload");
+      pugi::xml_document document;
+      document.load_buffer(response.body.data(), response.body.size());
+      upload_id_ = document.child("InitiateMultipartUploadResult").child_value("UploadId");
+      if (upload_id_.empty()) throw DataError(path_ + ": the server started an upload without an UploadId");
+    }
+    const QueryParams query{{"partNumber", std::to_string(etags_.size() + 1)}, {"uploadId", upload_id_}};
+    const HttpResponse response = objects_->send_s3(path_, "PUT", query, {}, part_);
+    if (response.status / 100 != 2) objects_->fail(path_, response, "uploading part " + std::to_string(etags_.size() + 1));
+    etags_.push_back(response.header("etag"));
+    part_.clear();
+  }
+
+  std::shared_ptr<const S3Objects> objects_;
+  std::string path_;
+  std::vector<uint8_t> part_;  // the part being filled
+  uint64_t written_ = 0;
+  std::string upload_id_;           // once a multipart upload is started
+  std::vector<std::string> etags_;  // of the parts uploaded, in order
+  bool committed_ = false;
+};
+
 std::unique_ptr<WritableFile> S3FileSystem::create(const std::filesystem::path& path) const {
-  throw DataError(path.string() + ": writing to S3 is not supported yet");
+  parse_s3_path(path.string());  // an error now, not at commit
+  return std::make_unique<S3WritableFile>(objects_, path.string());
+}
+
+void S3FileSystem::remove(const std::filesystem::path& path) const {
+  const HttpResponse response = objects_->send_s3(path.string(), "DELETE");
+  if (response.status / 100 != 2 && response.status != 404) objects_->fail(path.string(), response, "removing it");
+}
+
+void S3FileSystem::rename(const std::filesystem::path& from, const std::filesystem::path& to) const {
+  // A copy within S3 (CopyObject, objects up to 5 GiB), then the source removed.
+  const S3Path source = parse_s3_path(from.string());
+  const HttpResponse response = objects_->send_s3(
+      to.string(), "PUT", {}, {"x-amz-copy-source: " + uri_encode(source.bucket + "/" + source.key, true)});
+  if (response.status / 100 != 2 || !s3_error(response).first.empty())
+    objects_->fail(to.string(), response, "copying " + from.string() + " to it");
+  remove(from);
 }
 
 }  // namespace

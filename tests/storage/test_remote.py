@@ -207,3 +207,50 @@ def test_signatures_match_botocore(aws_env, web, sets, tmp_path):
         signature = auth.signature(auth.string_to_sign(request, canonical), request)
         assert authorization.endswith("Signature=" + signature), (uri, authorization, canonical)
         assert "SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token" in authorization
+
+
+def keys(boto, prefix):
+    pages = boto.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return sorted(item["Key"][len(prefix):] for page in pages for item in page.get("Contents", []))
+
+
+def test_convert_writes_a_set_to_s3(aws_env, boto, sets, tmp_path):
+    source = f"{FASHION_MNIST}/t10k-images-idx3-ubyte.gz"
+    local = fingerprint(run(["inspect", str(sets / "fm" / "test")]))
+    run(["convert", source, f"s3://{BUCKET}/written/rows/", "--shard-rows", "2500"])
+    assert keys(boto, "written/rows/") == ["index.json"] + [f"part-0000{i}.parquet" for i in range(4)]
+    assert fingerprint(run(["inspect", f"s3://{BUCKET}/written/rows/"])) == local
+    # A target size: the first shard is written under a temporary name and renamed (copied) once
+    # the names are known.
+    run(["convert", source, str(tmp_path / "sized"), "--shard-size", "2MB"])
+    run(["convert", source, f"s3://{BUCKET}/written/sized/", "--shard-size", "2MB"])
+    assert keys(boto, "written/sized/") == sorted(p.name for p in (tmp_path / "sized").iterdir())
+    assert fingerprint(run(["inspect", f"s3://{BUCKET}/written/sized/"])) == fingerprint(run(["inspect", str(tmp_path / "sized")]))
+    # A shard larger than a part (16 MiB) goes up as a multipart upload.
+    run(["convert", f"{FASHION_MNIST}/train-images-idx3-ubyte.gz", f"s3://{BUCKET}/written/big/", "--shard-rows",
+         "60000", "--codec", "none"])
+    head = boto.head_object(Bucket=BUCKET, Key="written/big/part-00000.parquet")
+    assert head["ContentLength"] > 40 << 20
+    assert "rows: 60000" in run(["inspect", f"s3://{BUCKET}/written/big/part-00000.parquet"])
+    # A prefix holding a set already is refused.
+    output = run(["convert", source, f"s3://{BUCKET}/written/rows/", "--shard-rows", "2500"], expect=2)
+    assert "already holds index.json" in output
+
+
+def test_interrupted_convert_to_s3_leaves_nothing(aws_env, boto):
+    import signal
+    process = subprocess.Popen([FEEDER, "convert", f"{FASHION_MNIST}/train-images-idx3-ubyte.gz",
+                                f"s3://{BUCKET}/written/cut/", "--shard-rows", "200"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    # Until the marker and a shard are there: a reader meanwhile refuses the prefix.
+    while not any(k.endswith(".parquet") for k in keys(boto, "written/cut/")):
+        assert process.poll() is None and time.monotonic() < deadline, "convert ended before a shard was written"
+        time.sleep(0.05)
+    output = run(["inspect", f"s3://{BUCKET}/written/cut/"], expect=1)
+    assert "has not finished writing" in output, output
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert SECRET_KEY not in out + err
+    assert keys(boto, "written/cut/") == []

@@ -94,6 +94,12 @@ class FileSystem {
   // A file to write at `path`, replacing what is there when committed (the local disk: a temporary
   // file beside it, renamed into place: AtomicFileWriter). Throws DataError naming it.
   virtual std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const = 0;
+  // Removes a file, or an empty directory; nothing when nothing is there. Throws DataError naming it.
+  virtual void remove(const std::filesystem::path& path) const = 0;
+  // Moves a file to `to`, replacing what is there (an object store copies it, then removes it).
+  virtual void rename(const std::filesystem::path& from, const std::filesystem::path& to) const = 0;
+  // Makes a directory and its parents where they are missing (an object store has none to make).
+  virtual void make_directories(const std::filesystem::path& path) const = 0;
 };
 
 // The local disk: open/pread on a descriptor held per opened file, mmap for whole files.

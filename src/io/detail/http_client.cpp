@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -75,8 +76,10 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
-// Stops a transfer when the process is asked to stop (Ctrl-C, a loader's shutdown).
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return interrupt_requested() ? 1 : 0; }
+// Stops a transfer when the process is asked to stop (Ctrl-C), except while unwinding: then the
+// request is part of removing what the stopped work wrote (a shard, an unfinished upload).
+bool stop_requested() { return interrupt_requested() && std::uncaught_exceptions() == 0; }
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return stop_requested() ? 1 : 0; }
 
 bool transient_code(CURLcode code) {
   switch (code) {
@@ -166,8 +169,12 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
   Transfer transfer{&request, &response};
   curl_slist* headers = nullptr;
   for (const std::string& header : request.headers) headers = curl_slist_append(headers, header.c_str());
-  // libcurl adds "Expect: 100-continue" to larger uploads, a round trip of its own: off.
-  if (!request.body.empty()) headers = curl_slist_append(headers, "Expect:");
+  // libcurl adds "Expect: 100-continue" to larger uploads, a round trip of its own,
+  // and a form's Content-Type to every POST: neither is asked for.
+  if (request.method == "PUT" || request.method == "POST") {
+    headers = curl_slist_append(headers, "Expect:");
+    headers = curl_slist_append(headers, "Content-Type:");
+  }
   const std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, &curl_slist_free_all);
   char error_text[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
@@ -190,7 +197,9 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
     curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
   } else if (request.method == "PUT" || request.method == "POST") {
     curl_easy_setopt(handle, CURLOPT_POST, 1L);
-    curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
+    // Never null: a null body would make libcurl read the upload from stdin.
+    static const char kNoBytes[] = "";
+    curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.empty() ? kNoBytes : reinterpret_cast<const char*>(request.body.data()));
     curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
     if (request.method == "PUT") curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, "PUT");
   } else if (request.method != "GET") {
@@ -243,7 +252,7 @@ HttpResponse HttpClient::perform_with_retries(const std::function<HttpRequest()>
     // Slept in slices, so an interrupt ends the wait.
     const Clock::time_point until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
     while (Clock::now() < until) {
-      throw_if_interrupted();
+      if (stop_requested()) throw Interrupted();
       std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
     }
   }
