@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "feeder/error.h"
+#include "io/detail/request_abort.h"
 #include "util/thread_priority.h"
 
 namespace feeder::detail {
@@ -58,6 +59,8 @@ BlockStream::~BlockStream() {
     MutexLock lock(mutex_);
     stopping_ = true;
     ++generation_;
+    reads_wanted_generation_.store(generation_);
+    reads_stopping_.store(true);
   }
   work_.notify_all();
   block_ready_.notify_all();
@@ -83,6 +86,7 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
   next_ahead_ = cache_.ahead().size();
   while (ahead_reading_ != 0) ahead_done_.wait(mutex_);
   ++generation_;
+  reads_wanted_generation_.store(generation_);
   for (const BlockSchedule::Load& load : schedule_.loads()) cache_.free_slots(load.slots);
 
   const auto num_blocks = static_cast<size_t>(index_.num_blocks());
@@ -302,7 +306,16 @@ void BlockStream::reader_loop(bool background) {
     const uint64_t generation = generation_;
     lock.unlock();
 
-    const std::exception_ptr error = read_into(claim.blocks, claim.data, scratch);
+    std::exception_ptr error;
+    {
+      // A remote read ends within a second once it is not wanted: the stream is destroyed, or a
+      // read of the schedule was replaced by start() (its block would be dropped).
+      const RequestAbortScope abort_unwanted([this, scheduled, generation] {
+        return reads_stopping_.load(std::memory_order_relaxed) ||
+               (scheduled && reads_wanted_generation_.load(std::memory_order_relaxed) != generation);
+      });
+      error = read_into(claim.blocks, claim.data, scratch);
+    }
 
     lock.lock();
     if (scheduled) {

@@ -6,6 +6,7 @@
 // its blocks. Workers call acquire()/release(), the loader's consumer thread start()/cancel(); the
 // readers are the stream's own.
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -139,6 +140,10 @@ class BlockStream {
   uint64_t generation_ GUARDED_BY(mutex_) = 0;  // bumped by start(): reads of an older schedule are dropped
   bool cancelled_ GUARDED_BY(mutex_) = false;   // set by cancel() until the next start()
   bool stopping_ GUARDED_BY(mutex_) = false;
+  // What readers' remote requests check without the mutex (RequestAbortScope): copies of
+  // generation_ and stopping_, stored under the mutex when those change.
+  std::atomic<uint64_t> reads_wanted_generation_{0};
+  std::atomic<bool> reads_stopping_{false};
   int acquirers_waiting_ GUARDED_BY(mutex_) = 0;  // in acquire(), waiting on block_ready_
   int readers_waiting_ GUARDED_BY(mutex_) = 0;    // waiting on work_
   std::vector<std::thread> readers_;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "feeder/util/interrupt.h"
+#include "io/detail/request_abort.h"
 
 namespace feeder::detail {
 namespace {
@@ -76,10 +77,14 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+thread_local const RequestAbortScope* t_abort_scope = nullptr;
+
 // Stops a transfer when the process is asked to stop (Ctrl-C), except while unwinding: then the
 // request is part of removing what the stopped work wrote (a shard, an unfinished upload).
 bool stop_requested() { return interrupt_requested() && std::uncaught_exceptions() == 0; }
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return stop_requested() ? 1 : 0; }
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return stop_requested() || request_abort_asked() ? 1 : 0;
+}
 
 bool transient_code(CURLcode code) {
   switch (code) {
@@ -134,6 +139,12 @@ struct HttpClient::Pool {
     returned.notify_one();
   }
 };
+
+RequestAbortScope::RequestAbortScope(std::function<bool()> abort) : abort_(std::move(abort)), outer_(t_abort_scope) {
+  t_abort_scope = this;
+}
+RequestAbortScope::~RequestAbortScope() { t_abort_scope = outer_; }
+bool request_abort_asked() { return t_abort_scope && t_abort_scope->abort_(); }
 
 std::string HttpResponse::header(const std::string& name) const {
   const auto found = headers.find(name);
@@ -210,7 +221,10 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
   const std::string& name = request.name.empty() ? url_without_query(request.url) : request.name;
   if (transfer.overflow)
     throw DataError(name + ": the server sent more than the " + std::to_string(request.into.size()) + " bytes asked for");
-  if (code == CURLE_ABORTED_BY_CALLBACK) throw Interrupted();
+  if (code == CURLE_ABORTED_BY_CALLBACK) {
+    if (request_abort_asked()) throw RequestAborted();
+    throw Interrupted();
+  }
   if (code != CURLE_OK) {
     const std::string what = error_text[0] ? error_text : curl_easy_strerror(code);
     if (transient_code(code)) throw TransientError(name + ": " + what);
@@ -253,6 +267,7 @@ HttpResponse HttpClient::perform_with_retries(const std::function<HttpRequest()>
     const Clock::time_point until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
     while (Clock::now() < until) {
       if (stop_requested()) throw Interrupted();
+      if (request_abort_asked()) throw RequestAborted();
       std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
     }
   }
