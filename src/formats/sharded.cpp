@@ -84,6 +84,7 @@ ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) 
     shard.largest_page_rows = reader.largest_page_rows(stream_piece_rows(reader.shape(), 0));
   }
   shard.size_bytes = reader.size_bytes();
+  shard.version = reader.file_version();
   return shard;
 }
 
@@ -164,8 +165,9 @@ ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& opti
     dataset.shape = *options.shape;
   }
   const FileSystem& files = file_system_for(dir);
-  for (const ShardInfo& shard : dataset.shards) {
+  for (ShardInfo& shard : dataset.shards) {
     const FileEntry found = files.stat(shard.path);
+    shard.version = found.version;
     if (found.kind == FileKind::kMissing) {
       throw DataError(shard.path.string() + ": listed in " + std::string(kShardIndexName) + " but missing");
     }

@@ -357,6 +357,9 @@ class ParquetShardSource final : public SampleSource {
     }
     const ParquetRowGroupReader& reader = *opened;
     const std::string changed = "after the set was opened";
+    if (!shard.version.empty() && reader.file_version() != shard.version)
+      throw DataError(where + ": changed since it was opened (its ETag was " + shard.version + ", is " +
+                      reader.file_version() + "): the object was replaced " + changed);
     if (reader.shape() != dataset_.shape) {
       throw DataError(where + ": images are " + to_string(reader.shape()) + ", the set's are " + to_string(dataset_.shape) +
                       " (file changed " + changed + ")");

@@ -154,6 +154,7 @@ class S3Objects final : public RemoteObjects {
         const std::string key = contents.child_value("Key");
         if (key.size() <= prefix.size()) continue;  // the prefix's own marker object
         entries.push_back({dir + key.substr(prefix.size()), FileKind::kFile, std::strtoll(contents.child_value("Size"), nullptr, 10)});
+        entries.back().version = contents.child_value("ETag");
       }
       for (const pugi::xml_node common : result.children("CommonPrefixes")) {
         std::string name = std::string(common.child_value("Prefix")).substr(prefix.size());
@@ -204,7 +205,9 @@ class S3FileSystem final : public FileSystem {
     if (!where.key.empty() && !where.key.ends_with('/')) {
       const HttpResponse response = objects_->send_s3(text, "HEAD");
       if (response.status / 100 == 2) {
-        return {path, FileKind::kFile, std::strtoll(response.header("content-length").c_str(), nullptr, 10)};
+        FileEntry entry{path, FileKind::kFile, std::strtoll(response.header("content-length").c_str(), nullptr, 10)};
+        entry.version = response.header("etag");
+        return entry;
       }
       if (response.status != 404) {
         // A HEAD's answer has no body: the same request as a GET says why.

@@ -164,6 +164,26 @@ LUA_LOCATIONS = """
       }
       alias %(root)s/;
     }
+    # An S3 endpoint (path-style) whose bucket is in eu-west-1: a request signed for another region
+    # gets S3's 301 with x-amz-bucket-region; a listing is empty.
+    location /region/ {
+      access_by_lua_block {
+        local auth = ngx.var.http_authorization or ""
+        if not string.find(auth, "/eu-west-1/s3/", 1, true) then
+          ngx.status = 301
+          ngx.header["x-amz-bucket-region"] = "eu-west-1"
+          ngx.header["Content-Type"] = "application/xml"
+          ngx.print("<Error><Code>PermanentRedirect</Code><Message>the bucket is in eu-west-1</Message></Error>")
+          return ngx.exit(301)
+        end
+        if string.find(ngx.var.args or "", "list-type=2", 1, true) then
+          ngx.header["Content-Type"] = "application/xml"
+          ngx.print("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>")
+          return ngx.exit(200)
+        end
+      }
+      alias %(root)s/;
+    }
     location /reset/ {
       access_by_lua_block {
         local n = ngx.shared.counts:incr("reset", 1, 0)

@@ -9,6 +9,8 @@ import threading
 import time
 
 import pytest
+import torch
+from pathlib import Path
 
 from conftest import ACCESS_KEY, BUCKET, FASHION_MNIST, FEEDER, SECRET_KEY, SESSION_TOKEN, upload
 
@@ -254,3 +256,60 @@ def test_interrupted_convert_to_s3_leaves_nothing(aws_env, boto):
     assert process.returncode != 0
     assert SECRET_KEY not in out + err
     assert keys(boto, "written/cut/") == []
+
+
+def image_sets(root):
+    """The Python tests' small image set as a folder, as tar shards and as encoded-image Parquet."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+    from image_set import write_folder
+    from test_image_tars import write_tars
+    write_folder(root / "folder")
+    write_tars(root / "tars")
+    subprocess.run([FEEDER, "convert", str(root / "folder"), str(root / "encoded") + "/"], check=True,
+                   capture_output=True, timeout=300)
+    return {name: root / name for name in ("folder", "tars", "encoded")}
+
+
+@pytest.mark.parametrize("kind", ["folder", "tars", "encoded"])
+def test_image_sets_from_s3_are_those_of_local_disk(aws_env, boto, tmp_path, kind):
+    local = image_sets(tmp_path)[kind]
+    url = upload(boto, local, f"images-{kind}")
+
+    def epoch(source):
+        loader = feeder.DataLoader(source, batch_size=7, shuffle=True, num_workers=2, seed=3, image_size=16)
+        return [(x.clone(), y.clone()) for x, y in loader]
+
+    expected, got = epoch(str(local)), epoch(url)
+    assert len(got) == len(expected) > 0
+    for (x, y), (ex, ey) in zip(got, expected):
+        assert torch.equal(x, ex) and torch.equal(y, ey)
+
+
+def test_an_object_replaced_while_read_fails_by_name(aws_env, sets, web):
+    import shutil
+    changing = sets / "changing"
+    shutil.copytree(sets / "fm" / "test", changing)
+    loader = feeder.DataLoader(f"{web.http}/changing/", batch_size=100, shuffle=False, memory_budget="2MB")
+    iterator = iter(loader)
+    next(iterator)
+    # Same size, other bytes, a new modification time: another ETag.
+    shard = changing / "part-00003.parquet"
+    data = bytearray(shard.read_bytes())
+    data[1000:1100] = bytes(100)
+    time.sleep(1.1)
+    shard.write_bytes(bytes(data))
+    with pytest.raises(feeder.DataError, match=r"part-00003\.parquet(: row group \d+)?: changed since it was opened"):
+        for _ in iterator:
+            pass
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/lib/nginx/modules/ngx_http_lua_module.so"),
+                    reason="needs libnginx-mod-http-lua")
+def test_region_redirect_is_followed(aws_env, sets, web):
+    bucket_dir = sets / BUCKET / "fm" / "test"
+    bucket_dir.mkdir(parents=True, exist_ok=True)
+    (bucket_dir / "part-00000.parquet").write_bytes((sets / "fm" / "test" / "part-00000.parquet").read_bytes())
+    output = run(["inspect", f"s3://{BUCKET}/fm/test/part-00000.parquet", "--s3-endpoint", f"{web.http}/region",
+                  "--s3-region", "us-east-1"])
+    assert "rows: 2500" in output

@@ -57,6 +57,7 @@ struct ShardInfo {
   std::vector<int64_t> row_group_encoded_bytes;
   uint64_t size_bytes = 0;                     // file size
   std::optional<uint64_t> content_hash;        // XXH3-64 of the file; only from an index
+  std::string version;  // the file's version when the set was opened (an object's ETag); else empty
 };
 
 // What is known about a set without reading its data pages.

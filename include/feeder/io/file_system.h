@@ -43,6 +43,9 @@ class RandomAccessFile {
   // a reader walking many small pieces (page headers) reads this much at a time and walks the copy.
   // 0 where small reads are cheap (a local disk).
   virtual int64_t gather_read_bytes() const { return 0; }
+  // What version of the file was opened (an object's ETag), to tell a file replaced after it was
+  // first seen; empty where there is none (a local file).
+  virtual std::string version() const { return ""; }
 
   // Exactly out.size() bytes from `offset`, or a DataError naming the file, `what` was read and
   // where the file ended ("x.parquet: file ended after 100 bytes while reading its footer").
@@ -60,6 +63,7 @@ struct FileEntry {
   // What a directory is, whatever path reaches it (device and inode on a local disk), to find a
   // walk's cycles through links; {0, 0} where a store has no links, or it is not known.
   std::pair<uint64_t, uint64_t> identity{0, 0};
+  std::string version;  // a file's version where the store has one (an object's ETag); else empty
   bool file() const { return kind == FileKind::kFile; }
   bool directory() const { return kind == FileKind::kDirectory; }
 };

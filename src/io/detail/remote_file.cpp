@@ -19,6 +19,7 @@ class RemoteFile final : public RandomAccessFile {
   }
   // A round trip costs about as much as a megabyte at a few hundred MB/s.
   int64_t gather_read_bytes() const override { return int64_t{1} << 20; }
+  std::string version() const override { return etag_; }
   int64_t read_at(int64_t offset, std::span<uint8_t> out) const override {
     if (offset >= size_ || out.empty()) return 0;
     const int64_t wanted = std::min<int64_t>(static_cast<int64_t>(out.size()), size_ - offset);
@@ -66,7 +67,8 @@ FileEntry RemoteObjects::head(const std::string& path, std::string* etag) const 
   if (length.empty()) throw DataError(path + ": the server gives no Content-Length: its size is not known");
   entry.kind = FileKind::kFile;
   entry.size = std::strtoll(length.c_str(), nullptr, 10);
-  if (etag) *etag = response.header("etag");
+  entry.version = response.header("etag");
+  if (etag) *etag = entry.version;
   return entry;
 }
 

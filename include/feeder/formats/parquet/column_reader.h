@@ -60,6 +60,7 @@ class ParquetColumnReader {
   const std::string& name() const { return name_; }
   const FileMetadata& metadata() const { return metadata_; }
   uint64_t size_bytes() const { return static_cast<uint64_t>(file_->size()); }
+  std::string file_version() const { return file_->version(); }
   // The footer as stored (the Thrift bytes), for fingerprints.
   std::span<const uint8_t> footer_bytes() const { return footer_; }
   bool verify_checksums() const { return verify_checksums_; }

@@ -65,6 +65,7 @@ class ParquetRowGroupReader {
   const std::string& name() const { return file_.name(); }
   const FileMetadata& metadata() const { return file_.metadata(); }
   uint64_t size_bytes() const { return file_.size_bytes(); }
+  std::string file_version() const { return file_.file_version(); }  // RandomAccessFile::version
   // The footer as stored (the Thrift bytes), for fingerprints.
   std::span<const uint8_t> footer_bytes() const { return file_.footer_bytes(); }
 
