@@ -57,6 +57,10 @@ enum class FileKind { kMissing, kFile, kDirectory, kOther };
 
 // What a path holds: one entry of a listing, or a stat.
 struct FileEntry {
+  FileEntry() = default;
+  FileEntry(std::filesystem::path path_, FileKind kind_, int64_t size_ = 0)
+      : path(std::move(path_)), kind(kind_), size(size_) {}
+
   std::filesystem::path path;
   FileKind kind = FileKind::kMissing;
   int64_t size = 0;  // bytes of a file; 0 otherwise
