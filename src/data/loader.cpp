@@ -66,7 +66,7 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
   shuffle_advice_ = detail::plan_advice(*source_, plan);
   if (plan.streaming()) {
     parts_->stream = std::make_unique<detail::BlockStream>(source_, plan.num_readers(), plan.stream_block_budget(),
-                                                           resolved.background_readers);
+                                                           resolved.background_readers && !source_->reads_over_network());
     // Most programs start with epoch 0: its first window is read while they set up the model.
     parts_->stream->read_ahead(
         first_window_blocks(source_->block_starts(), resolved.shuffle_window, resolved.shuffle, resolved.seed, 0));

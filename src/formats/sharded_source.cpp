@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "feeder/io/object_storage.h"
 #include "feeder/error.h"
 #include "feeder/io/file_system.h"
 #include "feeder/formats/parquet/row_group_reader.h"
@@ -108,6 +109,7 @@ class ParquetShardSource final : public SampleSource {
   std::string name() const override { return dataset_.name.empty() ? dataset_.root.string() : dataset_.name; }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return max_read_bytes_; }
+  bool reads_over_network() const override { return is_remote_path(dataset_.root.string()); }
   int64_t largest_page_rows() const override { return largest_page_rows_; }
   int64_t read_group(int64_t block_idx) const override { return block_row_group_.at(static_cast<size_t>(block_idx)); }
 

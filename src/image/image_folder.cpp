@@ -1,3 +1,4 @@
+#include "feeder/io/object_storage.h"
 #include "feeder/image/image_folder.h"
 
 #include <fcntl.h>
@@ -95,6 +96,7 @@ class StreamedImageFolder final : public SampleSource {
   std::string sample_name(int64_t i) const override { return files_.at(static_cast<size_t>(i)).string(); }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return 0; }  // files are read straight into the block
+  bool reads_over_network() const override { return !files_.empty() && is_remote_path(files_.front().string()); }
   // A block's files' bytes, as listed.
   int64_t variable_bytes(int64_t block_idx, size_t field) const override {
     if (field != 0) return 0;

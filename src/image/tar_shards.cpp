@@ -1,3 +1,4 @@
+#include "feeder/io/object_storage.h"
 #include "feeder/image/tar_shards.h"
 
 #include <archive.h>
@@ -202,6 +203,7 @@ class TarShardSource final : public SampleSource {
   }
   std::span<const int64_t> block_starts() const override { return block_starts_; }
   int64_t max_read_bytes() const override { return int64_t{64} << 10; }  // a reader's buffer
+  bool reads_over_network() const override { return !shards_.empty() && is_remote_path(shards_.front().string()); }
   // A block's members' bytes.
   int64_t variable_bytes(int64_t block_idx, size_t field) const override {
     if (field != 0) return 0;

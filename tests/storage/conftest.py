@@ -194,10 +194,23 @@ LUA_LOCATIONS = """
 """
 
 
+# An S3 endpoint 25 ms away: s3rver behind nginx, which waits before passing each request on.
+S3_PROXY_LOCATION = """
+    location /s3slow/ {
+      access_by_lua_block { ngx.sleep(0.025) }
+      proxy_pass %(upstream)s/;
+      proxy_set_header Host $http_host;
+      proxy_http_version 1.1;
+      proxy_buffering off;
+    }
+"""
+
+
 class Nginx:
-    def __init__(self, work, root):
+    def __init__(self, work, root, s3_upstream=None):
         self.work = Path(work)
         self.root = Path(root)
+        self.s3_upstream = s3_upstream
         self.http_port = free_port()
         self.https_port = free_port()
         self.http = f"http://127.0.0.1:{self.http_port}"
@@ -217,7 +230,9 @@ class Nginx:
             lua_modules=("load_module /usr/lib/nginx/modules/ndk_http_module.so;\n"
                          "load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;") if self.lua else "",
             lua_dict="lua_shared_dict counts 1m;" if self.lua else "",
-            lua_locations=LUA_LOCATIONS % {"root": self.root} if self.lua else "")
+            lua_locations=(LUA_LOCATIONS % {"root": self.root} +
+                           (S3_PROXY_LOCATION % {"upstream": self.s3_upstream} if self.s3_upstream else ""))
+            if self.lua else "")
         (self.work / "nginx.conf").write_text(conf)
         self.process = subprocess.Popen(["nginx", "-p", str(self.work), "-c", str(self.work / "nginx.conf")],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -76,7 +76,8 @@ struct LoaderOptions {
   // Linux, as batch threads), so that reading ahead does not delay the workers or the training
   // loop (lowest, nice 19, halved the data wait of streamed training on 2 cores, but let other busy
   // processes starve the readers); the readers still get the cores whenever the workers wait for
-  // them. false leaves them at the process's priority.
+  // them. false leaves them at the process's priority, as does a source whose reads wait on a
+  // network (SampleSource::reads_over_network: there the readers' CPU is the transfer's).
   bool background_readers = true;
   // What turns each sample of an encoded source (images of any size) into its batch row: its
   // output shape is the batch's (ImageStage for JPEG, PNG and WebP). Required for an encoded source,

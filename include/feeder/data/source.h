@@ -109,6 +109,10 @@ class SampleSource {
   virtual std::span<const int64_t> block_starts() const = 0;
   // The largest read buffer a read needs (compressed pages and decoding scratch), for the budget.
   virtual int64_t max_read_bytes() const = 0;
+  // Whether its reads wait on a network (s3://, http(s)://): the loader's readers then keep the
+  // process's priority (LoaderOptions::background_readers), as the CPU they need is the transfer's,
+  // taken in small slices as data arrives.
+  virtual bool reads_over_network() const { return false; }
   // The bytes block b takes when read, known before reading it, for the budget: every field's
   // region (region_bytes), an int64 end per row of each field of no fixed size, and an int64 label
   // per row (kNoLabel for an unlabeled set: the loader's blocks and batches always carry labels).

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""feeder.DataLoader over remote sets against the same sets on local disk, and the loader's reads
+against curl downloading the same objects from the same server, in one run.
+
+Servers, started here on loopback (as the tests start them, tests/storage/conftest.py): s3rver, a
+real S3 server (Node.js), holding the sets uploaded by boto3; nginx in front of it, adding 25 ms to
+every request with Lua's ngx.sleep (a store's time to first byte).
+
+Sets: the 2,000 ImageNet-sized JPEGs of bench/images (Debian's wallpapers, cropped) as encoded-image
+Parquet shards (feeder convert, shuffled on write), and a pixel set of 1 GiB (64,000 random 1x128x128
+images in 4 shards).
+
+Rows, each the median of --repeats passes, alternated between the rows, each in a process of its
+own (its peak RSS is the row's), timing the second epoch (the first opens the set):
+  images, training transform (RandomResizedCrop 224 + flip + normalize), 2 workers, streamed
+  within a budget of 90% of the set: local disk; S3 (s3rver); S3 with 25 ms added to every request.
+  pixels, 2 workers, streamed within 256 MiB: local disk; S3, its bytes/s against curl's reading every
+  shard from the same server (one curl, connections kept alive).
+Each remote row reports requests and MiB per epoch and bytes per request.
+
+    build/venv/bin/python3 bench/remote/remote_bench.py [--repeats 3] [--work DIR] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "storage"))
+sys.path.insert(0, str(ROOT / "bench" / "images"))
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def child(spec):
+    """One row's pass in this process: two epochs, the second timed; prints a JSON line."""
+    import feeder
+    options = dict(batch_size=256, shuffle=True, num_workers=2, memory_budget=spec["budget"], seed=5)
+    if spec["kind"] == "images":
+        options.update(image_size=224, augment="random_resized_crop", normalize=(MEAN, STD), prefetch=2)
+    if "endpoint" in spec:
+        feeder.set_storage_options(endpoint=spec["endpoint"])
+    loader = feeder.DataLoader(spec["source"], **options)
+    epochs = []
+    for _ in range(2):
+        before = feeder.storage_stats()
+        start = time.perf_counter()
+        samples = 0
+        for images, _labels in loader:
+            samples += images.shape[0]
+        seconds = time.perf_counter() - start
+        spent = {k: feeder.storage_stats()[k] - before[k] for k in before}
+        epochs.append({"seconds": seconds, "samples": samples, **spent})
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"epochs": epochs, "peak_rss": peak}))
+
+
+def run_child(spec, env):
+    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], env=env, capture_output=True,
+                         text=True, timeout=1800)
+    if out.returncode != 0:
+        raise SystemExit(f"{spec}: failed\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def curl_rate(urls):
+    """Bytes/s of one curl downloading every URL in turn, its connection kept alive."""
+    start = time.perf_counter()
+    out = subprocess.run(["curl", "-s", "-f", "-w", "%{size_download}\\n", *[x for u in urls for x in (u, "-o", "/dev/null")]],
+                         capture_output=True, text=True, timeout=600, check=True)
+    seconds = time.perf_counter() - start
+    return sum(int(line) for line in out.stdout.split()) / seconds
+
+
+def cpu_name():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--work", default=str(ROOT / "build" / "bench-remote"))
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    if args.child:
+        return child(json.loads(args.child))
+
+    import boto3
+    from botocore.config import Config
+    import feeder
+    from conftest import ACCESS_KEY, BUCKET, Nginx, S3Server, SECRET_KEY, upload
+    from images_bench import build_set
+
+    work = Path(args.work)
+    www = work / "www"
+    www.mkdir(parents=True, exist_ok=True)
+    build_set(str(work / f"wallpapers-{args.images}"), args.images)
+    images = www / "images"
+    if not (work / "images.complete").exists():
+        feeder.convert(str(work / f"wallpapers-{args.images}" / "train"), str(images) + "/", shuffle_on_write=0,
+                       shard_size="16MB")
+        (work / "images.complete").touch()
+    pixels = www / "pixels"
+    if not (pixels / "index.json").exists():
+        # 64,000 images of 1x128x128 random bytes (lz4 leaves them as they are): 1 GiB in 4 shards.
+        import numpy as np
+        images_file = work / "pixels-images-idx3-ubyte"
+        with open(images_file, "wb") as f:
+            f.write(np.array([0x0803, 64000, 128, 128], dtype=">u4").tobytes())
+            rng = np.random.default_rng(0)
+            for _ in range(64):
+                f.write(rng.integers(0, 256, size=(1000, 128, 128), dtype=np.uint8).tobytes())
+        with open(work / "pixels-labels-idx1-ubyte", "wb") as f:
+            f.write(np.array([0x0801, 64000], dtype=">u4").tobytes())
+            f.write((np.arange(64000) % 10).astype(np.uint8).tobytes())
+        subprocess.run([str(ROOT / "build" / "feeder"), "convert", str(images_file), str(pixels), "--shard-rows",
+                        "16000"], check=True, capture_output=True)
+    image_bytes = sum(p.stat().st_size for p in images.glob("*.parquet"))
+
+    s3 = S3Server(work / "s3rver-data")
+    s3.start()
+    nginx_dir = work / "nginx"
+    nginx_dir.mkdir(exist_ok=True)
+    web = Nginx(nginx_dir, www, s3_upstream=s3.endpoint)
+    web.start()
+    try:
+        boto = boto3.client("s3", endpoint_url=s3.endpoint, aws_access_key_id=ACCESS_KEY,
+                            aws_secret_access_key=SECRET_KEY, region_name="us-east-1",
+                            config=Config(s3={"addressing_style": "path"}))
+        remote = {name: upload(boto, www / name, name) for name in ("images", "pixels")}
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+                   AWS_ENDPOINT_URL=s3.endpoint)
+        image_budget = image_bytes * 9 // 10  # as bench/images streams it
+        rows = {
+            "images: local disk": {"kind": "images", "source": str(images), "budget": image_budget},
+            "images: S3 (s3rver)": {"kind": "images", "source": remote["images"], "budget": image_budget},
+            "images: S3, 25 ms a request": {"kind": "images", "source": remote["images"], "budget": image_budget,
+                                            "endpoint": f"{web.http}/s3slow"},
+            "pixels: local disk": {"kind": "pixels", "source": str(pixels), "budget": 256 << 20},
+            "pixels: S3 (s3rver)": {"kind": "pixels", "source": remote["pixels"], "budget": 256 << 20},
+        }
+        results = {name: [] for name in rows}
+        curl = []
+        shard_urls = [f"{s3.endpoint}/{BUCKET}/pixels/{p.name}" for p in sorted(pixels.glob("*.parquet"))]
+        for repeat in range(args.repeats):
+            for name, spec in rows.items():
+                results[name].append(run_child(spec, env))
+            curl.append(curl_rate(shard_urls))
+            print(f"pass {repeat + 1}/{args.repeats} done", flush=True)
+    finally:
+        web.stop()
+        s3.stop()
+
+    def rate(result):
+        epoch = result["epochs"][1]
+        return epoch["samples"] / epoch["seconds"]
+
+    print(f"\n{cpu_name()}, {os.cpu_count()} cores; medians of {args.repeats} alternated passes (second epochs)")
+    print(f"images: {args.images} JPEGs, {image_bytes / 2**20:.0f} MiB of shards, budget {image_budget / 2**20:.0f} MiB\n")
+    print("| row | samples/s | vs local | requests/epoch | MiB/epoch | KiB/request | retries | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    summary = {}
+    for name, spec in rows.items():
+        local = next(n for n in rows if n.startswith(spec["kind"]) and "local" in n)
+        median = statistics.median(rate(r) for r in results[name])
+        ratio = statistics.median(rate(r) / rate(l) for r, l in zip(results[name], results[local]))
+        epoch = results[name][-1]["epochs"][1]
+        requests, received = epoch["requests"], epoch["bytes"]
+        peak = statistics.median(r["peak_rss"] for r in results[name]) / 2**20
+        per_request = f"{received / requests / 1024:.0f}" if requests else "-"
+        print(f"| {name} | {median:.0f} | {ratio:.2f} | {requests} | {received / 2**20:.1f} | {per_request} | "
+              f"{epoch['retries']} | {peak:.0f} |")
+        summary[name] = {"samples_per_second": median, "vs_local": ratio, "requests": requests, "bytes": received,
+                         "peak_rss_mib": peak}
+    loader_rates = [r["epochs"][1]["bytes"] / r["epochs"][1]["seconds"] for r in results["pixels: S3 (s3rver)"]]
+    ratios = [a / c for a, c in zip(loader_rates, curl)]
+    print(f"\npixels from S3: the loader read {statistics.median(loader_rates) / 2**20:.0f} MiB/s, curl "
+          f"{statistics.median(curl) / 2**20:.0f} MiB/s from the same server: {statistics.median(ratios):.2f}x")
+    summary["pixels vs curl"] = statistics.median(ratios)
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
