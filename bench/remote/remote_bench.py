@@ -16,7 +16,8 @@ own (its peak RSS is the row's), timing the second epoch (the first opens the se
   within a budget of 90% of the set: local disk; S3 (s3rver); S3 with 25 ms added to every request.
   pixels, 2 workers, streamed within 256 MiB: local disk; S3, its bytes/s against curl's reading every
   shard from the same server (one curl, connections kept alive).
-Each remote row reports requests and MiB per epoch and bytes per request.
+Each remote row reports requests and MiB per epoch, bytes per request, and the CPU time the S3 server
+(which shares the machine's cores with the loader) spent in the row's process (two epochs).
 
     build/venv/bin/python3 bench/remote/remote_bench.py [--repeats 3] [--work DIR] [--json FILE]
 """
@@ -78,6 +79,12 @@ def curl_rate(urls):
                          capture_output=True, text=True, timeout=600, check=True)
     seconds = time.perf_counter() - start
     return sum(int(line) for line in out.stdout.split()) / seconds
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU time of a process (the S3 server, which shares these cores)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_name():
@@ -155,9 +162,12 @@ def main():
         results = {name: [] for name in rows}
         curl = []
         shard_urls = [f"{s3.endpoint}/{BUCKET}/pixels/{p.name}" for p in sorted(pixels.glob("*.parquet"))]
+        server_cpu = {name: [] for name in rows}
         for repeat in range(args.repeats):
             for name, spec in rows.items():
+                before = process_cpu_seconds(s3.process.pid)
                 results[name].append(run_child(spec, env))
+                server_cpu[name].append(process_cpu_seconds(s3.process.pid) - before)
             curl.append(curl_rate(shard_urls))
             print(f"pass {repeat + 1}/{args.repeats} done", flush=True)
     finally:
@@ -170,8 +180,9 @@ def main():
 
     print(f"\n{cpu_name()}, {os.cpu_count()} cores; medians of {args.repeats} alternated passes (second epochs)")
     print(f"images: {args.images} JPEGs, {image_bytes / 2**20:.0f} MiB of shards, budget {image_budget / 2**20:.0f} MiB\n")
-    print("| row | samples/s | vs local | requests/epoch | MiB/epoch | KiB/request | retries | peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| row | samples/s | vs local | requests/epoch | MiB/epoch | KiB/request | retries | peak RSS MiB | "
+          "S3 server CPU s/pass |")
+    print("|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for name, spec in rows.items():
         local = next(n for n in rows if n.startswith(spec["kind"]) and "local" in n)
@@ -182,7 +193,7 @@ def main():
         peak = statistics.median(r["peak_rss"] for r in results[name]) / 2**20
         per_request = f"{received / requests / 1024:.0f}" if requests else "-"
         print(f"| {name} | {median:.0f} | {ratio:.2f} | {requests} | {received / 2**20:.1f} | {per_request} | "
-              f"{epoch['retries']} | {peak:.0f} |")
+              f"{epoch['retries']} | {peak:.0f} | {statistics.median(server_cpu[name]):.2f} |")
         summary[name] = {"samples_per_second": median, "vs_local": ratio, "requests": requests, "bytes": received,
                          "peak_rss_mib": peak}
     loader_rates = [r["epochs"][1]["bytes"] / r["epochs"][1]["seconds"] for r in results["pixels: S3 (s3rver)"]]

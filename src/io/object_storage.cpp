@@ -5,7 +5,9 @@
 #include <mutex>
 #include <vector>
 
+#include "feeder/error.h"
 #include "io/detail/aws_config.h"
+#include "io/detail/http_client.h"
 #include "io/detail/remote_file_systems.h"
 #include "util/mutex.h"
 
@@ -67,6 +69,11 @@ namespace detail {
 
 const FileSystem* remote_file_system_for(const std::string& path) {
   if (!is_remote_path(path)) return nullptr;
+  // A presigned URL's query is its signature: refused here, the one door every path passes, so that
+  // it never becomes the name every message gives a set.
+  if (path.find('?') != std::string::npos)
+    throw DataError(url_without_query(path) + ": a URL with a query (a presigned URL) is not taken as a path: give "
+                    "s3://bucket/key with credentials, or a URL without one");
   Remote& state = remote();
   MutexLock lock(state.mutex);
   std::unique_ptr<FileSystem>& file_system = path.starts_with("s3://") ? state.s3 : state.http;

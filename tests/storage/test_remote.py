@@ -313,3 +313,25 @@ def test_region_redirect_is_followed(aws_env, sets, web):
     output = run(["inspect", f"s3://{BUCKET}/fm/test/part-00000.parquet", "--s3-endpoint", f"{web.http}/region",
                   "--s3-region", "us-east-1"])
     assert "rows: 2500" in output
+
+
+def test_presigned_url_refused_without_its_signature(aws_env, web):
+    output = run(["inspect", f"{web.http}/fm/test/part-00000.parquet?X-Amz-Signature=abcdef123456"], expect=1)
+    assert "presigned" in output and "abcdef123456" not in output, output
+
+
+def test_state_holds_no_secret_and_resumes_with_other_credentials(aws_env, uploaded, monkeypatch):
+    loader = feeder.DataLoader(uploaded["fm/test"], batch_size=500, shuffle=True, seed=2, memory_budget="3MB")
+    iterator = iter(loader)
+    for _ in range(3):
+        next(iterator)
+    state = loader.state_dict()
+    assert SECRET_KEY not in repr(state) and SESSION_TOKEN not in repr(state)
+    rest = [labels.clone() for _, labels in iterator]
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")
+    monkeypatch.delenv("AWS_SESSION_TOKEN")
+    feeder.set_storage_options()
+    resumed = feeder.DataLoader(uploaded["fm/test"], batch_size=500, shuffle=True, seed=2, memory_budget="3MB")
+    resumed.load_state_dict(state)
+    again = [labels.clone() for _, labels in resumed]
+    assert len(again) == len(rest) and all(torch.equal(a, b) for a, b in zip(again, rest))
