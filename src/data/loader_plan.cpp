@@ -83,6 +83,7 @@ int64_t max_block_rows(const SampleSource& source) {
 // the budget the window leaves over, so that the window, and with it the order, never depends on
 // num_workers.
 constexpr int kBaseReaders = 2;
+constexpr int kNetworkReaders = 8;
 // What a stream holds besides its decoded blocks: the epoch order and `readers` read buffers.
 int64_t stream_overhead_bytes(const SampleSource& source, const LoaderOptions& options, int readers) {
   const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
@@ -112,7 +113,11 @@ int stream_readers(const SampleSource& source, const LoaderOptions& options) {
       stream_overhead_bytes(source, options, kBaseReaders) +
       source.held_bytes_for_rows(required_rows(source, options, options.shuffle_window, in_flight_batches(options)));
   const int64_t spare = std::max<int64_t>(0, options.memory_budget - needed);
-  const int64_t wanted = std::max(kBaseReaders, options.num_workers) - kBaseReaders;
+  // Reads over a network are mostly waits on round trips: more of them in flight at once hide
+  // those (up to kNetworkReaders, within the budget's room for their buffers).
+  const int64_t readers = source.reads_over_network() ? std::max(kNetworkReaders, options.num_workers)
+                                                      : std::max(kBaseReaders, options.num_workers);
+  const int64_t wanted = readers - kBaseReaders;
   const int64_t affordable = source.max_read_bytes() > 0 ? spare / source.max_read_bytes() : wanted;
   return kBaseReaders + static_cast<int>(std::min(wanted, affordable));
 }
