@@ -150,21 +150,14 @@ http {{
 }}
 """
 
-# Latency before every request (a store's time to first byte), and failures on a schedule: every
-# third request of /flaky/ answers 503, every third of /reset/ has its connection closed unanswered.
+# Latency before every request (a store's time to first byte), failures on a schedule, and a bucket
+# in another region.
 LUA_LOCATIONS = """
     location /slow/ {
       access_by_lua_block { ngx.sleep(tonumber(ngx.var.arg_delay or "0.025")) }
       alias %(root)s/;
     }
-    location /flaky/ {
-      access_by_lua_block {
-        local n = ngx.shared.counts:incr("flaky", 1, 0)
-        if n %% 3 == 0 then ngx.exit(503) end
-      }
-      alias %(root)s/;
-    }
-    # An S3 endpoint (path-style) whose bucket is in eu-west-1: a request signed for another region
+%(failing)s    # An S3 endpoint (path-style) whose bucket is in eu-west-1: a request signed for another region
     # gets S3's 301 with x-amz-bucket-region; a listing is empty.
     location /region/ {
       access_by_lua_block {
@@ -184,10 +177,13 @@ LUA_LOCATIONS = """
       }
       alias %(root)s/;
     }
-    location /reset/ {
+"""
+# Every third request of a location fails: /flaky/ answers 503, /reset/ closes the connection (444).
+FAILING_LOCATION = """
+    location /%(name)s/ {
       access_by_lua_block {
-        local n = ngx.shared.counts:incr("reset", 1, 0)
-        if n %% 3 == 0 then ngx.exit(444) end
+        local n = ngx.shared.counts:incr("%(name)s", 1, 0)
+        if n %% 3 == 0 then ngx.exit(%(status)d) end
       }
       alias %(root)s/;
     }
@@ -230,7 +226,9 @@ class Nginx:
             lua_modules=("load_module /usr/lib/nginx/modules/ndk_http_module.so;\n"
                          "load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;") if self.lua else "",
             lua_dict="lua_shared_dict counts 1m;" if self.lua else "",
-            lua_locations=(LUA_LOCATIONS % {"root": self.root} +
+            lua_locations=(LUA_LOCATIONS % {"root": self.root, "failing": "".join(
+                FAILING_LOCATION % {"name": name, "status": status, "root": self.root}
+                for name, status in (("flaky", 503), ("reset", 444)))} +
                            (S3_PROXY_LOCATION % {"upstream": self.s3_upstream} if self.s3_upstream else ""))
             if self.lua else "")
         (self.work / "nginx.conf").write_text(conf)
