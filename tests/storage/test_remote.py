@@ -2,15 +2,17 @@
 read by feeder's CLI and Python loader, against the same sets on local disk."""
 
 import hashlib
+import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
-from pathlib import Path
 
 from conftest import ACCESS_KEY, BUCKET, FASHION_MNIST, FEEDER, SECRET_KEY, SESSION_TOKEN, upload
 
@@ -335,3 +337,50 @@ def test_state_holds_no_secret_and_resumes_with_other_credentials(aws_env, uploa
     resumed.load_state_dict(state)
     again = [labels.clone() for _, labels in resumed]
     assert len(again) == len(rest) and all(torch.equal(a, b) for a, b in zip(again, rest))
+
+
+def moto_available():
+    return subprocess.run([sys.executable, "-c", "import moto.server"], capture_output=True).returncode == 0
+
+
+# Debian 13 packages moto (python3-moto), whose server checks every request's signature once its
+# first few actions (here: making the user and its key) are done; Debian 12 has no moto.
+@pytest.mark.skipif(not moto_available(), reason="moto's server is packaged on Debian 13 (python3-moto), not 12")
+def test_signatures_verified_by_a_server_that_checks_them(sets, tmp_path, monkeypatch):
+    import boto3
+    from botocore.config import Config
+    from conftest import free_port, stop, wait_for_port
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              env=dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, server, "moto")
+        plain = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="setup",
+                     aws_secret_access_key="setup")
+        iam = boto3.client("iam", **plain)
+        iam.create_user(UserName="reader")
+        key = iam.create_access_key(UserName="reader")["AccessKey"]
+        iam.put_user_policy(UserName="reader", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        # From here every request is checked: boto3's, then feeder's.
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"],
+                          config=Config(s3={"addressing_style": "path"}))
+        s3.create_bucket(Bucket="checked")
+        for shard in sorted((sets / "fm" / "test").iterdir()):
+            s3.upload_file(str(shard), "checked", f"fm/{shard.name}")
+        for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path))
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        local = fingerprint(run(["inspect", str(sets / "fm" / "test")]))
+        assert fingerprint(run(["inspect", "s3://checked/fm/"])) == local
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+        output = run(["inspect", "s3://checked/fm/"], expect=1)
+        assert "HTTP 403" in output and "not-the-secret" not in output, output
+    finally:
+        stop(server)
