@@ -7,15 +7,15 @@ real S3 server (Node.js), holding the sets uploaded by boto3; nginx in front of 
 every request with Lua's ngx.sleep (a store's time to first byte).
 
 Sets: the 2,000 ImageNet-sized JPEGs of bench/images (Debian's wallpapers, cropped) as encoded-image
-Parquet shards (feeder convert, shuffled on write), and a pixel set of 1 GiB (64,000 random 1x128x128
-images in 4 shards).
+Parquet shards (feeder convert, shuffled on write), and a pixel set of 512 MiB (32,000 random
+1x128x128 images in 4 shards).
 
 Rows, each the median of --repeats passes, alternated between the rows, each in a process of its
 own (its peak RSS is the row's), timing the second epoch (the first opens the set):
   images, training transform (RandomResizedCrop 224 + flip + normalize), 2 workers, streamed
   within a budget of 90% of the set: local disk; S3 (s3rver); S3 with 25 ms added to every request.
-  pixels, 2 workers, streamed within 256 MiB: local disk; S3, its bytes/s against curl's reading every
-  shard from the same server (one curl, connections kept alive).
+  pixels, 2 workers, streamed within 128 MiB: local disk; S3 and nginx over HTTP, each one's bytes/s
+  against curl's reading every shard from the same server (one curl, connections kept alive).
 Each remote row reports requests and MiB per epoch, bytes per request, and the CPU time the S3 server
 (which shares the machine's cores with the loader) spent in the row's process (two epochs).
 
@@ -122,19 +122,19 @@ def main():
         (work / "images.complete").touch()
     pixels = www / "pixels"
     if not (pixels / "index.json").exists():
-        # 64,000 images of 1x128x128 random bytes (lz4 leaves them as they are): 1 GiB in 4 shards.
+        # 32,000 images of 1x128x128 random bytes (lz4 leaves them as they are): 512 MiB in 4 shards.
         import numpy as np
         images_file = work / "pixels-images-idx3-ubyte"
         with open(images_file, "wb") as f:
-            f.write(np.array([0x0803, 64000, 128, 128], dtype=">u4").tobytes())
+            f.write(np.array([0x0803, 32000, 128, 128], dtype=">u4").tobytes())
             rng = np.random.default_rng(0)
-            for _ in range(64):
+            for _ in range(32):
                 f.write(rng.integers(0, 256, size=(1000, 128, 128), dtype=np.uint8).tobytes())
         with open(work / "pixels-labels-idx1-ubyte", "wb") as f:
-            f.write(np.array([0x0801, 64000], dtype=">u4").tobytes())
-            f.write((np.arange(64000) % 10).astype(np.uint8).tobytes())
+            f.write(np.array([0x0801, 32000], dtype=">u4").tobytes())
+            f.write((np.arange(32000) % 10).astype(np.uint8).tobytes())
         subprocess.run([str(ROOT / "build" / "feeder"), "convert", str(images_file), str(pixels), "--shard-rows",
-                        "16000"], check=True, capture_output=True)
+                        "8000"], check=True, capture_output=True)
     image_bytes = sum(p.stat().st_size for p in images.glob("*.parquet"))
 
     s3 = S3Server(work / "s3rver-data")
@@ -156,12 +156,15 @@ def main():
             "images: S3 (s3rver)": {"kind": "images", "source": remote["images"], "budget": image_budget},
             "images: S3, 25 ms a request": {"kind": "images", "source": remote["images"], "budget": image_budget,
                                             "endpoint": f"{web.http}/s3slow"},
-            "pixels: local disk": {"kind": "pixels", "source": str(pixels), "budget": 256 << 20},
-            "pixels: S3 (s3rver)": {"kind": "pixels", "source": remote["pixels"], "budget": 256 << 20},
+            "pixels: local disk": {"kind": "pixels", "source": str(pixels), "budget": 128 << 20},
+            "pixels: S3 (s3rver)": {"kind": "pixels", "source": remote["pixels"], "budget": 128 << 20},
+            # The same reads from nginx (sendfile, a small fraction of s3rver's CPU a request).
+            "pixels: HTTP (nginx)": {"kind": "pixels", "source": f"{web.http}/pixels/", "budget": 128 << 20},
         }
         results = {name: [] for name in rows}
-        curl = []
+        curl, curl_nginx = [], []
         shard_urls = [f"{s3.endpoint}/{BUCKET}/pixels/{p.name}" for p in sorted(pixels.glob("*.parquet"))]
+        nginx_urls = [f"{web.http}/pixels/{p.name}" for p in sorted(pixels.glob("*.parquet"))]
         server_cpu = {name: [] for name in rows}
         for repeat in range(args.repeats):
             for name, spec in rows.items():
@@ -169,6 +172,7 @@ def main():
                 results[name].append(run_child(spec, env))
                 server_cpu[name].append(process_cpu_seconds(s3.process.pid) - before)
             curl.append(curl_rate(shard_urls))
+            curl_nginx.append(curl_rate(nginx_urls))
             print(f"pass {repeat + 1}/{args.repeats} done", flush=True)
     finally:
         web.stop()
@@ -201,6 +205,11 @@ def main():
     print(f"\npixels from S3: the loader read {statistics.median(loader_rates) / 2**20:.0f} MiB/s, curl "
           f"{statistics.median(curl) / 2**20:.0f} MiB/s from the same server: {statistics.median(ratios):.2f}x")
     summary["pixels vs curl"] = statistics.median(ratios)
+    loader_rates = [r["epochs"][1]["bytes"] / r["epochs"][1]["seconds"] for r in results["pixels: HTTP (nginx)"]]
+    ratios = [a / c for a, c in zip(loader_rates, curl_nginx)]
+    print(f"pixels from nginx: the loader read {statistics.median(loader_rates) / 2**20:.0f} MiB/s, curl "
+          f"{statistics.median(curl_nginx) / 2**20:.0f} MiB/s from the same server: {statistics.median(ratios):.2f}x")
+    summary["pixels from nginx vs curl"] = statistics.median(ratios)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
 
