@@ -76,9 +76,6 @@ test_packages=(
   python3-venv python3-setuptools python3-wheel python3-build  # pip install and a wheel, offline
   nginx-light libnginx-mod-http-lua openssl python3-boto3  # remote data: a web server, a certificate, an S3 client
 )
-# moto's S3 server, which checks signatures, is packaged from Debian 13 on (its server needs Flask,
-# which the package only recommends).
-if [ "$debian_release" != 12 ]; then test_packages+=(python3-moto python3-flask python3-flask-cors); fi
 # Only the checks of --test beyond the release tests.
 check_packages=(
   clang "libclang-rt-$clang_major-dev"  # sanitizers and fuzzing
