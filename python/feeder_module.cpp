@@ -774,9 +774,7 @@ void bind_settings(py::module_& m) {
         options.region = region;
         options.profile = profile;
         options.anonymous = anonymous;
-        options.addressing = addressing == "path"      ? AddressingStyle::kPath
-                             : addressing == "virtual" ? AddressingStyle::kVirtual
-                                                       : AddressingStyle::kAuto;
+        options.addressing = parse_addressing_style(addressing);
         options.ca_bundle = ca_bundle;
         options.max_connections = max_connections;
         options.max_retries = max_retries;

@@ -40,7 +40,7 @@ void add_storage_options(CLI::App& app) {
   app.add_option("--max-retries", options->max_retries, "retries of a transient failure (with backoff, within --retry-seconds)")->check(sane_range(0, 100))->capture_default_str()->group(group);
   app.add_option("--retry-seconds", options->retry_seconds, "time a request may take over its retries")->check(CLI::Range(0.0, 3600.0))->capture_default_str()->group(group);
   app.parse_complete_callback([options, addressing] {
-    options->addressing = *addressing == "path" ? AddressingStyle::kPath : *addressing == "virtual" ? AddressingStyle::kVirtual : AddressingStyle::kAuto;
+    options->addressing = parse_addressing_style(*addressing);
     set_storage_options(*options);
   });
 }

@@ -40,7 +40,7 @@ class HttpFileSystem final : public FileSystem {
   FileBytes read_all(const std::filesystem::path& path) const override { return objects_->read_all(path.string()); }
   std::vector<FileEntry> list(const std::filesystem::path& directory) const override {
     const std::filesystem::path index = index_of(directory);
-    FileEntry entry = objects_->head(index.string(), nullptr);
+    FileEntry entry = objects_->head(index.string());
     if (!entry.file())
       throw DataError(url_without_query(directory.string()) + ": an HTTP server has no listing, and there is no " +
                       std::string(kIndexName) + " here: give the URL of a file, or of a directory with feeder's " +
@@ -52,8 +52,8 @@ class HttpFileSystem final : public FileSystem {
     // A URL ending in '/' names a directory (list() says what it needs); another one is a file, or
     // a directory known by its index.
     if (url.ends_with('/')) return {path, FileKind::kDirectory, 0};
-    FileEntry entry = objects_->head(url, nullptr);
-    if (!entry.file() && objects_->head(index_of(path).string(), nullptr).file()) entry = {path, FileKind::kDirectory, 0};
+    FileEntry entry = objects_->head(url);
+    if (!entry.file() && objects_->head(index_of(path).string()).file()) entry = {path, FileKind::kDirectory, 0};
     return entry;
   }
   std::unique_ptr<WritableFile> create(const std::filesystem::path& path) const override { read_only(path); }

@@ -1,6 +1,5 @@
 #include "feeder/io/object_storage.h"
 
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -13,11 +12,6 @@
 
 namespace feeder {
 namespace {
-
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 // The settings, and the file systems made with them: made when a remote path is first taken,
 // again after the settings change. Those made before stay alive (files opened on them keep their
@@ -40,10 +34,10 @@ Remote& remote() {
 StorageOptions StorageOptions::resolved() const {
   StorageOptions out = *this;
   for (const char* variable : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"})
-    if (out.endpoint.empty()) out.endpoint = environment(variable);
+    if (out.endpoint.empty()) out.endpoint = detail::environment_value(variable);
   if (out.region.empty()) out.region = detail::find_aws_region(out.profile);
   if (out.region.empty()) out.region = "us-east-1";
-  if (out.ca_bundle.empty()) out.ca_bundle = environment("AWS_CA_BUNDLE");
+  if (out.ca_bundle.empty()) out.ca_bundle = detail::environment_value("AWS_CA_BUNDLE");
   return out;
 }
 
@@ -59,6 +53,13 @@ StorageOptions storage_options() {
   Remote& state = remote();
   detail::MutexLock lock(state.mutex);
   return state.options;
+}
+
+AddressingStyle parse_addressing_style(std::string_view name) {
+  if (name == "auto") return AddressingStyle::kAuto;
+  if (name == "path") return AddressingStyle::kPath;
+  if (name == "virtual") return AddressingStyle::kVirtual;
+  throw OptionsError("addressing style '" + std::string(name) + "': expected auto, path or virtual");
 }
 
 bool is_remote_path(const std::string& path) {

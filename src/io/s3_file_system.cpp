@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 
 #include "io/detail/aws_config.h"
 #include "io/detail/remote_file_systems.h"
@@ -109,25 +108,20 @@ class S3Objects final : public RemoteObjects {
 
   const HttpClient& client() const override { return client_; }
 
-  // The request made until it is not transient, again in the bucket's own region when S3 answers
-  // with another (a 301 with x-amz-bucket-region, or a 400 naming the region expected).
-  HttpResponse send_s3(const std::string& path, const std::string& method, const QueryParams& query = {},
-                       std::vector<std::string> headers = {}, std::span<const uint8_t> body = {}) const {
-    HttpResponse response = send(path, method, headers, query, body);
+  // S3 answers a request signed for another region than the bucket's with its own (a 301 with
+  // x-amz-bucket-region, or a 400 naming the region expected): learnt for the bucket.
+  bool redirected(const std::string& path, const HttpResponse& response) const override {
+    if (response.status != 301 && response.status != 307 && response.status != 400) return false;
     std::string region = response.header("x-amz-bucket-region");
     if (region.empty() && response.status == 400) {
       pugi::xml_document document;
       if (document.load_buffer(response.body.data(), response.body.size())) region = document.child("Error").child_value("Region");
     }
-    if ((response.status == 301 || response.status == 307 || response.status == 400) && !region.empty() &&
-        region != region_of(parse_s3_path(path).bucket)) {
-      {
-        MutexLock lock(mutex_);
-        bucket_regions_[parse_s3_path(path).bucket] = region;
-      }
-      response = send(path, method, headers, query, body);
-    }
-    return response;
+    const std::string bucket = parse_s3_path(path).bucket;
+    if (region.empty() || region == region_of(bucket)) return false;
+    MutexLock lock(mutex_);
+    bucket_regions_[bucket] = region;
+    return true;
   }
 
   // One level of `directory` (a prefix): its objects and its sub-prefixes, every page of the listing.
@@ -144,7 +138,7 @@ class S3Objects final : public RemoteObjects {
       QueryParams query{{"list-type", "2"}, {"delimiter", "/"}, {"prefix", prefix}};
       if (max_entries > 0) query.emplace_back("max-keys", std::to_string(max_entries));
       if (!token.empty()) query.emplace_back("continuation-token", token);
-      const HttpResponse response = send_s3(base, "GET", query);
+      const HttpResponse response = send(base, "GET", {}, query);
       if (response.status != 200) fail(directory, response, "listing it");
       pugi::xml_document document;
       if (!document.load_buffer(response.body.data(), response.body.size()))
@@ -203,17 +197,9 @@ class S3FileSystem final : public FileSystem {
     const std::string text = path.string();
     const S3Path where = parse_s3_path(text);
     if (!where.key.empty() && !where.key.ends_with('/')) {
-      const HttpResponse response = objects_->send_s3(text, "HEAD");
-      if (response.status / 100 == 2) {
-        FileEntry entry{path, FileKind::kFile, std::strtoll(response.header("content-length").c_str(), nullptr, 10)};
-        entry.version = response.header("etag");
-        return entry;
-      }
-      if (response.status != 404) {
-        // A HEAD's answer has no body: the same request as a GET says why.
-        const HttpResponse reason = objects_->send_s3(text, "GET", {}, {"Range: bytes=0-0"});
-        objects_->fail(text, reason.status / 100 == 2 ? response : reason, "asking for its size");
-      }
+      FileEntry entry = objects_->head(text);
+      entry.path = path;
+      if (entry.file()) return entry;
     }
     // A prefix is a directory when something is under it; a bucket, when it exists.
     if (!objects_->list(text, 1).empty() || where.key.empty()) return {path, FileKind::kDirectory, 0};
@@ -243,7 +229,7 @@ class S3WritableFile final : public WritableFile {
   ~S3WritableFile() override {
     if (committed_ || upload_id_.empty()) return;
     try {
-      objects_->send_s3(path_, "DELETE", {{"uploadId", upload_id_}});
+      objects_->send(path_, "DELETE", {}, {{"uploadId", upload_id_}});
     } catch (const std::exception&) {
       // Unwinding already: the parts of an unfinished upload are what a bucket's lifecycle rule ends.
     }
@@ -265,7 +251,7 @@ class S3WritableFile final : public WritableFile {
   uint64_t bytes_written() const override { return written_; }
   void commit() override {
     if (upload_id_.empty()) {
-      const HttpResponse response = objects_->send_s3(path_, "PUT", {}, {}, part_);
+      const HttpResponse response = objects_->send(path_, "PUT", {}, {}, part_);
       if (response.status / 100 != 2) objects_->fail(path_, response, "writing it");
     } else {
       if (!part_.empty()) upload_part();
@@ -274,7 +260,7 @@ class S3WritableFile final : public WritableFile {
         body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags_[i] + "</ETag></Part>";
       body += "</CompleteMultipartUpload>";
       const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size());
-      const HttpResponse response = objects_->send_s3(path_, "POST", {{"uploadId", upload_id_}}, {}, bytes);
+      const HttpResponse response = objects_->send(path_, "POST", {}, {{"uploadId", upload_id_}}, bytes);
       // S3 may answer 200 and report the failure in the body.
       if (response.status / 100 != 2 || !s3_error(response).first.empty()) objects_->fail(path_, response, "completing its upload");
     }
@@ -284,7 +270,7 @@ class S3WritableFile final : public WritableFile {
  private:
   void upload_part() {
     if (upload_id_.empty()) {
-      const HttpResponse response = objects_->send_s3(path_, "POST", {{"uploads", ""}});
+      const HttpResponse response = objects_->send(path_, "POST", {}, {{"uploads", ""}});
       if (response.status / 100 != 2) objects_->fail(path_, response, "starting its upload");
       pugi::xml_document document;
       document.load_buffer(response.body.data(), response.body.size());
@@ -292,7 +278,7 @@ class S3WritableFile final : public WritableFile {
       if (upload_id_.empty()) throw DataError(path_ + ": the server started an upload without an UploadId");
     }
     const QueryParams query{{"partNumber", std::to_string(etags_.size() + 1)}, {"uploadId", upload_id_}};
-    const HttpResponse response = objects_->send_s3(path_, "PUT", query, {}, part_);
+    const HttpResponse response = objects_->send(path_, "PUT", {}, query, part_);
     if (response.status / 100 != 2) objects_->fail(path_, response, "uploading part " + std::to_string(etags_.size() + 1));
     etags_.push_back(response.header("etag"));
     part_.clear();
@@ -313,15 +299,15 @@ std::unique_ptr<WritableFile> S3FileSystem::create(const std::filesystem::path& 
 }
 
 void S3FileSystem::remove(const std::filesystem::path& path) const {
-  const HttpResponse response = objects_->send_s3(path.string(), "DELETE");
+  const HttpResponse response = objects_->send(path.string(), "DELETE");
   if (response.status / 100 != 2 && response.status != 404) objects_->fail(path.string(), response, "removing it");
 }
 
 void S3FileSystem::rename(const std::filesystem::path& from, const std::filesystem::path& to) const {
   // A copy within S3 (CopyObject, objects up to 5 GiB), then the source removed.
   const S3Path source = parse_s3_path(from.string());
-  const HttpResponse response = objects_->send_s3(
-      to.string(), "PUT", {}, {"x-amz-copy-source: " + uri_encode(source.bucket + "/" + source.key, true)});
+  const HttpResponse response = objects_->send(
+      to.string(), "PUT", {"x-amz-copy-source: " + uri_encode(source.bucket + "/" + source.key, true)});
   if (response.status / 100 != 2 || !s3_error(response).first.empty())
     objects_->fail(to.string(), response, "copying " + from.string() + " to it");
   remove(from);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace feeder {
 
@@ -66,6 +67,9 @@ struct StorageStats {
   }
 };
 StorageStats storage_stats();
+
+// "auto", "path" or "virtual"; OptionsError for another name.
+AddressingStyle parse_addressing_style(std::string_view name);
 
 // s3://, http:// or https://.
 bool is_remote_path(const std::string& path);

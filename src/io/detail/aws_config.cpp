@@ -6,11 +6,6 @@
 namespace feeder::detail {
 namespace {
 
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 std::string strip(const std::string& text) {
   const size_t begin = text.find_first_not_of(" \t\r");
   if (begin == std::string::npos) return "";
@@ -18,12 +13,17 @@ std::string strip(const std::string& text) {
 }
 
 std::string aws_file(const char* variable, const char* name) {
-  if (std::string path = environment(variable); !path.empty()) return path;
-  const std::string home = environment("HOME");
+  if (std::string path = environment_value(variable); !path.empty()) return path;
+  const std::string home = environment_value("HOME");
   return home.empty() ? "" : home + "/.aws/" + name;
 }
 
 }  // namespace
+
+std::string environment_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
 
 std::string ini_value(const std::string& path, const std::string& section, const std::string& key) {
   std::ifstream file(path);
@@ -44,13 +44,13 @@ std::string ini_value(const std::string& path, const std::string& section, const
 
 std::string aws_profile_name(const std::string& profile) {
   if (!profile.empty()) return profile;
-  const std::string named = environment("AWS_PROFILE");
+  const std::string named = environment_value("AWS_PROFILE");
   return named.empty() ? "default" : named;
 }
 
 AwsCredentials find_aws_credentials(const std::string& profile) {
-  AwsCredentials credentials{environment("AWS_ACCESS_KEY_ID"), environment("AWS_SECRET_ACCESS_KEY"),
-                             environment("AWS_SESSION_TOKEN")};
+  AwsCredentials credentials{environment_value("AWS_ACCESS_KEY_ID"), environment_value("AWS_SECRET_ACCESS_KEY"),
+                             environment_value("AWS_SESSION_TOKEN")};
   if (!credentials.access_key.empty() && !credentials.secret_key.empty()) return credentials;
   const std::string name = aws_profile_name(profile);
   // The credentials file names a section by the profile; the config file by "profile <name>",
@@ -67,7 +67,7 @@ AwsCredentials find_aws_credentials(const std::string& profile) {
 
 std::string find_aws_region(const std::string& profile) {
   for (const char* variable : {"AWS_REGION", "AWS_DEFAULT_REGION"})
-    if (std::string region = environment(variable); !region.empty()) return region;
+    if (std::string region = environment_value(variable); !region.empty()) return region;
   const std::string name = aws_profile_name(profile);
   return ini_value(aws_file("AWS_CONFIG_FILE", "config"), name == "default" ? name : "profile " + name, "region");
 }

@@ -11,6 +11,9 @@
 
 namespace feeder::detail {
 
+// An environment variable's value; empty when unset.
+std::string environment_value(const char* name);
+
 // One value of an INI file's section ("[default]", "[profile x]"); empty when absent or unreadable.
 // The files are a handful of lines: a small reader here rather than a dependency.
 std::string ini_value(const std::string& path, const std::string& section, const std::string& key);

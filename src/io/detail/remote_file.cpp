@@ -13,10 +13,7 @@ class RemoteFile final : public RandomAccessFile {
 
   const std::string& name() const override { return name_; }
   int64_t size() const override { return size_; }
-  int64_t size_now() const override {
-    std::string etag;
-    return objects_->head(name_, &etag).size;
-  }
+  int64_t size_now() const override { return objects_->head(name_).size; }
   // A round trip costs about as much as a megabyte at a few hundred MB/s.
   int64_t gather_read_bytes() const override { return int64_t{1} << 20; }
   std::string version() const override { return etag_; }
@@ -51,32 +48,36 @@ class RemoteFile final : public RandomAccessFile {
 
 HttpResponse RemoteObjects::send(const std::string& path, const std::string& method, std::vector<std::string> headers,
                                  const QueryParams& query, std::span<const uint8_t> body, std::span<uint8_t> into) const {
-  return client().perform_with_retries([&] {
+  const auto attempt = [&] {
     HttpRequest request = this->request(path, method, headers, query, body);
     request.into = into;
     return request;
-  });
+  };
+  HttpResponse response = client().perform_with_retries(attempt);
+  if (redirected(path, response)) response = client().perform_with_retries(attempt);
+  return response;
 }
 
-FileEntry RemoteObjects::head(const std::string& path, std::string* etag) const {
+FileEntry RemoteObjects::head(const std::string& path) const {
   FileEntry entry{path, FileKind::kMissing, 0};
   const HttpResponse response = send(path, "HEAD");
   if (response.status == 404) return entry;
-  if (response.status / 100 != 2) fail(path, response, "asking for its size");
+  if (response.status / 100 != 2) {
+    const HttpResponse reason = send(path, "GET", {"Range: bytes=0-0"});
+    fail(path, reason.status / 100 == 2 ? response : reason, "asking for its size");
+  }
   const std::string length = response.header("content-length");
   if (length.empty()) throw DataError(path + ": the server gives no Content-Length: its size is not known");
   entry.kind = FileKind::kFile;
   entry.size = std::strtoll(length.c_str(), nullptr, 10);
   entry.version = response.header("etag");
-  if (etag) *etag = entry.version;
   return entry;
 }
 
 std::shared_ptr<const RandomAccessFile> RemoteObjects::open(const std::string& path) const {
-  std::string etag;
-  const FileEntry entry = head(path, &etag);
+  const FileEntry entry = head(path);
   if (entry.kind == FileKind::kMissing) throw DataError(path + ": cannot open: no such object (404)");
-  return std::make_shared<const RemoteFile>(shared_from_this(), path, entry.size, etag);
+  return std::make_shared<const RemoteFile>(shared_from_this(), path, entry.size, entry.version);
 }
 
 FileBytes RemoteObjects::read_all(const std::string& path) const {

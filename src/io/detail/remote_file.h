@@ -27,12 +27,16 @@ class RemoteObjects : public std::enable_shared_from_this<RemoteObjects> {
   // Throws a DataError naming `path`, saying what the server answered (its reason where it gives one).
   [[noreturn]] virtual void fail(const std::string& path, const HttpResponse& response, const std::string& doing) const = 0;
   virtual const HttpClient& client() const = 0;
+  // Whether `response` says the request belongs elsewhere (S3: the bucket is in another region),
+  // learnt so that request() now makes it go there; send() then makes it once more.
+  virtual bool redirected(const std::string& path, const HttpResponse& response) const { return false; }
 
-  // The request made (and made again) until it is not transient.
+  // The request made (and made again) until it is not transient, once more where redirected().
   HttpResponse send(const std::string& path, const std::string& method, std::vector<std::string> headers = {},
                     const QueryParams& query = {}, std::span<const uint8_t> body = {}, std::span<uint8_t> into = {}) const;
-  // What a HEAD tells of an object: kMissing for 404, else its size (and ETag); fail() otherwise.
-  FileEntry head(const std::string& path, std::string* etag) const;
+  // What a HEAD tells of an object: kMissing for 404, else its size and version (ETag); fail()
+  // otherwise, with the reason a GET of its first byte gives (a HEAD's answer has no body).
+  FileEntry head(const std::string& path) const;
   std::shared_ptr<const RandomAccessFile> open(const std::string& path) const;
   FileBytes read_all(const std::string& path) const;
 };
