@@ -768,8 +768,10 @@ void bind_settings(py::module_& m) {
       "set_storage_options",
       [](const std::string& endpoint, const std::string& region, const std::string& profile, bool anonymous,
          const std::string& addressing, const std::string& ca_bundle, int max_connections, int max_retries,
-         double retry_seconds) {
+         double retry_seconds, const std::string& cache_dir, int64_t cache_limit) {
         StorageOptions options;
+        options.cache_dir = cache_dir;
+        options.cache_limit = cache_limit;
         options.endpoint = endpoint;
         options.region = region;
         options.profile = profile;
@@ -782,7 +784,7 @@ void bind_settings(py::module_& m) {
         set_storage_options(options);
       },
       py::arg("endpoint"), py::arg("region"), py::arg("profile"), py::arg("anonymous"), py::arg("addressing"),
-      py::arg("ca_bundle"), py::arg("max_connections"), py::arg("max_retries"), py::arg("retry_seconds"));
+      py::arg("ca_bundle"), py::arg("max_connections"), py::arg("max_retries"), py::arg("retry_seconds"), py::arg("cache_dir"), py::arg("cache_limit"));
   m.def("storage_stats", [] {
     const StorageStats stats = storage_stats();
     py::dict out;
@@ -790,9 +792,12 @@ void bind_settings(py::module_& m) {
     out["bytes"] = stats.bytes;
     out["retries"] = stats.retries;
     out["failures"] = stats.failures;
+    out["cache_bytes"] = stats.cache_bytes;
     return out;
   });
-  m.def("parse_byte_size", [](const std::string& text) { return parse_byte_size(text, "memory_budget"); });
+  m.def(
+      "parse_byte_size", [](const std::string& text, const std::string& what) { return parse_byte_size(text, what); },
+      py::arg("text"), py::arg("what") = "memory_budget");
   m.def("default_memory_budget", &default_memory_budget);
   m.def("recommended_process_settings", [](int threads) {
     const ProcessSettings settings = recommended_process_settings(threads);

@@ -63,7 +63,8 @@ def recommended_environment(threads=0):
 
 
 def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=False, addressing="auto",
-                        ca_bundle=None, max_connections=16, max_retries=8, retry_seconds=60.0):
+                        ca_bundle=None, max_connections=16, max_retries=8, retry_seconds=60.0, cache_dir=None,
+                        cache_limit=None):
     """Settings of s3:// and http(s):// paths opened from now on, for the whole process.
 
     What is left None is read as the AWS tools read it: endpoint from AWS_ENDPOINT_URL_S3 or
@@ -74,6 +75,10 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     requests, as to a public bucket. addressing: "path" (endpoint/bucket/key), "virtual"
     (bucket.endpoint/key) or "auto" (path-style for an endpoint given, as botocore does).
     Transient failures are retried up to max_retries times with backoff, within retry_seconds.
+    cache_dir: a local directory where what is read is kept, so that later epochs and runs read it
+    there (the processes of one node may share it); cache_limit: the most bytes kept there, least
+    recently used removed first (an int, or a size such as "50GB"; None: no limit). Without cache_dir
+    nothing is written to disk.
     """
     if addressing not in ("auto", "path", "virtual"):
         raise ValueError(f"addressing={addressing!r}: expected 'auto', 'path' or 'virtual'")
@@ -81,14 +86,21 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     _check_int("max_retries", max_retries, 0)
     if not _is_real(retry_seconds) or retry_seconds < 0:
         raise ValueError(f"retry_seconds={retry_seconds!r}: expected a number of seconds, at least 0")
+    if cache_limit is not None and cache_dir is None:
+        raise ValueError("cache_limit needs cache_dir")
+    if isinstance(cache_limit, str):
+        cache_limit = _feeder.parse_byte_size(cache_limit, "cache_limit")
+    elif cache_limit is not None:
+        _check_int("cache_limit", cache_limit, 1)
     _feeder.set_storage_options(endpoint or "", region or "", profile or "", bool(anonymous), addressing,
                                 os.fspath(ca_bundle) if ca_bundle else "", int(max_connections), int(max_retries),
-                                float(retry_seconds))
+                                float(retry_seconds), os.fspath(cache_dir) if cache_dir else "", int(cache_limit or 0))
 
 
 def storage_stats():
     """What remote reads have cost since the process started: a dict of requests (each attempt; what an
-    object store bills), bytes received, retries and failures given up on."""
+    object store bills), bytes received, retries, failures given up on, and cache_bytes: bytes read
+    from cache_dir instead of the store."""
     return _feeder.storage_stats()
 
 

@@ -8,6 +8,7 @@
 #include "feeder/error.h"
 #include "feeder/io/object_storage.h"
 #include "feeder/util/printable.h"
+#include "feeder/util/byte_size.h"
 
 namespace feeder::cli {
 namespace {
@@ -27,6 +28,7 @@ std::string command_path(const CLI::App& app) {
 void add_storage_options(CLI::App& app) {
   auto options = std::make_shared<StorageOptions>();
   auto addressing = std::make_shared<std::string>("auto");
+  auto cache_limit = std::make_shared<std::string>();
   const std::string group = "Remote data (s3://, http://, https://; AWS's environment variables and ~/.aws also apply)";
   app.add_option("--s3-endpoint", options->endpoint, "S3 endpoint URL (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS's own)")->group(group);
   app.add_option("--s3-region", options->region, "region requests are signed for (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1)")->group(group);
@@ -39,8 +41,18 @@ void add_storage_options(CLI::App& app) {
   app.add_option("--max-connections", options->max_connections, "connections open at once")->check(sane_range(1, 1024))->capture_default_str()->group(group);
   app.add_option("--max-retries", options->max_retries, "retries of a transient failure (with backoff, within --retry-seconds)")->check(sane_range(0, 100))->capture_default_str()->group(group);
   app.add_option("--retry-seconds", options->retry_seconds, "time a request may take over its retries")->check(CLI::Range(0.0, 3600.0))->capture_default_str()->group(group);
-  app.parse_complete_callback([options, addressing] {
+  app.add_option("--cache-dir", options->cache_dir, "keep what is read in this local directory, so that later epochs and runs read it there (shared by the node's processes)")->group(group);
+  app.add_option("--cache-limit", *cache_limit, "most bytes kept in --cache-dir, least recently used removed first (\"50GB\", \"200GiB\"; default: no limit)")->group(group);
+  app.parse_complete_callback([options, addressing, cache_limit] {
     options->addressing = parse_addressing_style(*addressing);
+    if (!cache_limit->empty()) {
+      if (options->cache_dir.empty()) throw CLI::ValidationError("--cache-limit", "needs --cache-dir");
+      try {
+        options->cache_limit = parse_byte_size(*cache_limit, "--cache-limit");
+      } catch (const OptionsError& error) {
+        throw CLI::ValidationError(error.what());
+      }
+    }
     set_storage_options(*options);
   });
 }

@@ -161,11 +161,16 @@ void print_epoch(const EpochReport& result, int64_t num_epochs, bool diagnose) {
   static StorageStats last;
   const StorageStats now = storage_stats(), spent = now - last;
   last = now;
-  if (spent.requests > 0) {
-    std::snprintf(line, sizeof(line), "  remote data: %lld requests, %.1f MiB, %lld retried, %lld failed\n",
+  if (spent.requests > 0 || spent.cache_bytes > 0) {
+    std::snprintf(line, sizeof(line), "  remote data: %lld requests, %.1f MiB, %lld retried, %lld failed",
                   static_cast<long long>(spent.requests), static_cast<double>(spent.bytes) / (1 << 20),
                   static_cast<long long>(spent.retries), static_cast<long long>(spent.failures));
     std::cout << line;
+    if (spent.cache_bytes > 0) {
+      std::snprintf(line, sizeof(line), "; %.1f MiB from the cache", static_cast<double>(spent.cache_bytes) / (1 << 20));
+      std::cout << line;
+    }
+    std::cout << "\n";
   }
   if (diagnose) {
     std::snprintf(line, sizeof(line), "  data wait: %.2f%% of the training pass\n", 100.0 * data_wait_share({result}));

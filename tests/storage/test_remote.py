@@ -386,3 +386,107 @@ def test_signatures_verified_by_a_server_that_checks_them(sets, tmp_path, monkey
         assert "HTTP 403" in output and "not-the-secret" not in output, output
     finally:
         stop(server)
+
+
+def epochs_of(source, epochs, cache=None, **kwargs):
+    """Each epoch's batches hashed, with what remote reads cost in each (the first with opening the
+    set): [(digest, stats delta)]."""
+    before = feeder.storage_stats()
+    loader = feeder.DataLoader(source, batch_size=200, shuffle=True, num_workers=2, seed=11, memory_budget="3MB",
+                               **kwargs)
+    out = []
+    for epoch in range(epochs):
+        if epoch > 0:
+            before = feeder.storage_stats()
+        h = hashlib.sha256()
+        for images, labels in loader:
+            h.update(images.numpy().tobytes())
+            h.update(labels.numpy().tobytes())
+        after = feeder.storage_stats()
+        out.append((h.hexdigest(), {key: after[key] - before[key] for key in after}))
+    return out
+
+
+@pytest.mark.parametrize("where", ["s3", "http"])
+def test_with_a_cache_dir_the_second_epoch_reads_no_data(aws_env, sets, uploaded, web, tmp_path, where):
+    local = [d for d, _ in epochs_of(str(sets / "fm" / "test"), 2)]
+    source = uploaded["fm/test"] if where == "s3" else f"{web.http}/fm/test/"
+    feeder.set_storage_options(cache_dir=tmp_path / "cache")
+    (first, spent1), (second, spent2) = epochs_of(source, 2)
+    assert [first, second] == local
+    assert spent1["bytes"] > 0
+    # No request at all: every byte from the disk.
+    assert spent2["requests"] == 0 and spent2["bytes"] == 0 and spent2["cache_bytes"] > 0, spent2
+    # Another run (another loader) on the same directory learns the set again (the listing, the
+    # index, each shard's size and ETag: a few KiB) and reads none of its 8 MiB of data.
+    (again, spent3), = epochs_of(source, 1)
+    assert again == local[0] and spent3["bytes"] < 16 << 10 and spent3["cache_bytes"] > 0, spent3
+    blocks = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.parent.parent.name == "blocks"]
+    assert blocks and not [p for p in blocks if p.name.startswith(".tmp-")]
+
+
+def test_train_with_a_cache_dir_prints_what_the_cache_served(aws_env, uploaded, tmp_path):
+    output = run(["train", "--train", uploaded["fm/train"], "--test", uploaded["fm/test"], "--epochs", "2", "--memory-budget", "24MB",
+                  "--cache-dir", str(tmp_path / "cache")])
+    lines = re.findall(r"remote data: (\d+) requests, ([0-9.]+) MiB, (\d+) retried, (\d+) failed(?:; ([0-9.]+) MiB from the cache)?",
+                       output)
+    assert len(lines) == 2, output
+    assert float(lines[0][1]) > 0 and float(lines[1][1]) == 0 and float(lines[1][4] or 0) > 0, output
+    output = run(["train", "--train", uploaded["fm/test"], "--test", uploaded["fm/test"], "--epochs", "1", "--cache-limit", "1GB"], expect=2)
+    assert "--cache-limit: needs --cache-dir" in output, output
+    output = run(["train", "--train", uploaded["fm/test"], "--test", uploaded["fm/test"], "--epochs", "1", "--cache-dir", str(tmp_path / "c"),
+                  "--cache-limit", "lots"], expect=2)
+    assert "--cache-limit" in output and "lots" in output, output
+
+
+CACHE_READER = """
+import hashlib, json, sys, feeder
+feeder.set_storage_options(cache_dir=sys.argv[2], cache_limit=sys.argv[3])
+loader = feeder.DataLoader(sys.argv[1], batch_size=200, shuffle=True, num_workers=2, seed=11, memory_budget="3MB")
+digests = []
+for epoch in range(2):
+    h = hashlib.sha256()
+    for images, labels in loader:
+        h.update(images.numpy().tobytes())
+        h.update(labels.numpy().tobytes())
+    digests.append(h.hexdigest())
+print(json.dumps(digests))
+"""
+
+
+def test_processes_sharing_a_cache_dir_within_its_limit(aws_env, sets, uploaded, tmp_path):
+    local = [d for d, _ in epochs_of(str(sets / "fm" / "test"), 2)]
+    cache = tmp_path / "cache"
+    limit = 3 << 20  # a fraction of the set (about 8 MiB): blocks evicted while others read them
+    processes = [subprocess.Popen([sys.executable, "-c", CACHE_READER, uploaded["fm/test"], str(cache), str(limit)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        assert json.loads(out) == local
+    blocks = [p for p in (cache / "blocks").rglob("*") if p.is_file()]
+    assert not [p for p in blocks if p.name.startswith(".tmp-")]
+    # Within the limit but for the blocks written since each process last counted (a few each).
+    assert sum(p.stat().st_size for p in blocks) <= limit + 3 * 2 * (1 << 20)
+
+
+@pytest.mark.parametrize("kind", ["folder", "tars"])
+def test_image_sets_read_again_from_the_cache(aws_env, boto, tmp_path, kind):
+    local = image_sets(tmp_path)[kind]
+    url = upload(boto, local, f"cached-{kind}")
+    feeder.set_storage_options(cache_dir=tmp_path / "cache")
+
+    def epoch(source):
+        loader = feeder.DataLoader(source, batch_size=7, shuffle=True, num_workers=2, seed=3, image_size=16)
+        return [(x.clone(), y.clone()) for x, y in loader]
+
+    expected = epoch(str(local))
+    spent = []
+    for _ in range(2):
+        before = feeder.storage_stats()
+        got = epoch(url)
+        spent.append(feeder.storage_stats()["bytes"] - before["bytes"])
+        assert len(got) == len(expected) > 0
+        assert all(torch.equal(x, ex) and torch.equal(y, ey) for (x, y), (ex, ey) in zip(got, expected))
+    # Both list the prefix (the same XML); the first reads each file once, the second none.
+    assert spent[0] - spent[1] == sum(p.stat().st_size for p in local.rglob("*") if p.is_file()), spent

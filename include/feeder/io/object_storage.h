@@ -45,6 +45,12 @@ struct StorageOptions {
   // is a transient failure.
   double connect_timeout_seconds = 10;
   double stall_timeout_seconds = 30;
+  // A directory on local disk where what is read is kept, so that later epochs (and later runs)
+  // read it there instead of from the store; shared by every process of the node naming it. Empty:
+  // nothing is written to disk. Objects without an ETag are not kept.
+  std::string cache_dir;
+  // The most bytes kept in cache_dir, the least recently used removed first; 0: no limit.
+  int64_t cache_limit = 0;
 
   // Every setting left empty read from the environment (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
   // AWS_REGION, AWS_DEFAULT_REGION, AWS_PROFILE, AWS_CA_BUNDLE) and the profile's config.
@@ -56,14 +62,17 @@ void set_storage_options(const StorageOptions& options);
 StorageOptions storage_options();
 
 // What remote reads have cost since the process started: requests made (each attempt counts; a
-// request is what an object store bills), bytes received, retries, and failures given up on.
+// request is what an object store bills), bytes received, retries, failures given up on, and the
+// bytes read from cache_dir instead.
 struct StorageStats {
   int64_t requests = 0;
   int64_t bytes = 0;
   int64_t retries = 0;
   int64_t failures = 0;
+  int64_t cache_bytes = 0;
   StorageStats operator-(const StorageStats& since) const {
-    return {requests - since.requests, bytes - since.bytes, retries - since.retries, failures - since.failures};
+    return {requests - since.requests, bytes - since.bytes, retries - since.retries, failures - since.failures,
+            cache_bytes - since.cache_bytes};
   }
 };
 StorageStats storage_stats();

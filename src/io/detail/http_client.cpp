@@ -19,7 +19,7 @@
 namespace feeder::detail {
 namespace {
 
-std::atomic<int64_t> g_requests{0}, g_bytes{0}, g_retries{0}, g_failures{0};
+std::atomic<int64_t> g_requests{0}, g_bytes{0}, g_retries{0}, g_failures{0}, g_cache_bytes{0};
 
 void init_curl() {
   static std::once_flag once;
@@ -159,6 +159,7 @@ void count_storage_request(int64_t bytes) {
 }
 void count_storage_retry() { g_retries.fetch_add(1, std::memory_order_relaxed); }
 void count_storage_failure() { g_failures.fetch_add(1, std::memory_order_relaxed); }
+void count_storage_cache_read(int64_t bytes) { g_cache_bytes.fetch_add(bytes, std::memory_order_relaxed); }
 
 HttpClient::HttpClient(const StorageOptions& options) : options_(options), pool_(std::make_unique<Pool>()) {
   init_curl();
@@ -279,7 +280,8 @@ namespace feeder {
 
 StorageStats storage_stats() {
   return {detail::g_requests.load(std::memory_order_relaxed), detail::g_bytes.load(std::memory_order_relaxed),
-          detail::g_retries.load(std::memory_order_relaxed), detail::g_failures.load(std::memory_order_relaxed)};
+          detail::g_retries.load(std::memory_order_relaxed), detail::g_failures.load(std::memory_order_relaxed),
+          detail::g_cache_bytes.load(std::memory_order_relaxed)};
 }
 
 }  // namespace feeder

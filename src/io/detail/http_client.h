@@ -77,6 +77,7 @@ class HttpClient {
 void count_storage_request(int64_t bytes);
 void count_storage_retry();
 void count_storage_failure();
+void count_storage_cache_read(int64_t bytes);
 
 // The URL without its query string: what an error may show.
 std::string url_without_query(const std::string& url);

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "io/detail/disk_cache.h"
+
 namespace feeder::detail {
 namespace {
 
@@ -77,7 +79,12 @@ FileEntry RemoteObjects::head(const std::string& path) const {
 std::shared_ptr<const RandomAccessFile> RemoteObjects::open(const std::string& path) const {
   const FileEntry entry = head(path);
   if (entry.kind == FileKind::kMissing) throw DataError(path + ": cannot open: no such object (404)");
-  return std::make_shared<const RemoteFile>(shared_from_this(), path, entry.size, entry.version);
+  auto file = std::make_shared<const RemoteFile>(shared_from_this(), path, entry.size, entry.version);
+  const StorageOptions& options = client().options();
+  if (options.cache_dir.empty() || entry.version.empty()) return file;
+  // The object's bytes are named by where it is, its ETag and size: a replaced object is another.
+  const std::string identity = options.endpoint + "\n" + path + "\n" + entry.version + "\n" + std::to_string(entry.size);
+  return disk_cache_for(options.cache_dir, options.cache_limit)->wrap(std::move(file), identity);
 }
 
 FileBytes RemoteObjects::read_all(const std::string& path) const {
