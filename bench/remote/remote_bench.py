@@ -47,8 +47,8 @@ def child(spec):
     options = dict(batch_size=256, shuffle=True, num_workers=2, memory_budget=spec["budget"], seed=5)
     if spec["kind"] == "images":
         options.update(image_size=224, augment="random_resized_crop", normalize=(MEAN, STD), prefetch=2)
-    if "endpoint" in spec:
-        feeder.set_storage_options(endpoint=spec["endpoint"])
+    if "endpoint" in spec or "cache_dir" in spec:
+        feeder.set_storage_options(endpoint=spec.get("endpoint"), cache_dir=spec.get("cache_dir"))
     loader = feeder.DataLoader(spec["source"], **options)
     epochs = []
     for _ in range(2):
@@ -101,6 +101,7 @@ def main():
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--work", default=str(ROOT / "build" / "bench-remote"))
     parser.add_argument("--json")
+    parser.add_argument("--only", default="", help="only the rows whose names contain this (and their local rows)")
     args = parser.parse_args()
     if args.child:
         return child(json.loads(args.child))
@@ -161,6 +162,9 @@ def main():
             # The same reads from nginx (sendfile, a small fraction of s3rver's CPU a request).
             "pixels: HTTP (nginx)": {"kind": "pixels", "source": f"{web.http}/pixels/", "budget": 128 << 20},
         }
+        if args.only:
+            rows = {name: spec for name, spec in rows.items() if args.only in name or
+                    (name.endswith("local disk") and any(args.only in n and n.startswith(spec["kind"]) for n in rows))}
         results = {name: [] for name in rows}
         curl, curl_nginx = [], []
         shard_urls = [f"{s3.endpoint}/{BUCKET}/pixels/{p.name}" for p in sorted(pixels.glob("*.parquet"))]
@@ -200,16 +204,15 @@ def main():
               f"{epoch['retries']} | {peak:.0f} | {statistics.median(server_cpu[name]):.2f} |")
         summary[name] = {"samples_per_second": median, "vs_local": ratio, "requests": requests, "bytes": received,
                          "peak_rss_mib": peak}
-    loader_rates = [r["epochs"][1]["bytes"] / r["epochs"][1]["seconds"] for r in results["pixels: S3 (s3rver)"]]
-    ratios = [a / c for a, c in zip(loader_rates, curl)]
-    print(f"\npixels from S3: the loader read {statistics.median(loader_rates) / 2**20:.0f} MiB/s, curl "
-          f"{statistics.median(curl) / 2**20:.0f} MiB/s from the same server: {statistics.median(ratios):.2f}x")
-    summary["pixels vs curl"] = statistics.median(ratios)
-    loader_rates = [r["epochs"][1]["bytes"] / r["epochs"][1]["seconds"] for r in results["pixels: HTTP (nginx)"]]
-    ratios = [a / c for a, c in zip(loader_rates, curl_nginx)]
-    print(f"pixels from nginx: the loader read {statistics.median(loader_rates) / 2**20:.0f} MiB/s, curl "
-          f"{statistics.median(curl_nginx) / 2**20:.0f} MiB/s from the same server: {statistics.median(ratios):.2f}x")
-    summary["pixels from nginx vs curl"] = statistics.median(ratios)
+    for name, against, label in (("pixels: S3 (s3rver)", curl, "pixels from S3"),
+                                 ("pixels: HTTP (nginx)", curl_nginx, "pixels from nginx")):
+        if name not in results:
+            continue
+        loader_rates = [r["epochs"][1]["bytes"] / r["epochs"][1]["seconds"] for r in results[name]]
+        ratios = [a / c for a, c in zip(loader_rates, against)]
+        print(f"{label}: the loader read {statistics.median(loader_rates) / 2**20:.0f} MiB/s, curl "
+              f"{statistics.median(against) / 2**20:.0f} MiB/s from the same server: {statistics.median(ratios):.2f}x")
+        summary[f"{label} vs curl"] = statistics.median(ratios)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
 
