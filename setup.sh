@@ -41,9 +41,12 @@ command -v apt-get >/dev/null && command -v dpkg-query >/dev/null ||
   fail "this is not a Debian system (no apt-get): install the packages listed in setup.sh with your package manager, then run: cmake -S . -B build -G Ninja && cmake --build build"
 # The release decides the names of versioned packages: clang's runtime (sanitizers, libFuzzer) is
 # libclang-rt-14-dev on Debian 12 and libclang-rt-19-dev on Debian 13, each the default clang's.
+# A server that verifies S3 signatures (moto's, for tests/storage/moto_server.py) is packaged from
+# Debian 13 on.
 debian_release=$(cut -d. -f1 /etc/debian_version 2>/dev/null || true)
+moto_packages=(python3-moto python3-flask python3-flask-cors)
 case "$debian_release" in
-  12) clang_major=14 ;;
+  12) clang_major=14 moto_packages=() ;;
   13) clang_major=19 ;;
   *)
     clang_major=19
@@ -80,6 +83,7 @@ test_packages=(
 check_packages=(
   clang "libclang-rt-$clang_major-dev"  # sanitizers and fuzzing
 )
+test_packages+=("${moto_packages[@]}")
 if ((run_tests)); then packages+=("${test_packages[@]}"); fi
 if ((run_checks)); then packages+=("${check_packages[@]}"); fi
 
