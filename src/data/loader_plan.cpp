@@ -84,6 +84,8 @@ int64_t max_block_rows(const SampleSource& source) {
 // num_workers.
 constexpr int kBaseReaders = 2;
 constexpr int kNetworkReaders = 8;
+// The share of the budget the automatic window leaves for read buffers beyond kBaseReaders'.
+constexpr int64_t kReaderReserveShare = 16;
 // What a stream holds besides its decoded blocks: the epoch order and `readers` read buffers.
 int64_t stream_overhead_bytes(const SampleSource& source, const LoaderOptions& options, int readers) {
   const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
@@ -104,6 +106,17 @@ int64_t required_rows(const SampleSource& source, const LoaderOptions& options, 
   const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
   const int64_t padding_rows = std::min(padding, source.num_blocks()) * largest;
   return span + 2 * (window + largest - 1) + padding_rows;
+}
+
+// Readers whose buffers the automatic window leaves room for: kBaseReaders, and up to
+// kNetworkReaders as far as a sixteenth of the budget holds their buffers. A function of the
+// source's read size and the options only, not of where the set is, so that the window (and with
+// it the order) is the same from a local disk and over a network, where the readers it leaves
+// room for hide round trips.
+int reserved_readers(const SampleSource& source, const LoaderOptions& options) {
+  const int64_t read_bytes = std::max<int64_t>(1, source.max_read_bytes());
+  const int64_t extra = options.memory_budget / kReaderReserveShare / read_bytes;
+  return kBaseReaders + static_cast<int>(std::min<int64_t>(kNetworkReaders - kBaseReaders, extra));
 }
 
 // The stream's readers for resolved options: kBaseReaders, plus one per worker beyond them while
@@ -177,8 +190,14 @@ LoaderOptions resolve_options(const SampleSource& source, const LoaderOptions& g
   const int64_t block_budget = options.memory_budget - stream_overhead_bytes(source, options, kBaseReaders);
   // Without shuffle the window orders nothing, but groups what is read together: a window's pieces
   // of one page are decompressed once (windows of one piece read a page once per piece).
-  options.shuffle_window = options.shuffle_window > 0 ? std::min(options.shuffle_window, size)
-                                                      : largest_window(source, options, block_budget);
+  if (options.shuffle_window > 0) {
+    options.shuffle_window = std::min(options.shuffle_window, size);
+  } else {
+    // Room for the reserved readers' buffers where the budget holds the smallest window with them.
+    const int64_t reserved_budget = options.memory_budget - stream_overhead_bytes(source, options, reserved_readers(source, options));
+    const bool room = source.held_bytes_for_rows(required_rows(source, options, 1, options.prefetch)) <= reserved_budget;
+    options.shuffle_window = largest_window(source, options, room ? reserved_budget : block_budget);
+  }
   check_stream_budget(source, options, block_budget);
   return options;
 }
@@ -216,8 +235,9 @@ LoaderPlan LoaderPlan::with_window(const SampleSource& source, int64_t window) c
   if (streaming_) {
     const int64_t needed =
         source.held_bytes_for_rows(required_rows(source, options_, window, in_flight_batches(options_)));
-    if (needed > stream_block_budget_) {
-      const int64_t needed_budget = options_.memory_budget - stream_block_budget_ + needed;
+    const int64_t most = options_.memory_budget - stream_overhead_bytes(source, options_, kBaseReaders);
+    if (needed > most) {
+      const int64_t needed_budget = options_.memory_budget - most + needed;
       throw BudgetError("cannot restore this loader state on " + source.name() + ": it was saved with a shuffle "
                         "window of " + std::to_string(window) + " samples, which memory_budget " +
                         format_byte_size(options_.memory_budget) + " cannot hold (its own window is " +
@@ -225,9 +245,17 @@ LoaderPlan LoaderPlan::with_window(const SampleSource& source, int64_t window) c
                         format_byte_size(needed_budget), needed_budget, options_.memory_budget, false);
     }
   }
-  // The stream keeps its readers and share of the budget: the window changes neither.
+  // The stream keeps its share of the budget: the window does not change it. A window saved with
+  // fewer buffers set aside for readers (an older plan) is held with fewer readers.
   LoaderPlan plan = *this;
   plan.options_.shuffle_window = window;
+  if (streaming_) {
+    const int64_t needed = source.held_bytes_for_rows(required_rows(source, options_, window, in_flight_batches(options_)));
+    while (plan.num_readers_ > kBaseReaders && needed > plan.stream_block_budget_) {
+      --plan.num_readers_;
+      plan.stream_block_budget_ = options_.memory_budget - stream_overhead_bytes(source, options_, plan.num_readers_);
+    }
+  }
   return plan;
 }
 

@@ -29,6 +29,9 @@ using parquet::ParquetRowGroupReader;
 // Footers (and file descriptors) of the most recently read shards kept open. A loader reads a few
 // shards at a time (its prefetch window), so a handful suffices; 16 bounds descriptors and memory.
 constexpr size_t kMaxOpenShards = 16;
+// A remote shard holds no descriptor, and opening it again costs round trips (its size and ETag,
+// its footer): more stay open.
+constexpr size_t kMaxOpenRemoteShards = 256;
 
 std::string row_groups_text(const std::vector<int64_t>& rows) {
   std::string text;
@@ -329,7 +332,8 @@ class ParquetShardSource final : public SampleSource {
     const auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& entry) { return entry.first == shard_idx; });
     if (it != open_.end()) return it->second;
     open_.emplace_front(shard_idx, reader);
-    if (open_.size() > kMaxOpenShards) open_.pop_back();  // readers still in use live on in their shared_ptr
+    // Readers still in use live on in their shared_ptr.
+    if (open_.size() > (reads_over_network() ? kMaxOpenRemoteShards : kMaxOpenShards)) open_.pop_back();
     return reader;
   }
 

@@ -124,6 +124,7 @@ http {{
   uwsgi_temp_path {work}/uwsgi;
   scgi_temp_path {work}/scgi;
   default_type application/octet-stream;
+  log_format counted '$request_method $body_bytes_sent';
   log_format signed '$request_method|$request_uri|$http_host|$http_x_amz_date|$http_x_amz_content_sha256|$http_x_amz_security_token|$http_authorization';
   {lua_dict}
   server {{
@@ -139,6 +140,11 @@ http {{
       if ($args ~ "list-type=2") {{
         return 200 '<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>';
       }}
+      alias {root}/;
+    }}
+    # The set as it is, each response's method and body size logged (what a read cost).
+    location /counted/ {{
+      access_log {work}/counted.log counted;
       alias {root}/;
     }}
     location /deny/ {{
@@ -190,10 +196,17 @@ FAILING_LOCATION = """
 """
 
 
-# An S3 endpoint 25 ms away: s3rver behind nginx, which waits before passing each request on.
+# An S3 endpoint 25 ms away: s3rver behind nginx, which waits before passing each request on;
+# /s3proxy/: the same without the wait (what the proxy itself costs).
 S3_PROXY_LOCATION = """
     location /s3slow/ {
       access_by_lua_block { ngx.sleep(0.025) }
+      proxy_pass %(upstream)s/;
+      proxy_set_header Host $http_host;
+      proxy_http_version 1.1;
+      proxy_buffering off;
+    }
+    location /s3proxy/ {
       proxy_pass %(upstream)s/;
       proxy_set_header Host $http_host;
       proxy_http_version 1.1;

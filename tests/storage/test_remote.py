@@ -493,3 +493,26 @@ def test_image_sets_read_again_from_the_cache(aws_env, boto, tmp_path, kind):
         assert all(torch.equal(x, ex) and torch.equal(y, ey) for (x, y), (ex, ey) in zip(got, expected))
     # Both list the prefix (the same XML); the first reads each file once, the second none.
     assert spent[0] - spent[1] == sum(p.stat().st_size for p in local.rglob("*") if p.is_file()), spent
+
+
+def test_a_streamed_epoch_reads_each_small_column_in_one_request(aws_env, sets, web):
+    """Pieces of a row group scattered through a window: their pixels are a request each, but the
+    label column's pages (a few bytes each) come with one request per read, not one a piece."""
+    log = web.work / "counted.log"
+    loader = feeder.DataLoader(f"{web.http}/counted/fm/train/", batch_size=200, shuffle=True, num_workers=2,
+                               seed=11, memory_budget="3MB")
+    local = feeder.DataLoader(str(sets / "fm" / "train"), batch_size=200, shuffle=True, num_workers=2,
+                              seed=11, memory_budget="3MB")
+    for _ in local:  # both at their second epoch below
+        pass
+    for _ in loader:  # the first grows the readers' buffers
+        pass
+    start = log.stat().st_size if log.exists() else 0
+    for (x, y), (lx, ly) in zip(loader, local):
+        assert torch.equal(x, lx) and torch.equal(y, ly)
+    with open(log) as f:
+        f.seek(start)
+        sizes = [int(line.split()[1]) for line in f if line.startswith("GET ")]
+    small = [size for size in sizes if size < 4096]
+    assert len(sizes) > 100, sizes  # a streamed epoch of many pieces
+    assert len(small) <= len(sizes) // 20, (len(small), len(sizes))
