@@ -6,14 +6,15 @@ Servers, started here on loopback (as the tests start them, tests/storage/confte
 real S3 server (Node.js), holding the sets uploaded by boto3; nginx in front of it, adding 25 ms to
 every request with Lua's ngx.sleep (a store's time to first byte).
 
-Sets: the 2,000 ImageNet-sized JPEGs of bench/images (Debian's wallpapers, cropped) as encoded-image
-Parquet shards (feeder convert, shuffled on write), and a pixel set of 512 MiB (32,000 random
+Sets: 8,000 ImageNet-sized JPEGs made as bench/images makes them (Debian's wallpapers, cropped; --images)
+as encoded-image Parquet shards (feeder convert, shuffled on write), and a pixel set of 512 MiB (32,000 random
 1x128x128 images in 4 shards).
 
 Rows, each the median of --repeats passes, alternated between the rows, each in a process of its
 own (its peak RSS is the row's), timing the second epoch (the first opens the set):
   images, training transform (RandomResizedCrop 224 + flip + normalize), 2 workers, streamed
-  within a budget of 90% of the set: local disk; S3 (s3rver); S3 with 25 ms added to every request.
+  within a budget of 90% of the set: local disk; S3 (s3rver); S3 through nginx (the proxy that adds
+  the delay, without it); S3 with 25 ms added to every request.
   pixels, 2 workers, streamed within 128 MiB: local disk; S3 and nginx over HTTP, each one's bytes/s
   against curl's reading every shard from the same server (one curl, connections kept alive).
   With cache_dir (emptied before each pass): the 25 ms images row and the S3 pixels row again, their
@@ -108,7 +109,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--child")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--images", type=int, default=8000)
     parser.add_argument("--work", default=str(ROOT / "build" / "bench-remote"))
     parser.add_argument("--json")
     parser.add_argument("--only", default="", help="only the rows whose names contain this (and their local rows)")
@@ -126,7 +127,7 @@ def main():
     www = work / "www"
     www.mkdir(parents=True, exist_ok=True)
     build_set(str(work / f"wallpapers-{args.images}"), args.images)
-    images_name = "images" if args.images == 2000 else f"images-{args.images}"
+    images_name = f"images-{args.images}"
     images = www / images_name
     if not (work / f"{images_name}.complete").exists():
         feeder.convert(str(work / f"wallpapers-{args.images}" / "train"), str(images) + "/", shuffle_on_write=0,
