@@ -37,9 +37,12 @@ bool ends_with_any(const std::string& name, std::initializer_list<const char*> e
   });
 }
 
-// Reads a whole file into `out` (exactly `size` bytes, as listed); throws DataError naming it.
-void read_whole(const fs::path& path, uint8_t* out, int64_t size) {
-  const std::shared_ptr<const RandomAccessFile> file = file_system_for(path).open(path);
+// Reads a whole file into `out` (exactly `size` bytes, as listed, of the version listed); throws
+// DataError naming it. Opened as listed: an object in a store is then one request, not two.
+void read_whole(const fs::path& path, uint8_t* out, int64_t size, const std::string& version) {
+  FileEntry listed(path, FileKind::kFile, size);
+  listed.version = version;
+  const std::shared_ptr<const RandomAccessFile> file = file_system_for(path).open_listed(listed);
   if (file->size() != size)
     throw DataError(path.string() + ": its size changed to " + std::to_string(file->size()) + " bytes since the folder "
                     "was listed (" + std::to_string(size) + ")");
@@ -65,10 +68,11 @@ class HeldImageFolder final : public EncodedImageSource {
 // blocks of kFolderBlockFiles, each block read file by file into the stream's buffer.
 class StreamedImageFolder final : public SampleSource {
  public:
-  StreamedImageFolder(std::string name, std::vector<fs::path> files, std::vector<int64_t> sizes, std::vector<int64_t> labels,
+  StreamedImageFolder(std::string name, std::vector<fs::path> files, std::vector<int64_t> sizes,
+                      std::vector<std::string> versions, std::vector<int64_t> labels,
                       std::map<int64_t, std::string> unreadable)
-      : name_(std::move(name)), files_(std::move(files)), sizes_(std::move(sizes)), labels_(std::move(labels)),
-        unreadable_(std::move(unreadable)) {
+      : name_(std::move(name)), files_(std::move(files)), sizes_(std::move(sizes)), versions_(std::move(versions)),
+        labels_(std::move(labels)), unreadable_(std::move(unreadable)) {
     const auto count = static_cast<int64_t>(files_.size());
     for (int64_t first = 0; first < count; first += kFolderBlockFiles) block_starts_.push_back(first);
     block_starts_.push_back(count);
@@ -113,7 +117,7 @@ class StreamedImageFolder final : public SampleSource {
       for (int64_t i = first; i < block_starts_[static_cast<size_t>(blocks[b]) + 1]; ++i) {
         const auto at = static_cast<size_t>(i);
         if (sizes_[at] > out[b].capacity - used) throw std::logic_error(name_ + ": block buffer too small");
-        if (!unreadable_.contains(i)) read_whole(files_[at], out[b].payload + used, sizes_[at]);
+        if (!unreadable_.contains(i)) read_whole(files_[at], out[b].payload + used, sizes_[at], versions_[at]);
         used += sizes_[at];
         out[b].ends[i - first] = used;
         out[b].labels[i - first] = labels_[at];
@@ -135,6 +139,7 @@ class StreamedImageFolder final : public SampleSource {
   std::string name_;
   std::vector<fs::path> files_;  // in the stream's order
   std::vector<int64_t> sizes_;   // as listed
+  std::vector<std::string> versions_;  // as listed
   std::vector<int64_t> labels_;
   std::map<int64_t, std::string> unreadable_;  // by index in the stream's order: not read, 0 bytes
   std::vector<int64_t> block_starts_;
@@ -177,7 +182,7 @@ bool python_less(const std::string& a, const std::string& b) {
 // What a class folder's walk finds: image files as (directory, name), in no order yet.
 struct FolderWalk {
   const FileSystem& files;
-  std::vector<std::pair<std::string, std::string>> found;
+  std::vector<std::pair<std::string, FileEntry>> found;  // (directory, the file's entry)
   std::vector<std::string>& unsupported;
   int64_t& skipped_other;
   // The directories from the class folder down to the one being listed: a directory that is one
@@ -201,7 +206,7 @@ struct FolderWalk {
       }
       const std::string name = entry.path.filename().string();
       if (is_image_file_name(name))
-        found.emplace_back(dir.string(), name);
+        found.emplace_back(dir.string(), entry);
       else if (ends_with_any(lower(name), {".bmp", ".ppm", ".pgm", ".tif", ".tiff"}))
         unsupported.push_back(entry.path.string());
       else
@@ -210,20 +215,21 @@ struct FolderWalk {
   }
 };
 
-// The listing's sizes, each file's as it is now; a file whose size cannot be read is kept with 0
-// bytes and its reason.
+// The size and version of the listing's last file, from what listing or stat'ing it said; a file
+// whose size cannot be read is kept with 0 bytes and its reason.
+void add_size(ImageFolderListing& listing, const FileEntry& entry) {
+  if (!entry.file())
+    listing.unreadable.emplace(static_cast<int64_t>(listing.sizes.size()),
+                               entry.kind == FileKind::kMissing ? "No such file or directory" : "not a regular file");
+  listing.sizes.push_back(entry.file() ? entry.size : 0);
+  listing.versions.push_back(entry.file() ? entry.version : "");
+  listing.encoded_bytes += listing.sizes.back();
+}
+
+// The listing's sizes, each file's as it is now (a stat each: files given by path, not listed).
 void add_sizes(ImageFolderListing& listing) {
-  listing.sizes.reserve(listing.files.size());
   const FileSystem& files = file_system_for(listing.files.empty() ? fs::path() : listing.files.front());
-  for (size_t i = 0; i < listing.files.size(); ++i) {
-    const FileEntry entry = files.stat(listing.files[i]);
-    if (!entry.file())
-      listing.unreadable.emplace(static_cast<int64_t>(i), entry.kind == FileKind::kMissing
-                                                              ? "No such file or directory"
-                                                              : "not a regular file");
-    listing.sizes.push_back(entry.file() ? entry.size : 0);
-    listing.encoded_bytes += listing.sizes.back();
-  }
+  for (const fs::path& file : listing.files) add_size(listing, files.stat(file));
 }
 
 }  // namespace
@@ -266,15 +272,16 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
     const fs::path class_dir = root / listing.classes[folder];
     FolderWalk walk{files, {}, unsupported, listing.skipped_other, {files.stat(class_dir).identity}};
     walk.walk(class_dir, 0);
-    std::vector<std::pair<std::string, std::string>>& found = walk.found;  // (directory, file name)
+    std::vector<std::pair<std::string, FileEntry>>& found = walk.found;
     if (found.empty()) empty_classes.push_back(listing.classes[folder]);
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
       if (a.first != b.first) return python_less(a.first, b.first);  // os.walk's directories, sorted
-      return python_less(a.second, b.second);
+      return python_less(a.second.path.filename().string(), b.second.path.filename().string());
     });
-    for (const auto& [directory, name] : found) {
-      listing.files.push_back(fs::path(directory) / name);
+    for (const auto& [directory, entry] : found) {
+      listing.files.push_back(fs::path(directory) / entry.path.filename());
       listing.labels.push_back(label);
+      add_size(listing, entry);
     }
   }
   // Listed in the directories' order: sorted, so that the same ones are named every time.
@@ -290,7 +297,6 @@ ImageFolderListing list_image_folder(const fs::path& root, const std::vector<std
     throw DataError(root.string() + ": no images (.jpg, .jpeg, .png, .webp) in the class folder" +
                     (empty_classes.size() > 1 ? "s " : " ") + list);
   }
-  add_sizes(listing);
   return listing;
 }
 
@@ -324,7 +330,7 @@ std::shared_ptr<EncodedImageSource> read_image_files(const ImageFolderListing& l
     const auto at = static_cast<size_t>(r);
     const auto file = static_cast<size_t>(rows[at]);
     if (!listing.unreadable.contains(rows[at]))
-      read_whole(listing.files[file], bytes.data() + offsets[at], offsets[at + 1] - offsets[at]);
+      read_whole(listing.files[file], bytes.data() + offsets[at], offsets[at + 1] - offsets[at], listing.versions[file]);
   });
   return std::make_shared<HeldImageFolder>(name, std::move(bytes), std::move(offsets), std::move(labels),
                                            std::move(names), true);
@@ -369,6 +375,7 @@ ImageFolder open_image_listing(const ImageFolderListing& listing, const std::str
     if (mix_streamed) order = epoch_order(count, true, kFolderStreamSeed, 0);
     std::vector<fs::path> files;
     std::vector<int64_t> sizes, labels;
+    std::vector<std::string> versions;
     std::map<int64_t, std::string> unreadable;
     for (const int64_t i : order) {
       const auto at = static_cast<size_t>(i);
@@ -376,10 +383,11 @@ ImageFolder open_image_listing(const ImageFolderListing& listing, const std::str
         unreadable.emplace(static_cast<int64_t>(files.size()), it->second);
       files.push_back(listing.files[at]);
       sizes.push_back(listing.sizes[at]);
+      versions.push_back(listing.versions[at]);
       labels.push_back(listing.labels[at]);
     }
-    folder.source = std::make_shared<StreamedImageFolder>(name, std::move(files), std::move(sizes), std::move(labels),
-                                                          std::move(unreadable));
+    folder.source = std::make_shared<StreamedImageFolder>(name, std::move(files), std::move(sizes), std::move(versions),
+                                                          std::move(labels), std::move(unreadable));
     folder.streaming = true;
     return folder;
   }

@@ -186,6 +186,9 @@ class S3FileSystem final : public FileSystem {
  public:
   explicit S3FileSystem(const StorageOptions& options) : objects_(std::make_shared<S3Objects>(options)) {}
 
+  std::shared_ptr<const RandomAccessFile> open_listed(const FileEntry& listed) const override {
+    return objects_->open_listed(listed);
+  }
   std::shared_ptr<const RandomAccessFile> open(const std::filesystem::path& path) const override {
     return objects_->open(path.string());
   }

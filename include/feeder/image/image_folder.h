@@ -39,6 +39,7 @@ struct ImageFolderListing {
   std::vector<std::string> classes;          // label i is classes[i]
   std::vector<std::filesystem::path> files;  // in torchvision's order
   std::vector<int64_t> sizes;                // bytes, as listed
+  std::vector<std::string> versions;         // as listed (an object's ETag), empty where none
   std::vector<int64_t> labels;
   int64_t encoded_bytes = 0;  // the files, together
   int64_t skipped_other = 0;

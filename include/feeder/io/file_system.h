@@ -90,6 +90,10 @@ class FileSystem {
   // Opens a regular file for reading; throws DataError naming it ("cannot open: ...", "not a
   // regular file").
   virtual std::shared_ptr<const RandomAccessFile> open(const std::filesystem::path& path) const = 0;
+  // Opens a file as a listing gave it (`listed`: its path, size and version): a store where asking
+  // for them costs a round trip (an object's HEAD) takes them as listed, and a read of an object
+  // replaced since fails naming it; the local disk opens it as open() does.
+  virtual std::shared_ptr<const RandomAccessFile> open_listed(const FileEntry& listed) const { return open(listed.path); }
   // A whole file's raw bytes (no gzip handling): a regular local file is mapped, anything else
   // (a pipe) read. Throws DataError naming it.
   virtual FileBytes read_all(const std::filesystem::path& path) const = 0;

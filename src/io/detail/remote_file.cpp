@@ -79,6 +79,15 @@ FileEntry RemoteObjects::head(const std::string& path) const {
 std::shared_ptr<const RandomAccessFile> RemoteObjects::open(const std::string& path) const {
   const FileEntry entry = head(path);
   if (entry.kind == FileKind::kMissing) throw DataError(path + ": cannot open: no such object (404)");
+  return opened(path, entry);
+}
+
+std::shared_ptr<const RandomAccessFile> RemoteObjects::open_listed(const FileEntry& listed) const {
+  if (listed.version.empty() || !listed.file()) return open(listed.path.string());
+  return opened(listed.path.string(), listed);
+}
+
+std::shared_ptr<const RandomAccessFile> RemoteObjects::opened(const std::string& path, const FileEntry& entry) const {
   auto file = std::make_shared<const RemoteFile>(shared_from_this(), path, entry.size, entry.version);
   const StorageOptions& options = client().options();
   if (options.cache_dir.empty() || entry.version.empty()) return file;

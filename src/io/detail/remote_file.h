@@ -38,7 +38,13 @@ class RemoteObjects : public std::enable_shared_from_this<RemoteObjects> {
   // otherwise, with the reason a GET of its first byte gives (a HEAD's answer has no body).
   FileEntry head(const std::string& path) const;
   std::shared_ptr<const RandomAccessFile> open(const std::string& path) const;
+  // As listed, without a HEAD, where the listing gave a version (an ETag); else open().
+  std::shared_ptr<const RandomAccessFile> open_listed(const FileEntry& listed) const;
   FileBytes read_all(const std::string& path) const;
+
+ private:
+  // The file of an object of `entry`'s size and version, through the disk cache where there is one.
+  std::shared_ptr<const RandomAccessFile> opened(const std::string& path, const FileEntry& entry) const;
 };
 
 // The parts of an http(s) URL.
