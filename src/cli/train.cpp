@@ -157,11 +157,9 @@ void print_epoch(const EpochReport& result, int64_t num_epochs, bool diagnose) {
                 result.data_wait_seconds, result.test_seconds, result.train_loss, accuracy,
                 result.samples_per_second);
   std::cout << line;
-  // What remote data cost this epoch (the first: with opening the sets); object stores bill requests.
-  static StorageStats last;
-  const StorageStats now = storage_stats(), spent = now - last;
-  last = now;
-  if (spent.requests > 0 || spent.cache_bytes > 0) {
+  // What remote data cost this epoch; object stores bill requests.
+  if (result.remote) {
+    const StorageStats& spent = *result.remote;
     std::snprintf(line, sizeof(line), "  remote data: %lld requests, %.1f MiB, %lld retried, %lld failed",
                   static_cast<long long>(spent.requests), static_cast<double>(spent.bytes) / (1 << 20),
                   static_cast<long long>(spent.retries), static_cast<long long>(spent.failures));
@@ -461,10 +459,15 @@ int run(const TrainArgs& args) {
   }
   CheckpointWriter writer(args, checkpoints ? &*checkpoints : nullptr, trainer, loaders.train, group.get(), report);
   int64_t global_step = start.global_step;
+  StorageStats remote_before;
   for (int64_t epoch = start.epoch; epoch <= args.epochs; ++epoch) {
     const AfterBatchCallback after_batch = [&](const PassState& pass) { writer.after_batch(pass, epoch, ++global_step); };
-    const EpochReport result = trainer.run_epoch(loaders.train, loaders.test, epoch, progress,
-                                                 start.pass ? &*start.pass : nullptr, after_batch);
+    EpochReport result = trainer.run_epoch(loaders.train, loaders.test, epoch, progress,
+                                           start.pass ? &*start.pass : nullptr, after_batch);
+    // Since the last epoch's (the first: since the process started, opening the sets).
+    const StorageStats now = storage_stats(), spent = now - remote_before;
+    remote_before = now;
+    if (spent.requests > 0 || spent.cache_bytes > 0) result.remote = spent;
     start.pass.reset();
     if (show_progress) clear_progress();
     print_epoch(result, args.epochs, args.diagnose);

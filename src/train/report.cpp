@@ -61,6 +61,10 @@ void to_json(json& out, const EpochReport& epoch) {
       {"train_samples", epoch.num_train_samples},
       {"test_samples", epoch.num_test_samples},
   };
+  if (epoch.remote)
+    out["remote"] = {{"requests", epoch.remote->requests}, {"bytes", epoch.remote->bytes},
+                     {"retries", epoch.remote->retries}, {"failures", epoch.remote->failures},
+                     {"cache_bytes", epoch.remote->cache_bytes}};
 }
 
 void from_json(const json& in, EpochReport& epoch) {
@@ -74,6 +78,12 @@ void from_json(const json& in, EpochReport& epoch) {
   epoch.accuracy = optional_from<double>(in.at("accuracy"));
   epoch.num_train_samples = in.at("train_samples").get<int64_t>();
   epoch.num_test_samples = in.at("test_samples").get<int64_t>();
+  if (in.contains("remote")) {
+    const json& remote = in.at("remote");
+    epoch.remote = StorageStats{remote.at("requests").get<int64_t>(), remote.at("bytes").get<int64_t>(),
+                                remote.at("retries").get<int64_t>(), remote.at("failures").get<int64_t>(),
+                                remote.at("cache_bytes").get<int64_t>()};
+  }
 }
 
 void to_json(json& out, const RunReport& report) {

@@ -438,11 +438,14 @@ def test_with_a_cache_dir_the_second_epoch_reads_no_data(aws_env, sets, uploaded
 
 def test_train_with_a_cache_dir_prints_what_the_cache_served(aws_env, uploaded, tmp_path):
     output = run(["train", "--train", uploaded["fm/train"], "--test", uploaded["fm/test"], "--epochs", "2", "--memory-budget", "24MB",
-                  "--cache-dir", str(tmp_path / "cache")])
+                  "--cache-dir", str(tmp_path / "cache"), "--report-json", str(tmp_path / "report.json")])
     lines = re.findall(r"remote data: (\d+) requests, ([0-9.]+) MiB, (\d+) retried, (\d+) failed(?:; ([0-9.]+) MiB from the cache)?",
                        output)
     assert len(lines) == 2, output
     assert float(lines[0][1]) > 0 and float(lines[1][1]) == 0 and float(lines[1][4] or 0) > 0, output
+    epochs = json.loads((tmp_path / "report.json").read_text())["epochs"]
+    assert epochs[0]["remote"]["bytes"] > 0 and epochs[0]["remote"]["failures"] == 0
+    assert epochs[1]["remote"]["requests"] == 0 and epochs[1]["remote"]["cache_bytes"] > 0
     output = run(["train", "--train", uploaded["fm/test"], "--test", uploaded["fm/test"], "--epochs", "1", "--cache-limit", "1GB"], expect=2)
     assert "--cache-limit: needs --cache-dir" in output, output
     output = run(["train", "--train", uploaded["fm/test"], "--test", uploaded["fm/test"], "--epochs", "1", "--cache-dir", str(tmp_path / "c"),

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "feeder/io/object_storage.h"
+
 namespace feeder {
 
 struct EpochReport {
@@ -33,6 +35,8 @@ struct EpochReport {
   double samples_per_second = 0;   // training samples / train_seconds
   double train_loss = 0;           // mean cross-entropy over the epoch's training samples; NaN: none
   std::optional<double> accuracy;  // on the test set; empty when it is unlabeled or not measured
+  // What remote reads cost in the epoch (the first: with opening the sets), where there were any.
+  std::optional<StorageStats> remote;
 };
 
 // Everything one run records: the options as used, the machine, the epochs.
