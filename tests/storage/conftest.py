@@ -125,6 +125,7 @@ http {{
   scgi_temp_path {work}/scgi;
   default_type application/octet-stream;
   log_format counted '$request_method $body_bytes_sent';
+  log_format hosted '$request_method $host $request_uri $status';
   log_format signed '$request_method|$request_uri|$http_host|$http_x_amz_date|$http_x_amz_content_sha256|$http_x_amz_security_token|$http_authorization';
   {lua_dict}
   server {{
@@ -152,6 +153,23 @@ http {{
       return 403 '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied by the test</Message></Error>';
     }}
     {lua_locations}
+  }}
+  # S3's virtual-hosted addressing: <bucket>.localhost:<port>/<key> is <root>/<bucket>/<key>
+  # (libcurl takes *.localhost for loopback itself, no resolver asked).
+  server {{
+    listen 127.0.0.1:{vhost_port};
+    server_name ~^(?<bucket>[a-z0-9-]+)\\.localhost$;
+    access_log {work}/vhost.log hosted;
+    root {root}/$bucket;
+  }}
+  # A forward proxy for plain HTTP (what http_proxy names): each request passed on to its URL's host.
+  server {{
+    listen 127.0.0.1:{proxy_port};
+    access_log {work}/proxy.log hosted;
+    location / {{
+      proxy_pass http://$http_host$request_uri;
+      proxy_http_version 1.1;
+    }}
   }}
 }}
 """
@@ -222,6 +240,8 @@ class Nginx:
         self.s3_upstream = s3_upstream
         self.http_port = free_port()
         self.https_port = free_port()
+        self.vhost_port = free_port()
+        self.proxy_port = free_port()
         self.http = f"http://127.0.0.1:{self.http_port}"
         self.https = f"https://127.0.0.1:{self.https_port}"
         self.cert = self.work / "cert.pem"
@@ -236,6 +256,7 @@ class Nginx:
             # Started by root, nginx's workers would run as nobody, who cannot read a test's files.
             user="user root;" if os.geteuid() == 0 else "",
             work=self.work, root=self.root, http_port=self.http_port, https_port=self.https_port,
+            vhost_port=self.vhost_port, proxy_port=self.proxy_port,
             lua_modules=("load_module /usr/lib/nginx/modules/ndk_http_module.so;\n"
                          "load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;") if self.lua else "",
             lua_dict="lua_shared_dict counts 1m;" if self.lua else "",
@@ -249,6 +270,8 @@ class Nginx:
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_for_port(self.http_port, self.process, "nginx")
         wait_for_port(self.https_port, self.process, "nginx")
+        wait_for_port(self.vhost_port, self.process, "nginx")
+        wait_for_port(self.proxy_port, self.process, "nginx")
 
     def stop(self):
         stop(self.process)

@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -527,3 +528,34 @@ def test_a_streamed_epoch_reads_each_small_column_in_one_request(aws_env, sets, 
     small = [size for size in sizes if size < 4096]
     assert len(sizes) > 100, sizes  # a streamed epoch of many pieces
     assert len(small) <= len(sizes) // 20, (len(small), len(sizes))
+
+
+def test_virtual_hosted_addressing(aws_env, sets, web):
+    """The bucket in the host name (bucket.endpoint/key), as AWS's own endpoints take it."""
+    bucket = sets / "hosted-bucket" / "fm"
+    bucket.mkdir(parents=True, exist_ok=True)
+    shutil.copy(sets / "fm" / "test" / "part-00001.parquet", bucket / "part-00001.parquet")
+    output = run(["inspect", "s3://hosted-bucket/fm/part-00001.parquet", "--s3-endpoint",
+                  f"http://localhost:{web.vhost_port}", "--s3-addressing", "virtual"])
+    assert "rows: 2500" in output, output
+    log = (web.work / "vhost.log").read_text()
+    assert "GET hosted-bucket.localhost /fm/part-00001.parquet 200" in log, log
+
+
+def test_http_proxy_variable_is_followed(aws_env, sets, web, monkeypatch):
+    """http_proxy (as libcurl reads it) carries every request; no_proxy exempts a host."""
+    log = web.work / "proxy.log"
+    start = log.stat().st_size if log.exists() else 0
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{web.proxy_port}")
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    local = fingerprint(run(["inspect", str(sets / "fm" / "test")]))
+    assert fingerprint(run(["inspect", f"{web.http}/fm/test/"])) == local
+    with open(log) as f:
+        f.seek(start)
+        proxied = f.read()
+    assert "/fm/test/index.json 200" in proxied and "/fm/test/part-00000.parquet 206" in proxied, proxied
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    size = log.stat().st_size
+    assert fingerprint(run(["inspect", f"{web.http}/fm/test/"])) == local
+    assert log.stat().st_size == size
