@@ -285,6 +285,36 @@ TEST(LoaderStream, RestoreRefusesAnotherDatasetOrWorldSizeSayingWhatDiffers) {
   }
 }
 
+// A source whose reads take a buffer, as Parquet pieces do: the automatic window leaves room for the
+// buffers of up to 8 readers. A state saved with the window a plan chose without that room (a
+// larger one) is restored, with fewer readers, and goes on with the same batches.
+class BufferedStreamedStore : public StreamedStore {
+ public:
+  using StreamedStore::StreamedStore;
+  int64_t max_read_bytes() const override { return 256; }
+};
+
+TEST(LoaderStream, AStateWhoseWindowLeftNoRoomForMoreReadersIsRestored) {
+  auto source = std::make_shared<BufferedStreamedStore>(numbered_store(600), uniform_blocks(600, 10));
+  LoaderOptions options = options_with(16, 8);  // 8 workers: 8 readers where the budget has room
+  options.memory_budget = 32 * 1024;
+  const Loader own(source, options);
+  // With 6 buffers more, the window is the one the same budget gave before it left that room.
+  LoaderOptions before = options;
+  before.memory_budget += 6 * 256;
+  Loader saver(source, before);
+  ASSERT_GT(saver.shuffle_window(), own.shuffle_window());
+  const Delivered all = epoch_of(saver, 1);
+  saver.start_epoch(1);
+  drain(saver, 5);
+  const LoaderState state = saver.state();
+  Loader resumed(source, options);
+  resumed.restore(state);
+  EXPECT_EQ(resumed.shuffle_window(), saver.shuffle_window());
+  const Delivered rest = drain(resumed);
+  EXPECT_EQ(rest.batches, std::vector<std::vector<int64_t>>(all.batches.begin() + 5, all.batches.end()));
+}
+
 // The default window follows the memory budget, whose own default follows the memory free at start:
 // a run resumed after a restart gets another one. The state's window is taken instead, where the
 // budget holds it; a window given in the options is not replaced.

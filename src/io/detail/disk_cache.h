@@ -9,11 +9,11 @@
 // Shared by every process of the node that names the same directory (the ranks of one machine),
 // as Mosaic Streaming's cache is: a block appears by rename, whole or not at all; each block
 // carries an XXH3 of every 64 KiB of it, checked when read, so a block cut short by a crash or
-// damaged on the disk is read from the store again, never handed on; eviction, least recently
-// used first (a block's modification time, renewed when read), runs under an flock on the
-// directory's lock file, and a block removed while another process reads it stays readable to it.
-// The limit holds within a few blocks per process: each process learns what the others wrote when
-// it counts the directory again, after writing an eighth of the limit.
+// damaged on the disk is read from the store again, never handed on. The directory's lock file
+// holds the bytes kept, updated under its flock by each process that writes a block; the writer
+// that passes the limit counts the directory again and removes the least recently used blocks (a
+// block's modification time, renewed when read) down to seven eighths of it. A block removed while
+// another process reads it stays readable to that process.
 //
 // Thread safety: a DiskCache serves any number of threads; two threads of one process missing the
 // same block make one request (the second waits for the first's bytes). Failing to write (a full
@@ -44,7 +44,8 @@ class DiskCache {
   std::shared_ptr<const RandomAccessFile> wrap(std::shared_ptr<const RandomAccessFile> file,
                                                const std::string& identity) const;
 
-  // Bytes of blocks in the directory when it was last counted, plus those written since.
+  // Bytes of blocks in the directory, as the lock file counts them (the directory counted when it
+  // has never been).
   int64_t bytes_estimate() const;
   // Counts the directory and evicts down to the limit now (otherwise done as blocks are written).
   void enforce_limit() const;
