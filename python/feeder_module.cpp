@@ -785,6 +785,14 @@ void bind_settings(py::module_& m) {
       },
       py::arg("endpoint"), py::arg("region"), py::arg("profile"), py::arg("anonymous"), py::arg("addressing"),
       py::arg("ca_bundle"), py::arg("max_connections"), py::arg("max_retries"), py::arg("retry_seconds"), py::arg("cache_dir"), py::arg("cache_limit"));
+  m.def("default_storage_options", [] {
+    const StorageOptions defaults;
+    py::dict out;
+    out["max_connections"] = defaults.max_connections;
+    out["max_retries"] = defaults.max_retries;
+    out["retry_seconds"] = defaults.retry_seconds;
+    return out;
+  });
   m.def("storage_stats", [] {
     const StorageStats stats = storage_stats();
     py::dict out;

@@ -63,7 +63,7 @@ def recommended_environment(threads=0):
 
 
 def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=False, addressing="auto",
-                        ca_bundle=None, max_connections=16, max_retries=8, retry_seconds=60.0, cache_dir=None,
+                        ca_bundle=None, max_connections=None, max_retries=None, retry_seconds=None, cache_dir=None,
                         cache_limit=None):
     """Settings of s3:// and http(s):// paths opened from now on, for the whole process.
 
@@ -74,7 +74,8 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     ~/.aws/config, ca_bundle from AWS_CA_BUNDLE (else the system's). anonymous=True: unsigned
     requests, as to a public bucket. addressing: "path" (endpoint/bucket/key), "virtual"
     (bucket.endpoint/key) or "auto" (path-style for an endpoint given, as botocore does).
-    Transient failures are retried up to max_retries times with backoff, within retry_seconds.
+    At most max_connections are open at once (None: 16). Transient failures are retried up to
+    max_retries times (None: 8) with backoff, within retry_seconds (None: 60).
     cache_dir: a local directory where what is read is kept, so that later epochs and runs read it
     there (the processes of one node may share it); cache_limit: the most bytes kept there, least
     recently used removed first (an int, or a size such as "50GB"; None: no limit). Without cache_dir
@@ -82,6 +83,10 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     """
     if addressing not in ("auto", "path", "virtual"):
         raise ValueError(f"addressing={addressing!r}: expected 'auto', 'path' or 'virtual'")
+    defaults = _feeder.default_storage_options()  # the library's, resolved there
+    max_connections = defaults["max_connections"] if max_connections is None else max_connections
+    max_retries = defaults["max_retries"] if max_retries is None else max_retries
+    retry_seconds = defaults["retry_seconds"] if retry_seconds is None else retry_seconds
     _check_int("max_connections", max_connections, 1)
     _check_int("max_retries", max_retries, 0)
     if not _is_real(retry_seconds) or retry_seconds < 0:
