@@ -232,29 +232,24 @@ LoaderPlan LoaderPlan::with_seed(uint64_t seed) const {
 }
 
 LoaderPlan LoaderPlan::with_window(const SampleSource& source, int64_t window) const {
-  if (streaming_) {
-    const int64_t needed =
-        source.held_bytes_for_rows(required_rows(source, options_, window, in_flight_batches(options_)));
-    const int64_t most = options_.memory_budget - stream_overhead_bytes(source, options_, kBaseReaders);
-    if (needed > most) {
-      const int64_t needed_budget = options_.memory_budget - most + needed;
-      throw BudgetError("cannot restore this loader state on " + source.name() + ": it was saved with a shuffle "
-                        "window of " + std::to_string(window) + " samples, which memory_budget " +
-                        format_byte_size(options_.memory_budget) + " cannot hold (its own window is " +
-                        std::to_string(options_.shuffle_window) + " samples): give a memory budget of at least " +
-                        format_byte_size(needed_budget), needed_budget, options_.memory_budget, false);
-    }
-  }
-  // The stream keeps its share of the budget: the window does not change it. A window saved with
-  // fewer buffers set aside for readers (an older plan) is held with fewer readers.
   LoaderPlan plan = *this;
   plan.options_.shuffle_window = window;
-  if (streaming_) {
-    const int64_t needed = source.held_bytes_for_rows(required_rows(source, options_, window, in_flight_batches(options_)));
-    while (plan.num_readers_ > kBaseReaders && needed > plan.stream_block_budget_) {
-      --plan.num_readers_;
-      plan.stream_block_budget_ = options_.memory_budget - stream_overhead_bytes(source, options_, plan.num_readers_);
-    }
+  if (!streaming_) return plan;
+  const int64_t needed = source.held_bytes_for_rows(required_rows(source, options_, window, in_flight_batches(options_)));
+  const int64_t most = options_.memory_budget - stream_overhead_bytes(source, options_, kBaseReaders);
+  if (needed > most) {
+    const int64_t needed_budget = options_.memory_budget - most + needed;
+    throw BudgetError("cannot restore this loader state on " + source.name() + ": it was saved with a shuffle "
+                      "window of " + std::to_string(window) + " samples, which memory_budget " +
+                      format_byte_size(options_.memory_budget) + " cannot hold (its own window is " +
+                      std::to_string(options_.shuffle_window) + " samples): give a memory budget of at least " +
+                      format_byte_size(needed_budget), needed_budget, options_.memory_budget, false);
+  }
+  // A window saved with fewer buffers set aside for readers (a plan that left no room for more) is
+  // held with fewer readers: their buffers' share of the budget goes to its blocks.
+  while (plan.num_readers_ > kBaseReaders && needed > plan.stream_block_budget_) {
+    --plan.num_readers_;
+    plan.stream_block_budget_ = options_.memory_budget - stream_overhead_bytes(source, options_, plan.num_readers_);
   }
   return plan;
 }

@@ -10,9 +10,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "feeder/io/object_storage.h"
 #include "feeder/error.h"
 #include "feeder/io/file_system.h"
+#include "feeder/io/object_storage.h"
 #include "feeder/formats/parquet/row_group_reader.h"
 #include "feeder/formats/sharded.h"
 #include "util/mutex.h"

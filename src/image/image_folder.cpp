@@ -1,4 +1,3 @@
-#include "feeder/io/object_storage.h"
 #include "feeder/image/image_folder.h"
 
 #include <fcntl.h>
@@ -16,6 +15,7 @@
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
 #include "feeder/io/file_system.h"
+#include "feeder/io/object_storage.h"
 #include "feeder/util/interrupt.h"
 #include "feeder/util/parallel_for.h"
 #include "feeder/util/utf8.h"
@@ -179,7 +179,7 @@ bool python_less(const std::string& a, const std::string& b) {
   return python_code_points(a) < python_code_points(b);
 }
 
-// What a class folder's walk finds: image files as (directory, name), in no order yet.
+// What a class folder's walk finds: image files as (directory, their listed entry), in no order yet.
 struct FolderWalk {
   const FileSystem& files;
   std::vector<std::pair<std::string, FileEntry>> found;  // (directory, the file's entry)

@@ -322,41 +322,28 @@ void ParquetColumnReader::read_pages(int64_t row_group_idx, int64_t column_idx, 
   // Where each read is a round trip (gather_read_bytes), neighbouring pages are read together,
   // up to that many bytes a read; on a local disk one page a read.
   const int64_t gather = file_->gather_read_bytes();
-  std::optional<size_t> first;
-  size_t last = 0;
-  const auto walk = [&](const std::function<void()>& flush) {
-    for_each_page_holding(chunk_pages.data, rows, [&](size_t p) {
-      const detail::PageSpan& page = chunk_pages.data[p];
-      if (first && (p != last + 1 || page.offset + page.size_bytes - chunk_pages.data[*first].offset > gather)) flush();
-      if (!first) first = p;
-      last = p;
-    });
-    flush();
-  };
+  // The runs of pages to read: [first, last] each, in file order.
+  std::vector<std::pair<size_t, size_t>> runs;
+  for_each_page_holding(chunk_pages.data, rows, [&](size_t p) {
+    const detail::PageSpan& page = chunk_pages.data[p];
+    if (runs.empty() || p != runs.back().second + 1 ||
+        page.offset + page.size_bytes - chunk_pages.data[runs.back().first].offset > gather)
+      runs.emplace_back(p, p);
+    else
+      runs.back().second = p;
+  });
   // A chunk of at most a round trip's worth of bytes whose rows asked lie in pages apart (a label
   // or value column of a row group's scattered pieces) is read whole where each read is a round
   // trip: one request instead of one a run (its other pages cost less than the trips, and the
   // buffer no more than neighbouring pages read together take).
-  if (gather > 0 && !chunk_pages.data.empty()) {
+  if (gather > 0 && runs.size() > 1) {
     const int64_t whole = (chunk_pages.dictionary ? chunk_pages.dictionary->size_bytes : 0) +
                           chunk_pages.data.back().offset + chunk_pages.data.back().size_bytes -
                           chunk_pages.data.front().offset;
-    if (whole <= gather) {
-      int runs = 0;
-      walk([&] {
-        runs += first ? 1 : 0;
-        first.reset();
-      });
-      if (runs > 1) {
-        on_page(read_data_pages(row_group_idx, column_idx, chunk_pages, 0, chunk_pages.data.size() - 1, scratch, partial));
-        return;
-      }
-    }
+    if (whole <= gather) runs = {{0, chunk_pages.data.size() - 1}};
   }
-  walk([&] {
-    if (first) on_page(read_data_pages(row_group_idx, column_idx, chunk_pages, *first, last, scratch, partial));
-    first.reset();
-  });
+  for (const auto& [first, last] : runs)
+    on_page(read_data_pages(row_group_idx, column_idx, chunk_pages, first, last, scratch, partial));
 }
 
 void ParquetColumnReader::read_page_run(int64_t row_group_idx, int64_t column_idx, RowSpan rows,

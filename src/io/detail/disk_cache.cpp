@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "feeder/error.h"
@@ -34,6 +35,10 @@ constexpr int64_t kChunkBytes = int64_t{64} << 10;
 constexpr int64_t kTouchSeconds = 60;
 // Temporary files older than this were left by a process that died writing them.
 constexpr int64_t kStaleTempSeconds = 3600;
+
+int64_t seconds_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 int64_t chunk_count(int64_t block_bytes) { return (block_bytes + kChunkBytes - 1) / kChunkBytes; }
 int64_t block_file_bytes(int64_t block_bytes) { return block_bytes + 8 * chunk_count(block_bytes); }
@@ -71,6 +76,7 @@ bool write_fully(int fd, const uint8_t* data, int64_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, static_cast<size_t>(size));
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = EIO;  // nothing written and no reason given: a failure all the same
     if (n <= 0) return false;
     data += n, size -= n;
   }
@@ -134,8 +140,7 @@ struct DiskCache::State {
         return damaged(path);
     }
     std::memcpy(out.data(), scratch.data() + (in_block - begin), out.size());
-    const auto now = std::chrono::system_clock::now().time_since_epoch();
-    if (std::chrono::duration_cast<std::chrono::seconds>(now).count() - info.st_mtim.tv_sec > kTouchSeconds)
+    if (seconds_now() - info.st_mtim.tv_sec > kTouchSeconds)
       ::futimens(file.fd, nullptr);  // recently used: evicted after the blocks not read since
     count_storage_cache_read(static_cast<int64_t>(out.size()));
     return true;
@@ -161,17 +166,18 @@ struct DiskCache::State {
       ::mkdir(path.parent_path().c_str(), 0755);
       file.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
-    bool written = file.fd >= 0 && write_fully(file.fd, data.data(), static_cast<int64_t>(data.size())) &&
-                   write_fully(file.fd, reinterpret_cast<const uint8_t*>(sums.data()), 8 * static_cast<int64_t>(sums.size()));
-    const int error = errno;
-    if (file.fd >= 0) written = (::close(file.fd) == 0) && written;
-    file.fd = -1;
-    if (!written || ::rename(temp.c_str(), path.c_str()) != 0) {
-      const int rename_error = written ? errno : error;
+    // The first failure's errno: opening, writing, closing or renaming.
+    int error = file.fd < 0 ? errno : 0;
+    if (!error && (!write_fully(file.fd, data.data(), static_cast<int64_t>(data.size())) ||
+                   !write_fully(file.fd, reinterpret_cast<const uint8_t*>(sums.data()), 8 * static_cast<int64_t>(sums.size()))))
+      error = errno;
+    if (file.fd >= 0 && ::close(std::exchange(file.fd, -1)) != 0 && !error) error = errno;
+    if (!error && ::rename(temp.c_str(), path.c_str()) != 0) error = errno;
+    if (error) {
       ::unlink(temp.c_str());
       if (!write_failure_said.exchange(true))
         std::cerr << "feeder: warning: cannot keep remote data in the cache " << directory.string() << " ("
-                  << std::strerror(rename_error) << "): reading on without keeping what is read\n";
+                  << std::strerror(error) << "): reading on without keeping what is read\n";
       return;
     }
     add_bytes(block_file_bytes(static_cast<int64_t>(data.size())));
@@ -208,7 +214,7 @@ struct DiskCache::State {
     };
     std::vector<Block> found;
     int64_t total = 0;
-    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const int64_t now = seconds_now();
     std::error_code error;
     for (fs::directory_iterator shelf(blocks, error), end; !error && shelf != end; shelf.increment(error)) {
       std::error_code inner;
