@@ -41,8 +41,10 @@ path_of() { case "$1" in feeder) echo "$work/feeder/" ;; duckdb) echo "$work/duc
 # Budgets for the training stream: the test set (IDX, in memory, 7.6 MiB) takes its share first.
 decoded=$((60000 * (784 + 8)))
 test_bytes=$((10000 * (784 + 8)))
-budget_half=$((decoded / 2 + test_bytes))
-budget_quarter=$((decoded / 4 + test_bytes))
+# The training loader's batch buffers also come out of its budget: prefetch + 2 of 512 float32 images.
+buffers=$((6 * 512 * (784 * 4 + 16)))
+budget_half=$((decoded / 2 + test_bytes + buffers))
+budget_quarter=$((decoded / 4 + test_bytes + buffers))
 train_half=$((decoded / 2))
 train_quarter=$((decoded / 4))
 

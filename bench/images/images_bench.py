@@ -161,7 +161,9 @@ def main():
           f"{min(min(s) for s in sizes)}-{max(min(s) for s in sizes)} px (first 200)")
 
     parquet_dir, tar_dir = build_shards(root, files)
-    budget = sum(map(len, encoded)) * 9 // 10  # the shards stream: 90% of them fit
+    # The shards stream: 90% of them fit, beside the batch buffers the budget also holds (prefetch + 2 of
+    # batch_size float32 3x224x224 images, a label and an index each).
+    budget = sum(map(len, encoded)) * 9 // 10 + (args.workers + 2) * args.batch_size * (3 * 224 * 224 * 4 + 16)
     train_tv = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
     eval_tv = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize(MEAN, STD)])
     pipelines = {

@@ -501,7 +501,7 @@ void add_data_options(CLI::App* app, TrainArgs& args, TrainTexts& texts) {
   CLI::Option* test = app->add_option("--test", texts.test_file, "test set: a file, a directory or a glob (with --train)");
   app->add_option("--memory-budget", texts.memory_budget,
                   "memory for each rank's data, e.g. 256MiB or 2GB (default: half the available memory, divided among "
-                  "this machine's ranks); larger sets are streamed within it");
+                  "this machine's ranks); larger sets are streamed within it, their batch buffers included");
   app->add_flag("--skip-bad-images", args.skip_bad_images,
                "image folders and Parquet sets of images: leave images that do not decode out of their batches "
                "(counted each epoch) instead of stopping");

@@ -39,6 +39,13 @@ Schema batch_schema(const ImageShape& shape, ImageDtype dtype, std::span<const F
   return schema;
 }
 
+int64_t batch_buffer_bytes(int64_t batch_size, const Schema& schema) {
+  const auto batch = static_cast<size_t>(batch_size);
+  size_t size_bytes = 0;
+  for (const Field& field : schema.fields) size_bytes += round_up(batch * static_cast<size_t>(field_bytes(field)));
+  return static_cast<int64_t>(size_bytes + round_up(batch * sizeof(int64_t)));
+}
+
 BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, Schema schema)
     : allocator_(allocator ? std::move(allocator) : std::make_shared<AlignedAllocator>()),
       batch_size_(batch_size),
@@ -70,9 +77,8 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
       size_bytes += round_up(batch * static_cast<size_t>(field_bytes(field)));
     }
     const size_t indices_at = size_bytes;
-    size_bytes += round_up(batch * sizeof(int64_t));
     auto owned = std::make_unique<BatchBuffer>();
-    owned->size_bytes = size_bytes;
+    owned->size_bytes = static_cast<size_t>(batch_buffer_bytes(batch_size_, schema_));
     try {
       owned->memory = allocator_->allocate(owned->size_bytes);
     } catch (const std::bad_alloc&) {

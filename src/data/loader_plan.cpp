@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "data/detail/buffer_pool.h"
 #include "data/detail/page_advice.h"
 #include "data/detail/shuffle_advice.h"
 #include "feeder/data/sampler.h"
@@ -86,10 +87,26 @@ constexpr int kBaseReaders = 2;
 constexpr int kNetworkReaders = 8;
 // The share of the budget the automatic window leaves for read buffers beyond kBaseReaders'.
 constexpr int64_t kReaderReserveShare = 16;
-// What a stream holds besides its decoded blocks: the epoch order and `readers` read buffers.
+// Batch buffers a loader has at most: `prefetch` assembled or being assembled, the one next()
+// handed out, and the one before it, which a loop over the batches still holds while it asks for
+// the next (0 workers need two). Counted as prefetch + 2 whatever num_workers is, so that the
+// window does not depend on it.
+int64_t batch_buffers(const LoaderOptions& options) { return options.prefetch + 2; }
+
+// One batch buffer's bytes: the rows of this rank's largest batch, as the loader allocates them.
+int64_t batch_bytes(const SampleSource& source, const LoaderOptions& options) {
+  const ImageShape shape = options.sample_stage ? options.sample_stage->output_shape() : source.shape();
+  const int64_t samples = EpochPlan::count_samples(source.size(), options.batch_size, options.drop_last, options.world_size);
+  const int64_t rows = std::min(options.batch_size, std::max<int64_t>(1, samples));
+  return batch_buffer_bytes(rows, batch_schema(shape, options.dtype, source.value_fields()));
+}
+
+// What a stream's loader holds besides its decoded blocks: the epoch order, `readers` read buffers
+// and its batch buffers (the budget bounds the loader's memory, not the stream's alone).
 int64_t stream_overhead_bytes(const SampleSource& source, const LoaderOptions& options, int readers) {
   const int64_t padding = EpochPlan::count_padding(source.size(), options.drop_last, options.world_size);
-  return (source.size() + padding) * static_cast<int64_t>(sizeof(int64_t)) + readers * source.max_read_bytes();
+  return (source.size() + padding) * static_cast<int64_t>(sizeof(int64_t)) + readers * source.max_read_bytes() +
+         batch_buffers(options) * batch_bytes(source, options);
 }
 
 int64_t in_flight_batches(const LoaderOptions& options) { return options.num_workers == 0 ? 1 : options.prefetch; }
@@ -160,8 +177,10 @@ void check_stream_budget(const SampleSource& source, const LoaderOptions& option
   if (block_budget >= needed_bytes) return;
   const int64_t overhead = options.memory_budget - block_budget;
   throw BudgetError(source.name() + ": memory_budget " + format_byte_size(options.memory_budget) +
-                     " is too small: the stream needs " + format_byte_size(overhead) +
-                      " for the epoch order and read buffers plus " + format_byte_size(needed_bytes) +
+                     " is too small: the loader needs " + format_byte_size(overhead) +
+                      " for the epoch order, read buffers and " + std::to_string(batch_buffers(options)) +
+                      " batch buffers (prefetch + 2, " + format_byte_size(batch_bytes(source, options)) + " each) plus " +
+                      format_byte_size(needed_bytes) +
                      (source.encoded() ? " of encoded samples" : " of decoded samples") + " (the batches in flight: " +
                      (options.num_workers == 0 ? std::string("1 without workers") : "prefetch " + std::to_string(in_flight)) +
                      " x world_size " + std::to_string(options.world_size) + " x batch_size " +

@@ -321,7 +321,7 @@ TEST(LoaderStream, AStateWhoseWindowLeftNoRoomForMoreReadersIsRestored) {
 TEST(LoaderStream, RestoreTakesTheStatesWindowWhereTheWindowWasADefault) {
   auto source = std::make_shared<StreamedStore>(numbered_store(600), uniform_blocks(600, 10));
   LoaderOptions saved_options = options_with(16, 2);
-  saved_options.memory_budget = 12 * 1024;  // a window of about a hundred samples
+  saved_options.memory_budget = 20 * 1024;  // a window of about a hundred samples
   Loader saver(source, saved_options);
   ASSERT_GT(saver.shuffle_window(), 16);
   ASSERT_LT(saver.shuffle_window(), 300);
@@ -332,7 +332,7 @@ TEST(LoaderStream, RestoreTakesTheStatesWindowWhereTheWindowWasADefault) {
 
   for (int workers : {0, 3}) {
     LoaderOptions larger = saved_options;  // more memory free at the restart: a larger default window
-    larger.memory_budget = 16 * 1024;
+    larger.memory_budget = 24 * 1024;
     larger.num_workers = workers;
     Loader resumed(source, larger);
     ASSERT_GT(resumed.shuffle_window(), saver.shuffle_window());
@@ -347,7 +347,7 @@ TEST(LoaderStream, RestoreTakesTheStatesWindowWhereTheWindowWasADefault) {
   }
 
   LoaderOptions smaller = saved_options;  // a budget that cannot hold the state's window
-  smaller.memory_budget = 9 * 1024;
+  smaller.memory_budget = 17 * 1024;
   Loader too_small(source, smaller);
   const int64_t own_window = too_small.shuffle_window();
   try {
@@ -356,13 +356,13 @@ TEST(LoaderStream, RestoreTakesTheStatesWindowWhereTheWindowWasADefault) {
   } catch (const OptionsError& e) {
     EXPECT_EQ(std::string(e.what()), "cannot restore this loader state on streamed: it was saved with a shuffle "
                                      "window of " + std::to_string(saver.shuffle_window()) + " samples, which "
-                                     "memory_budget 9.0 KiB cannot hold (its own window is " + std::to_string(own_window) +
-                                     " samples): give a memory budget of at least 12 KiB");
+                                     "memory_budget 17 KiB cannot hold (its own window is " + std::to_string(own_window) +
+                                     " samples): give a memory budget of at least 20 KiB");
   }
   EXPECT_EQ(too_small.shuffle_window(), own_window);
 
   LoaderOptions given = saved_options;  // a window the user chose stays, and the message says what to give
-  given.memory_budget = 16 * 1024;
+  given.memory_budget = 24 * 1024;
   given.shuffle_window = 50;
   Loader pinned(source, given);
   try {
@@ -673,6 +673,32 @@ TEST(LoaderStream, BlocksReadAheadForAnotherEpochAreNotUsed) {
   EXPECT_EQ(after_epoch_0, labels_of_epoch_5(false));
 }
 
+// The budget bounds the loader's memory, its batch buffers included: a loop that holds each batch
+// while it asks for the next (as `for batch in loader` does) makes at most prefetch + 2 of them,
+// and the stream's blocks with those buffers stay within the budget.
+TEST(LoaderStream, TheBudgetHoldsTheBatchBuffersALoopKeeps) {
+  const ImageShape shape{1, 16, 16};
+  auto source = std::make_shared<StreamedStore>(numbered_store(3000, shape), uniform_blocks(3000, 25));
+  for (const int workers : {0, 1, 3}) {
+    LoaderOptions options = options_with(64, workers);
+    options.prefetch = 3;
+    options.memory_budget = 600 * 1024;
+    Loader loader(source, options);
+    ASSERT_TRUE(loader.streaming());
+    ASSERT_LT(loader.shuffle_window(), 3000);
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      loader.start_epoch(epoch);
+      std::optional<Batch> previous;
+      while (auto batch = loader.next()) previous = std::move(batch);
+    }
+    // A buffer: 64 rows of 256 floats, a label and an index each.
+    const int64_t buffer_bytes = 64 * (16 * 16 * 4) + 64 * 8 + 64 * 8;
+    EXPECT_LE(loader.buffers_allocated(), options.prefetch + 2) << workers << " workers";
+    EXPECT_LE(loader.peak_stream_bytes() + (options.prefetch + 2) * buffer_bytes, options.memory_budget)
+        << workers << " workers";
+  }
+}
+
 TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
   auto source = std::make_shared<StreamedStore>(numbered_store(5000), uniform_blocks(5000, 50));
   LoaderOptions options = options_with(32, 2);
@@ -683,8 +709,9 @@ TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
     FAIL() << "a budget below what the batches in flight need was accepted";
   } catch (const OptionsError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "streamed: memory_budget 50 KiB is too small: the stream needs 39 KiB for the epoch order and read "
-              "buffers plus 99 KiB of decoded samples (the batches in flight: prefetch 4 x world_size 1 x "
+              "streamed: memory_budget 50 KiB is too small: the loader needs 54 KiB for the epoch order, read "
+              "buffers and 6 batch buffers (prefetch + 2, 2.5 KiB each) plus 99 KiB of decoded samples (the batches "
+              "in flight: prefetch 4 x world_size 1 x "
               "batch_size 32 samples, and two shuffle windows of 2000 samples plus a piece of 50 rows each, the unit "
               "the set is read in); "
               "raise the budget, or lower the shuffle window, prefetch or batch size");
@@ -695,8 +722,8 @@ TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
     Loader loader(source, options);
   } catch (const BudgetError& e) {
     EXPECT_EQ(e.given_bytes, 50 * 1024);
-    EXPECT_GT(e.needed_bytes, 137 * 1024);  // 39 KiB + 99 KiB, as the message says
-    EXPECT_LT(e.needed_bytes, 140 * 1024);
+    EXPECT_GT(e.needed_bytes, 152 * 1024);  // 54 KiB + 99 KiB, as the message says
+    EXPECT_LT(e.needed_bytes, 155 * 1024);
     EXPECT_TRUE(e.window_can_shrink);
     options.memory_budget = e.needed_bytes;
     EXPECT_NO_THROW(Loader(source, options));
@@ -705,7 +732,7 @@ TEST(LoaderStream, ABudgetTooSmallSaysWhatItNeeds) {
     options.memory_budget = 50 * 1024;
   }
   options.shuffle_window = 1;  // nothing left to lower there
-  options.memory_budget = 40 * 1024;
+  options.memory_budget = 55 * 1024;
   try {
     Loader loader(source, options);
     FAIL() << "a budget below what the batches in flight need was accepted";
@@ -742,7 +769,7 @@ TEST(LoaderStream, TinyBlocksAndWindowOfOneStillCoverTheEpoch) {
   auto source = std::make_shared<StreamedStore>(store, std::vector<int64_t>{1, 1, 5, 13, 2, 20, 1, 14});
   LoaderOptions options = options_with(4, 3);
   options.shuffle_window = 1;
-  options.memory_budget = 4096;
+  options.memory_budget = 4096 + 6 * 384;  // and the batch buffers
   Loader loader(source, options);
   std::multiset<int64_t> seen;
   loader.start_epoch(2);

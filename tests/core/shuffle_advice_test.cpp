@@ -83,7 +83,7 @@ int64_t size_after(const std::string& text, const std::string& prefix) {
 // the batches in flight do not grow with the window).
 TEST(ShuffleAdvice, TheBudgetAdvisedGivesTheWindowItNamesAndLittleMore) {
   const auto source = labeled_source(true);
-  for (const int64_t budget : {int64_t{20} << 10, int64_t{28} << 10, int64_t{40} << 10}) {
+  for (const int64_t budget : {int64_t{23} << 10, int64_t{31} << 10, int64_t{43} << 10}) {  // 3 KiB of batch buffers
     LoaderOptions options = options_with_window(0);  // the window the budget allows
     options.memory_budget = budget;
     const Loader small(source, options);
@@ -101,7 +101,7 @@ TEST(ShuffleAdvice, TheBudgetAdvisedGivesTheWindowItNamesAndLittleMore) {
   const std::string advice = Loader(source, options_with_window(500)).shuffle_advice();
   EXPECT_NE(advice.find("Raise the shuffle window to 1440 samples, or"), std::string::npos) << advice;
   LoaderOptions tight = options_with_window(500);
-  tight.memory_budget = 28 << 10;
+  tight.memory_budget = 31 << 10;
   const std::string both = Loader(source, tight).shuffle_advice();
   EXPECT_NE(both.find("Raise the shuffle window to 1440 samples and the memory budget to "), std::string::npos) << both;
 }

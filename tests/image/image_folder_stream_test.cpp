@@ -37,6 +37,10 @@ void write_folder(const TempDir& dir) {
   }
 }
 
+// The budget's share for the batch buffers: prefetch + 2 of 8 rows of 3x8x8 floats, a label and
+// an index.
+constexpr int64_t kBatchBuffers = 4 * 8 * (3 * 8 * 8 * 4 + 8 + 8);
+
 LoaderOptions crops(int workers, int64_t memory_budget) {
   LoaderOptions options;
   options.batch_size = 8;
@@ -103,7 +107,7 @@ TEST(ImageFolderStream, BeyondTheBudgetEachFileOnceAsInMemory) {
   // Random crops: each file once an epoch, the same rows for any number of workers.
   std::map<std::string, std::vector<float>> first;
   for (const int workers : {0, 3}) {
-    Loader loader(streamed.source, crops(workers, held.encoded_bytes));
+    Loader loader(streamed.source, crops(workers, held.encoded_bytes + kBatchBuffers));
     ASSERT_TRUE(loader.streaming());
     ASSERT_LT(loader.shuffle_window(), 200);
     EXPECT_TRUE(loader.shuffle_advice().empty()) << loader.shuffle_advice();
@@ -113,7 +117,7 @@ TEST(ImageFolderStream, BeyondTheBudgetEachFileOnceAsInMemory) {
     else EXPECT_EQ(rows, first);
   }
   // The whole image resized (no draws): each file's row equals the folder's held in memory.
-  LoaderOptions whole = crops(2, held.encoded_bytes);
+  LoaderOptions whole = crops(2, held.encoded_bytes + kBatchBuffers);
   ImageStageOptions resize;
   resize.height = 8;
   resize.width = 8;
@@ -135,7 +139,7 @@ TEST(ImageFolderStream, AStateOfTheOtherModeIsRefusedSayingWhy) {
   const ImageFolder streamed = open_image_folder(dir.path(), 0, held.encoded_bytes / 3);
   ASSERT_TRUE(streamed.streaming);
   Loader in_memory(held.source, crops(0, 0));
-  Loader stream(streamed.source, crops(0, held.encoded_bytes));
+  Loader stream(streamed.source, crops(0, held.encoded_bytes + kBatchBuffers));
   for (auto [from, to, here] : {std::tuple{&in_memory, &stream, "streamed here"},
                                 std::tuple{&stream, &in_memory, "held here"}}) {
     from->start_epoch(0);

@@ -140,11 +140,11 @@ def test_a_streamed_resume_with_another_default_budget_continues_the_saved_order
     # resumed with another budget continues with the window it saved, where that budget holds it.
     images_path, _, _ = idx_set
     feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=100, row_group_size=50, layout="image")
-    options = dict(batch_size=16, shuffle=True, seed=5, num_workers=2)
-    reference = feeder.DataLoader(tmp_path / "shards", memory_budget="256KiB", **options)
+    options = dict(batch_size=16, shuffle=True, seed=5, num_workers=2)  # 294 KiB of each budget for the batch buffers
+    reference = feeder.DataLoader(tmp_path / "shards", memory_budget="556KiB", **options)
     reference.set_epoch(1)
     expected = epoch_labels(reference)
-    saver = feeder.DataLoader(tmp_path / "shards", memory_budget="256KiB", **options)
+    saver = feeder.DataLoader(tmp_path / "shards", memory_budget="556KiB", **options)
     assert saver.streaming
     saver.set_epoch(1)
     it = iter(saver)
@@ -152,12 +152,12 @@ def test_a_streamed_resume_with_another_default_budget_continues_the_saved_order
     state = json.loads(json.dumps(saver.state_dict()))
     del it
 
-    resumed = feeder.DataLoader(tmp_path / "shards", memory_budget="384KiB", **options)
+    resumed = feeder.DataLoader(tmp_path / "shards", memory_budget="684KiB", **options)
     assert resumed.shuffle_window != saver.shuffle_window
     resumed.load_state_dict(state)
     assert resumed.shuffle_window == saver.shuffle_window
     assert seen + epoch_labels(resumed) == expected
-    smaller = feeder.DataLoader(tmp_path / "shards", memory_budget="208KiB", **options)
+    smaller = feeder.DataLoader(tmp_path / "shards", memory_budget="508KiB", **options)
     with pytest.raises(ValueError, match=r"it was saved with a shuffle window of \d+ samples, which memory_budget "
                                          r".* cannot hold .*: give a memory budget of at least"):
         smaller.load_state_dict(state)

@@ -41,7 +41,7 @@ def test_a_set_larger_than_the_budget_streams_each_image_once_the_same_for_any_w
     spec = str(DATA / "arrowrs_rg4.parquet")
     whole, whole_labels = batches(feeder.DataLoader(spec, batch_size=30, image_size=12, augment=None))
 
-    def run(num_workers, memory_budget=16000):
+    def run(num_workers, memory_budget=48000):  # 31,872 bytes of it for 6 batch buffers
         loader = feeder.DataLoader(spec, batch_size=3, image_size=12, augment=None, shuffle=True, seed=9,
                                    num_workers=num_workers, memory_budget=memory_budget)
         assert loader._loader.streaming and 2 <= loader._loader.shuffle_window < 30
@@ -60,7 +60,7 @@ def test_a_set_larger_than_the_budget_streams_each_image_once_the_same_for_any_w
             other, other_labels = run(workers)
         assert torch.equal(other, images) and torch.equal(other_labels, labels)
     with pytest.raises(ValueError, match="memory_budget .* is too small.* of encoded samples"):
-        run(0, memory_budget=6000)
+        run(0, memory_budget=38000)
 
 
 def test_a_row_group_larger_than_the_budget_streams_in_pieces_of_its_pages():
@@ -71,7 +71,7 @@ def test_a_row_group_larger_than_the_budget_streams_in_pieces_of_its_pages():
 
     def run(num_workers, resume_after=None):
         loader = feeder.DataLoader(spec, batch_size=3, image_size=12, augment=None, shuffle=True, seed=9,
-                                   num_workers=num_workers, memory_budget=36000, prefetch=2)
+                                   num_workers=num_workers, memory_budget=57248, prefetch=2)
         assert loader._loader.streaming and 2 <= loader._loader.shuffle_window < 150
         loader.set_epoch(1)
         if resume_after is None:
@@ -81,7 +81,7 @@ def test_a_row_group_larger_than_the_budget_streams_in_pieces_of_its_pages():
             next(it)
         state = loader.state_dict()
         resumed = feeder.DataLoader(spec, batch_size=3, image_size=12, augment=None, shuffle=True, seed=9,
-                                    num_workers=num_workers, memory_budget=36000, prefetch=2)
+                                    num_workers=num_workers, memory_budget=57248, prefetch=2)
         resumed.load_state_dict(state)
         return batches(it), batches(resumed)
 
@@ -161,15 +161,15 @@ def test_convert_writes_an_image_folder_as_parquet_shards(tmp_path, folder, caps
 
 
 def test_a_folder_larger_than_the_budget_streams_in_mixed_blocks(tmp_path):
-    folder = image_set.write_folder(tmp_path, per_class=100)
-    held = feeder.DataLoader(str(folder), batch_size=50, image_size=12, augment=None)
+    folder = image_set.write_folder(tmp_path, per_class=200)
+    held = feeder.DataLoader(str(folder), batch_size=100, image_size=12, augment=None)
     assert not held._loader.streaming
     whole, whole_labels = batches(held)
-    options = dict(batch_size=3, image_size=12, augment=None, shuffle=True, seed=2, memory_budget=30000, prefetch=2)
+    options = dict(batch_size=3, image_size=12, augment=None, shuffle=True, seed=2, memory_budget=64000, prefetch=2)
     loader = feeder.DataLoader(str(folder), **options)
     assert loader._loader.streaming and "streaming" in repr(loader._source.description)
-    assert loader._loader.shuffle_window < 300 and not loader._loader.shuffle_advice
-    assert len(loader.dataset) == 300 and loader.dataset.classes == list(image_set.CLASSES)
+    assert loader._loader.shuffle_window < 600 and not loader._loader.shuffle_advice
+    assert len(loader.dataset) == 600 and loader.dataset.classes == list(image_set.CLASSES)
     images, labels = batches(loader)
     key = lambda batch: sorted(range(len(batch)), key=lambda i: batch[i].flatten().tolist())
     assert torch.equal(images[key(images)], whole[key(whole)])

@@ -78,7 +78,9 @@ def test_batches_equal_the_image_folders(tmp_path, folder, writer):
 def test_shards_larger_than_the_budget_stream_each_image_once_and_resume(tmp_path, folder):
     spec = str(write_tars(tmp_path / "tars", per_shard=3))  # 10 shards of 3
     whole, _ = batches(feeder.DataLoader(spec, batch_size=30, image_size=12, augment=None))
-    options = dict(batch_size=2, image_size=12, augment=None, shuffle=True, seed=8, memory_budget=2 * 65536 + 3800, prefetch=2)
+    # Two read buffers of 64 KiB, the samples, and 4 batch buffers (prefetch + 2) of 3,584 bytes.
+    options = dict(batch_size=2, image_size=12, augment=None, shuffle=True, seed=8,
+                   memory_budget=2 * 65536 + 3800 + 4 * 3584, prefetch=2)
     def make(**more):
         # The shards are sorted by class and a window holds a few blocks: the loader says so.
         with pytest.warns(RuntimeWarning, match="the labels are clustered"):

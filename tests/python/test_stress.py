@@ -18,7 +18,7 @@ WINDOW = 400  # given explicitly: the default window of a streamed set follows t
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    """FashionMNIST's test set in row groups of 250: streamed within 2 MiB, many windows an epoch."""
+    """FashionMNIST's test set in row groups of 250: streamed within 4 MiB, many windows an epoch."""
     out = tmp_path_factory.mktemp("stress") / "shards"
     feeder.convert(FASHION_MNIST_TEST, str(out) + "/", shard_rows=2500, row_group_size=250, layout="image")
     return out
@@ -41,7 +41,7 @@ def run_scenario(seed, source, streaming, reference, operations=60):
     rng = random.Random(seed)
     options = dict(batch_size=rng.choice([64, 100, 128]), shuffle=True, seed=rng.randrange(1000), shuffle_window=WINDOW)
     if streaming:
-        options["memory_budget"] = "2MiB"
+        options["memory_budget"] = "4MiB"
 
     def build():
         return feeder.DataLoader(source, num_workers=rng.choice([0, 2]), **options)

@@ -68,9 +68,10 @@ def test_an_image_folder_is_read_from_its_own_file_list_and_is_the_loaders_datas
 
 
 def test_an_image_folder_over_the_budget_streams_in_its_order_and_refuses_a_sampler(tmp_path):
-    dataset = torchvision.datasets.ImageFolder(write_folder(tmp_path / "large", per_class=100),
+    dataset = torchvision.datasets.ImageFolder(write_folder(tmp_path / "large", per_class=200),
                                                transform=eval_transform())
-    budget = 35000  # under the 300 files' 47 KB, over what a stream of 64-file pieces needs
+    # Under the 600 files' 94 KB, over what a stream of 64-file pieces needs with its 3 batch buffers.
+    budget = 72000
     loader = feeder.DataLoader(dataset, batch_size=4, memory_budget=budget, prefetch=1)
     assert loader.streaming and loader.dataset is dataset
     assert epoch(loader)[1].tolist() == dataset.targets  # unshuffled: the dataset's order, streamed

@@ -64,8 +64,10 @@ struct LoaderOptions {
   int64_t rank = 0;
   int64_t world_size = 1;
 
-  // Streaming sources only: the most memory the loader's stream may hold, in bytes: decoded blocks,
-  // the epoch order and the read buffers. 0: default_memory_budget() (feeder/system/runtime.h).
+  // Streaming sources only: the most memory the loader may hold, in bytes: decoded blocks, the
+  // epoch order, the read buffers and prefetch + 2 batch buffers (those assembled ahead, the one
+  // next() handed out and the one before it, which a loop still holds while it asks for the next).
+  // 0: default_memory_budget() (feeder/system/runtime.h).
   int64_t memory_budget = 0;
   // Samples shuffled together (sampler.h, block_shuffle_order). 0: as large as the memory budget
   // allows for a streaming source (without shuffle too: a window is also what is read together),

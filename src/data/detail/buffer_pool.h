@@ -47,6 +47,10 @@ struct BatchBuffer {
 // then `values`.
 Schema batch_schema(const ImageShape& shape, ImageDtype dtype, std::span<const Field> values);
 
+// The bytes a buffer of `batch_size` rows of `schema` takes (each field's region, then the sample
+// indices; a sequence field's values are held beside it, as many as its rows have).
+int64_t batch_buffer_bytes(int64_t batch_size, const Schema& schema);
+
 // Recycles batch buffers. acquire() hands out a buffer whose deleter returns it to the free list,
 // so in steady state the loader allocates nothing. Buffers keep the pool alive (the deleter holds a
 // shared_ptr to it), so batches may outlive the loader. Thread safe.
