@@ -154,6 +154,31 @@ std::string row_groups_text(const std::vector<int64_t>& rows) {
   return "[" + text + "]";
 }
 
+// A set of encoded images with an index: the index lists the shards (their sizes checked by the
+// caller), the footers describe the rest as for a set without one (so the same set gives the
+// same fingerprint, and the same order, with its index or through a glob); rows must agree.
+ShardedDataset describe_encoded_index(const ShardedDataset& index, const ParquetImageOptions& options) {
+  std::vector<fs::path> paths;
+  for (const ShardInfo& shard : index.shards) paths.push_back(shard.path);
+  if (paths.empty()) throw DataError((index.root / kShardIndexName).string() + ": lists no shards");
+  ShardedDataset dataset = describe_from_footers(index.root, paths, options);
+  if (!dataset.encoded) {
+    throw DataError(paths.front().string() + ": holds pixels of " + to_string(dataset.shape) + ", but " +
+                    std::string(kShardIndexName) + " records encoded images");
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    ShardInfo& shard = dataset.shards[i];
+    if (shard.num_rows != index.shards[i].num_rows || shard.row_group_rows != index.shards[i].row_group_rows) {
+      throw DataError(shard.path.string() + ": row groups of " + row_groups_text(shard.row_group_rows) + " rows, but " +
+                      std::string(kShardIndexName) + " records " + row_groups_text(index.shards[i].row_group_rows));
+    }
+    shard.content_hash = index.shards[i].content_hash;
+  }
+  dataset.indexed = true;
+  dataset.shuffled_on_write = index.shuffled_on_write;
+  return dataset;
+}
+
 // A set with an index: its files must exist with the recorded sizes; the first shard's footer
 // resolves the columns and must agree with the index.
 ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& options) {
@@ -187,6 +212,7 @@ ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& opti
                       " (changed after the index was written)");
     }
   });
+  if (dataset.encoded) return describe_encoded_index(dataset, options);
   if (dataset.shards.empty()) return dataset;
   const ShardInfo& first = dataset.shards.front();
   const ParquetRowGroupReader reader = ParquetRowGroupReader::open(first.path, options);
@@ -526,7 +552,12 @@ ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const fs::path& o
   }
   ShardedDataset dataset = describe_from_footers(out_dir, written, {});
   dataset.shuffled_on_write = options.shuffle_seed;
+  dataset.indexed = true;
+  for (ShardInfo& shard : dataset.shards) shard.content_hash = detail::hash_file(shard.path);
   throw_if_interrupted();
+  const fs::path index = out_dir / kShardIndexName;
+  out.add(index);
+  write_file_atomically(index, detail::shard_index_json(dataset));
   out.commit();
   return dataset;
 }

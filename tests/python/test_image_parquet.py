@@ -2,6 +2,7 @@
 binary column), written by DuckDB and arrow-rs (tests/data/images/README.md), against the same
 images as an image folder."""
 
+import json
 import pathlib
 
 import pytest
@@ -140,6 +141,22 @@ def test_convert_writes_an_image_folder_as_parquet_shards(tmp_path, folder, caps
     plain, plain_labels = batches(feeder.DataLoader(str(tmp_path / "plain"), **options))
     expected, expected_labels = batches(feeder.DataLoader(str(folder), **options))
     assert torch.equal(plain, expected) and torch.equal(plain_labels, expected_labels)
+    # The index lists the shards (plain HTTP has no other listing); the footers describe the rest.
+    index = json.loads((tmp_path / "plain" / "index.json").read_text())
+    assert index["encoded"] is True and "shape" not in index and index["num_rows"] == 30
+    assert [shard["file"] for shard in index["shards"]] == [f"part-0000{i}.parquet" for i in range(3)]
+    assert "indexed by index.json" in feeder.inspect(tmp_path / "plain")
+    globbed, _ = batches(feeder.DataLoader(str(tmp_path / "plain" / "*.parquet"), **options))
+    assert torch.equal(globbed, plain)  # the same set through its index or a glob
+    # An index that disagrees with a shard's footer (rows moved between shards) is refused by name.
+    import shutil
+    shutil.copytree(tmp_path / "plain", tmp_path / "edited")
+    index["shards"][0]["rows"], index["shards"][0]["row_group_rows"] = 11, [5, 5, 1]
+    index["shards"][1]["rows"], index["shards"][1]["row_group_rows"] = 13, [5, 5, 3]
+    (tmp_path / "edited" / "index.json").write_text(json.dumps(index))
+    with pytest.raises(feeder.DataError, match=r"edited/part-00000\.parquet: row groups of \[5 5 2\] rows, but "
+                                               r"index\.json records \[5 5 1\]"):
+        feeder.DataLoader(str(tmp_path / "edited"), **options)
     # One shard inspected alone: the file's listing and its images, not a "set" named after its directory.
     one = feeder.inspect(tmp_path / "plain" / "part-00001.parquet")
     assert one.startswith(f"file: {tmp_path / 'plain' / 'part-00001.parquet'} (") and "row group 1: 5 rows" in one
@@ -152,7 +169,7 @@ def test_convert_writes_an_image_folder_as_parquet_shards(tmp_path, folder, caps
     assert torch.equal(images, reference) and torch.equal(labels, reference_labels)
     assert in_file_order.tolist() != sorted(in_file_order.tolist())
     # Nothing is overwritten or mixed; the options of pixel sets are refused.
-    with pytest.raises(ValueError, match="already holds part-00000.parquet and 2 more"):
+    with pytest.raises(ValueError, match="already holds index.json and 3 more"):
         feeder.convert(folder, tmp_path / "plain/")
     with pytest.raises(ValueError, match="give a directory"):
         feeder.convert(folder, tmp_path / "one.parquet")

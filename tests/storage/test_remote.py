@@ -298,6 +298,24 @@ def test_image_sets_from_s3_are_those_of_local_disk(aws_env, boto, tmp_path, kin
         assert len(files) <= requests <= len(files) + 16, (requests, len(files))
 
 
+def test_an_encoded_image_set_over_plain_http_is_read_through_its_index(aws_env, sets, web):
+    """A web server has no listing: feeder convert's index.json lists an encoded set's shards, so
+    its directory URL reads as the local directory does."""
+    local = image_sets(sets / "http-images")["encoded"]
+    assert (local / "index.json").is_file()
+
+    def epoch(source):
+        loader = feeder.DataLoader(source, batch_size=7, shuffle=True, num_workers=2, seed=3, image_size=16)
+        return [(x.clone(), y.clone()) for x, y in loader]
+
+    expected = epoch(str(local))
+    got = epoch(f"{web.http}/http-images/encoded/")
+    assert len(got) == len(expected) > 0
+    for (x, y), (ex, ey) in zip(got, expected):
+        assert torch.equal(x, ex) and torch.equal(y, ey)
+    assert "indexed by index.json" in run(["inspect", f"{web.http}/http-images/encoded/"])
+
+
 def test_an_object_replaced_while_read_fails_by_name(aws_env, sets, web):
     import shutil
     changing = sets / "changing"

@@ -134,9 +134,11 @@ ShardedDataset write_sharded(const ImageStore& store, const std::filesystem::pat
 // row groups of options.parquet.row_group_size), in their order or, with options.shuffle_seed, in
 // the order epoch_order(N, true, seed, 0): a folder is sorted by class, and streamed in that order
 // a window would hold few classes. options.shard_rows rows per shard, or as many as make
-// options.shard_size_bytes of images on average. One shard's images are held at a time. No
-// index.json: the set is described from its footers, as any writer's. OUTDIR as write_sharded
-// takes it; on failure the shards written are removed.
+// options.shard_size_bytes of images on average. One shard's images are held at a time. Then
+// index.json, last: the shards, their rows, sizes and content hashes (a directory URL over plain
+// HTTP, which has no listing, is read through it); the rest is read from the footers, as for any
+// writer's set. OUTDIR as write_sharded takes it; on failure the shards written are removed and no
+// index is written.
 ShardedDataset write_encoded_sharded(EncodedRowReader& reader, const std::filesystem::path& out_dir,
                                      const ShardWriteOptions& options,
                                      const std::function<void(int64_t, int64_t)>& progress = nullptr);

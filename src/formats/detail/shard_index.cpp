@@ -90,7 +90,11 @@ std::string shard_index_json(const ShardedDataset& dataset) {
   index["format"] = kShardIndexFormat;
   index["version"] = kShardIndexVersion;
   index["num_rows"] = dataset.num_rows;
-  index["shape"] = {dataset.shape.channels, dataset.shape.height, dataset.shape.width};
+  if (dataset.encoded) {
+    index["encoded"] = true;
+  } else {
+    index["shape"] = {dataset.shape.channels, dataset.shape.height, dataset.shape.width};
+  }
   index["labeled"] = dataset.labeled;
   if (dataset.label_min && dataset.label_max) {
     index["label_min"] = *dataset.label_min;
@@ -132,13 +136,16 @@ ShardedDataset parse_shard_index(const std::string& text, const std::filesystem:
   dataset.root = dir;
   dataset.indexed = true;
   dataset.num_rows = field<int64_t>(index, "num_rows", name);
-  const std::vector<int64_t> shape = field<std::vector<int64_t>>(index, "shape", name);
-  // Each side at most 2^20 keeps C*H*W well inside int64.
-  const auto valid_side = [](int64_t side) { return side > 0 && side <= (int64_t{1} << 20); };
-  if (shape.size() != 3 || !valid_side(shape[0]) || !valid_side(shape[1]) || !valid_side(shape[2])) {
-    throw DataError(name + ": \"shape\" must be [C, H, W] of positive sizes");
+  dataset.encoded = index.contains("encoded") && field<bool>(index, "encoded", name);
+  if (!dataset.encoded) {
+    const std::vector<int64_t> shape = field<std::vector<int64_t>>(index, "shape", name);
+    // Each side at most 2^20 keeps C*H*W well inside int64.
+    const auto valid_side = [](int64_t side) { return side > 0 && side <= (int64_t{1} << 20); };
+    if (shape.size() != 3 || !valid_side(shape[0]) || !valid_side(shape[1]) || !valid_side(shape[2])) {
+      throw DataError(name + ": \"shape\" must be [C, H, W] of positive sizes");
+    }
+    dataset.shape = ImageShape{shape[0], shape[1], shape[2]};
   }
-  dataset.shape = ImageShape{shape[0], shape[1], shape[2]};
   dataset.labeled = field<bool>(index, "labeled", name);
   if (index.contains("label_min") || index.contains("label_max")) {
     dataset.label_min = field<int64_t>(index, "label_min", name);

@@ -8,7 +8,9 @@
 //                "row_group_max_read_bytes": 90412, "size": 187321, "xxh3": "9f2c4e0b71a3d855"}, ...]}
 //
 // label_min / label_max are present for a labeled set with rows. "file" is a plain name inside the
-// set's directory. "xxh3" is XXH3-64 of the whole file, 16 hex digits.
+// set's directory. "xxh3" is XXH3-64 of the whole file, 16 hex digits. A set of encoded images has
+// "encoded": true and no "shape" (its images have sizes of their own): its index lists the shards,
+// and their footers describe the rest.
 
 #include <cstdint>
 #include <filesystem>
