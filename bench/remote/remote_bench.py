@@ -13,10 +13,12 @@ as encoded-image Parquet shards (feeder convert, shuffled on write), and a pixel
 Rows, each the median of --repeats passes, alternated between the rows, each in a process of its
 own (its peak RSS is the row's), timing the second epoch (the first opens the set):
   images, training transform (RandomResizedCrop 224 + flip + normalize), 2 workers, streamed
-  within a budget of 90% of the set plus the batch buffers: local disk; S3 (s3rver); S3 through nginx (the proxy that adds
-  the delay, without it); S3 with 25 ms added to every request.
-  pixels, 2 workers, streamed within 128 MiB plus the batch buffers: local disk; S3 and nginx over HTTP, each one's bytes/s
-  against curl's reading every shard from the same server (one curl, connections kept alive).
+  within a budget of 90% of the set plus the batch buffers: local disk; S3 (s3rver); S3 through
+  nginx (the proxy that adds the delay, without it); S3 with 25 ms added to every request; the
+  set's directory on nginx over HTTP, without and with 25 ms a request.
+  pixels, 2 workers, streamed within 128 MiB plus the batch buffers: local disk; S3 and nginx over
+  HTTP, each one's bytes/s against curl's reading every shard from the same server (one curl,
+  connections kept alive).
   With cache_dir (emptied before each pass): the 25 ms images row and the S3 pixels row again, their
   second epoch read from the disk cache the first filled.
 Each remote row reports requests and MiB per epoch, bytes per request, the CPU time the S3 server
@@ -129,10 +131,10 @@ def main():
     build_set(str(work / f"wallpapers-{args.images}"), args.images)
     images_name = f"images-{args.images}"
     images = www / images_name
-    if not (work / f"{images_name}.complete").exists():
+    if not (images / "index.json").exists():  # written last: the set is whole
+        shutil.rmtree(images, ignore_errors=True)
         feeder.convert(str(work / f"wallpapers-{args.images}" / "train"), str(images) + "/", shuffle_on_write=0,
                        shard_size="16MB")
-        (work / f"{images_name}.complete").touch()
     pixels = www / "pixels"
     if not (pixels / "index.json").exists():
         # 32,000 images of 1x128x128 random bytes (lz4 leaves them as they are): 512 MiB in 4 shards.
@@ -175,6 +177,11 @@ def main():
                                          "endpoint": f"{web.http}/s3proxy"},
             "images: S3, 25 ms a request": {"kind": "images", "source": remote["images"], "budget": image_budget,
                                             "endpoint": f"{web.http}/s3slow"},
+            # The set's directory URL on nginx itself (its index.json lists the shards): no proxy, and
+            # the same with 25 ms added to every request: what the latency costs without s3rver's CPU.
+            "images: HTTP (nginx)": {"kind": "images", "source": f"{web.http}/{images_name}/", "budget": image_budget},
+            "images: HTTP (nginx), 25 ms a request": {"kind": "images", "source": f"{web.http}/slow/{images_name}/",
+                                                      "budget": image_budget},
             "pixels: local disk": {"kind": "pixels", "source": str(pixels), "budget": pixel_budget},
             "pixels: S3 (s3rver)": {"kind": "pixels", "source": remote["pixels"], "budget": pixel_budget},
             # The same reads from nginx (sendfile, a small fraction of s3rver's CPU a request).
