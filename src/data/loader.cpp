@@ -33,6 +33,8 @@ struct Loader::Parts {
   int64_t epoch = 0;
   // restore()'s plan for a state's window, put in place by the begin_epoch() it calls; consumer only.
   std::optional<detail::LoaderPlan> restored_plan;
+  // The epoch whose first window the stream reads ahead (read_ahead), if any; consumer only.
+  std::optional<int64_t> read_ahead_epoch;
   // Set by the constructor. Declared in the order that destroys the workers (the sequencer) before
   // the assembly they run, and both before the stream and its readers, which nothing waits for then.
   std::unique_ptr<detail::BlockStream> stream;  // streaming sources only
@@ -70,6 +72,7 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
     // Most programs start with epoch 0: its first window is read while they set up the model.
     parts_->stream->read_ahead(
         first_window_blocks(source_->block_starts(), resolved.shuffle_window, resolved.shuffle, resolved.seed, 0));
+    parts_->read_ahead_epoch = 0;
   }
 
   if (!resolved.pin_memory && allocator && allocator->pinned()) allocator = nullptr;
@@ -140,8 +143,17 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch, std::optional<std::
   Parts& parts = *parts_;
   parts.sequencer->stop_epoch();  // until resume(), no worker assembles: the epoch's parts may change
   parts.order = EpochPlan();      // free the last order before building the next
-  if (parts.restored_plan) parts.plan = *std::exchange(parts.restored_plan, std::nullopt);
-  if (next_seed_) parts.plan = parts.plan.with_seed(*std::exchange(next_seed_, std::nullopt));
+  // The blocks read ahead are this epoch's first window if the loader's guess came true: the
+  // epoch after the last one started, from its first batch, with the same plan.
+  bool ahead_wanted = !given && first_batch == 0 && parts.read_ahead_epoch == epoch;
+  if (parts.restored_plan) {
+    parts.plan = *std::exchange(parts.restored_plan, std::nullopt);
+    ahead_wanted = false;
+  }
+  if (next_seed_) {
+    parts.plan = parts.plan.with_seed(*std::exchange(next_seed_, std::nullopt));
+    ahead_wanted = false;
+  }
   const LoaderOptions& options = parts.plan.options();
   parts.window_begins.clear();
   if (given) {
@@ -157,12 +169,14 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch, std::optional<std::
   if (parts.window_begins.empty()) parts.window_begins = {0};
   epoch_batch_count_ = given ? parts.order.num_batches() : parts.plan.num_batches();
   if (parts.stream) {
-    parts.stream->start(parts.order, parts.window_begins, first_batch);
+    parts.stream->start(parts.order, parts.window_begins, first_batch, ahead_wanted);
     // Epochs usually follow each other: the next one's first window can be read during this one's
     // last, instead of while the model waits for the next epoch's first batch.
+    parts.read_ahead_epoch.reset();
     if (epoch < std::numeric_limits<int64_t>::max()) {  // any epoch is valid (restore() takes the last too)
       parts.stream->read_ahead(first_window_blocks(source_->block_starts(), options.shuffle_window, options.shuffle,
                                                    options.seed, epoch + 1));
+      parts.read_ahead_epoch = epoch + 1;
     }
   }
   parts.epoch = epoch;

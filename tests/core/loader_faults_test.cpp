@@ -45,7 +45,7 @@ TEST(BlockStream, AnAcquireAfterACancelReturnsFalseInsteadOfWaitingForADroppedRe
   auto stream = std::make_unique<detail::BlockStream>(source, 2, int64_t{1} << 20, false);
   const EpochPlan plan(identity_order(40), 10, false, 0, 1);
   const std::vector<int64_t> window_begins{0};
-  stream->start(plan, window_begins, 0);
+  stream->start(plan, window_begins, 0, true);
   ASSERT_TRUE(source->wait_for_reads_begun(1)) << "the stream began no read";
   stream->cancel();
   source->open_gate();  // the read in flight finishes after the cancel
@@ -63,7 +63,7 @@ TEST(BlockStream, AnAcquireAfterACancelReturnsFalseInsteadOfWaitingForADroppedRe
   EXPECT_FALSE(result.get()) << "acquire() after cancel() must say the batch was cancelled";
 
   // The next start() serves batches again, from blocks read anew.
-  stream->start(plan, window_begins, 0);
+  stream->start(plan, window_begins, 0, true);
   std::vector<detail::SampleRef> refs;
   ASSERT_TRUE(stream->acquire(0, refs));
   ASSERT_EQ(refs.size(), 10u);
@@ -81,7 +81,7 @@ TEST(BlockStream, ASmallBlockDoesNotTakeALargerBlocksSpareMemoryAndOverrunTheBud
   const int64_t row_bytes = 16 + 8;  // a 1x4x4 image and its label
   detail::BlockStream stream(source, 2, 36 * row_bytes, false);
   const EpochPlan plan(identity_order(45), 15, false, 0, 1);
-  stream.start(plan, {0, 30}, 0);
+  stream.start(plan, {0, 30}, 0, true);
   std::vector<detail::SampleRef> refs;
   for (int64_t batch = 0; batch < 3; ++batch) {
     std::promise<bool> acquired;

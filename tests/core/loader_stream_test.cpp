@@ -673,6 +673,55 @@ TEST(LoaderStream, BlocksReadAheadForAnotherEpochAreNotUsed) {
   EXPECT_EQ(after_epoch_0, labels_of_epoch_5(false));
 }
 
+// A read that waits on a network ends within a second once nobody wants it: reads ahead of an
+// epoch the loader does not start next (they had been awaited, up to a stalled server's retry
+// bound), the reads of an epoch replaced by another, and every read of a destroyed loader. The
+// store's gate stands for the stalled server; a read held there gives up when asked, as libcurl's.
+TEST(LoaderStream, ReadsNoLongerWantedEndWithinASecond) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  auto source = std::make_shared<StreamedStore>(numbered_store(600), uniform_blocks(600, 10));
+  LoaderOptions options = options_with(16, 2);
+  options.memory_budget = 40 * 1024;
+  source->close_gate();
+  auto loader = std::make_unique<Loader>(source, options);  // reads epoch 0's first window ahead
+  ASSERT_TRUE(source->wait_for_reads_begun(1));
+  Clock::time_point start = Clock::now();
+  loader->start_epoch(3);  // not the epoch read ahead: its reads are given up, not awaited
+  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_GE(source->reads_aborted(), 1);
+
+  const int64_t begun = source->reads.load();
+  ASSERT_TRUE(source->wait_for_reads_begun(begun + 1));  // epoch 3's reads, held at the gate
+  const int64_t aborted = source->reads_aborted();
+  start = Clock::now();
+  loader->start_epoch(4);
+  EXPECT_LT(seconds_since(start), 2.0);
+  start = Clock::now();
+  loader.reset();
+  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_GT(source->reads_aborted(), aborted);
+
+  // The epoch read ahead is awaited: its reads go on, and its batches are those of a loader that
+  // never waited.
+  source->open_gate();
+  Loader reference(source, options);
+  const Delivered expected = epoch_of(reference, 0);
+  source->close_gate();
+  Loader patient(source, options);
+  ASSERT_TRUE(source->wait_for_reads_begun(source->reads.load() + 1));
+  const int64_t aborted_before = source->reads_aborted();
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    source->open_gate();
+  });
+  EXPECT_TRUE(epoch_of(patient, 0) == expected);
+  opener.join();
+  EXPECT_EQ(source->reads_aborted(), aborted_before);
+}
+
 // The budget bounds the loader's memory, its batch buffers included: a loop that holds each batch
 // while it asks for the next (as `for batch in loader` does) makes at most prefetch + 2 of them,
 // and the stream's blocks with those buffers stay within the budget.

@@ -18,6 +18,8 @@
 #include <set>
 #include <span>
 #include <stdexcept>
+
+#include "io/detail/request_abort.h"
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,8 +70,16 @@ class StreamedStore : public SampleSource {
       ++block_reads_[static_cast<size_t>(b)];
       ++reads_begun_;
       begun_.notify_all();
-      // Bounded: a test that forgets to open the gate fails on its own watchdog, not here.
-      gate_cv_.wait_for(lock, std::chrono::seconds(30), [&] { return gate_open_; });
+      // Bounded: a test that forgets to open the gate fails on its own watchdog, not here. As a
+      // network read does, a read held at the gate ends when its reader is asked to give it up.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!gate_open_ && std::chrono::steady_clock::now() < deadline) {
+        gate_cv_.wait_for(lock, std::chrono::milliseconds(10));
+        if (!gate_open_ && detail::request_abort_asked()) {
+          ++reads_aborted_;
+          throw detail::RequestAborted();
+        }
+      }
     }
     if (const int64_t us = max_delay_us.load(); us > 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(mix(static_cast<uint64_t>(read_number)) % static_cast<uint64_t>(us)));
@@ -111,6 +121,11 @@ class StreamedStore : public SampleSource {
     }
     gate_cv_.notify_all();
   }
+  // Reads given up at the gate because their reader was asked to (request_abort_asked()).
+  int64_t reads_aborted() const {
+    const std::lock_guard lock(mutex_);
+    return reads_aborted_;
+  }
   // Waits (at most 10 s) until `n` reads have begun in all; false if they did not.
   bool wait_for_reads_begun(int64_t n) const {
     std::unique_lock lock(mutex_);
@@ -143,6 +158,7 @@ class StreamedStore : public SampleSource {
   mutable std::condition_variable begun_;
   bool gate_open_ = true;              // guarded by mutex_
   mutable int64_t reads_begun_ = 0;    // guarded by mutex_
+  mutable int64_t reads_aborted_ = 0;  // guarded by mutex_
   mutable std::vector<int64_t> block_reads_;  // guarded by mutex_
   Schema schema_;
 };

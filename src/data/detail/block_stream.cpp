@@ -75,16 +75,21 @@ void BlockStream::cancel() {
   block_ready_.notify_all();
 }
 
-void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) {
+void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch,
+                        bool ahead_wanted) {
   MutexLock lock(mutex_);
   // No read may be claimed while the schedule is replaced: none of the old schedule (as after
   // cancel()), none ahead (all counted as claimed). Then wait for the reads ahead in flight (a read
-  // per reader at most), so that each is now either ready to take or not read. The wait lets go of
-  // the mutex: a reader that claimed a slot of the old schedule here, under the new generation,
-  // would later write its block into the new schedule's slot of the same number.
+  // per reader at most), so that each is now either ready to take or not read; reads of another
+  // epoch than this one are asked to end first (a stalled server would hold them up to its retry
+  // bound). The wait lets go of the mutex: a reader that claimed a slot of the old schedule here,
+  // under the new generation, would later write its block into the new schedule's slot of the same
+  // number.
   cancelled_ = true;
   next_ahead_ = cache_.ahead().size();
+  if (!ahead_wanted) reads_ahead_unwanted_.store(true);
   while (ahead_reading_ != 0) ahead_done_.wait(mutex_);
+  reads_ahead_unwanted_.store(false);
   ++generation_;
   reads_wanted_generation_.store(generation_);
   for (const BlockSchedule::Load& load : schedule_.loads()) cache_.free_slots(load.slots);
@@ -308,11 +313,13 @@ void BlockStream::reader_loop(bool background) {
 
     std::exception_ptr error;
     {
-      // A remote read ends within a second once it is not wanted: the stream is destroyed, or a
-      // read of the schedule was replaced by start() (its block would be dropped).
+      // A remote read ends within a second once it is not wanted: the stream is destroyed, a read
+      // of the schedule was replaced by start() (its block would be dropped), or a read ahead is of
+      // another epoch than the one start() begins.
       const RequestAbortScope abort_unwanted([this, scheduled, generation] {
-        return reads_stopping_.load(std::memory_order_relaxed) ||
-               (scheduled && reads_wanted_generation_.load(std::memory_order_relaxed) != generation);
+        if (reads_stopping_.load(std::memory_order_relaxed)) return true;
+        return scheduled ? reads_wanted_generation_.load(std::memory_order_relaxed) != generation
+                         : reads_ahead_unwanted_.load(std::memory_order_relaxed);
       });
       error = read_into(claim.blocks, claim.data, scratch);
     }

@@ -57,7 +57,10 @@ class BlockStream {
   void cancel() EXCLUDES(mutex_);
   // Schedules batches [first_batch, plan.num_batches()) of `plan`, whose order has the shuffle
   // windows starting at `window_begins`. `plan` must stay alive and unchanged until the next start().
-  void start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch) EXCLUDES(mutex_);
+  // `ahead_wanted`: this is the epoch read_ahead() guessed, so its reads in flight are awaited;
+  // otherwise they are asked to end (a remote request within a second) and read again if needed.
+  void start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch,
+             bool ahead_wanted) EXCLUDES(mutex_);
   // Once every read the current schedule needs is under way, reads `blocks` too while the budget
   // has room: the loader's guess at the next epoch's first window, so that epoch's first batch need
   // not wait for a whole window. The next start() takes those of its first window's blocks already
@@ -144,6 +147,7 @@ class BlockStream {
   // generation_ and stopping_, stored under the mutex when those change.
   std::atomic<uint64_t> reads_wanted_generation_{0};
   std::atomic<bool> reads_stopping_{false};
+  std::atomic<bool> reads_ahead_unwanted_{false};  // set by start() while it waits for them
   int acquirers_waiting_ GUARDED_BY(mutex_) = 0;  // in acquire(), waiting on block_ready_
   int readers_waiting_ GUARDED_BY(mutex_) = 0;    // waiting on work_
   std::vector<std::thread> readers_;
