@@ -181,6 +181,15 @@ LUA_LOCATIONS = """
       access_by_lua_block { ngx.sleep(tonumber(ngx.var.arg_delay or "0.025")) }
       alias %(root)s/;
     }
+    # 0.1 s a request, and a stall (8 s more) while the file stall-switch exists.
+    location /stall/ {
+      access_by_lua_block {
+        ngx.sleep(0.1)
+        local switch = io.open("%(root)s/stall-switch")
+        if switch then switch:close(); ngx.sleep(8) end
+      }
+      alias %(root)s/;
+    }
 %(failing)s    # An S3 endpoint (path-style) whose bucket is in eu-west-1: a request signed for another region
     # gets S3's 301 with x-amz-bucket-region; a listing is empty.
     location /region/ {

@@ -298,6 +298,44 @@ def test_image_sets_from_s3_are_those_of_local_disk(aws_env, boto, tmp_path, kin
         assert len(files) <= requests <= len(files) + 16, (requests, len(files))
 
 
+@pytest.mark.skipif(not os.path.exists("/usr/lib/nginx/modules/ngx_http_lua_module.so"),
+                    reason="needs libnginx-mod-http-lua")
+def test_a_new_epoch_a_restore_and_a_destroyed_loader_give_up_stalled_requests_within_a_second(aws_env, sets, web):
+    """A server that stops answering (8 s a request) holds no one up: a new epoch or a restore
+    gives up the reads ahead for another epoch and the old epoch's reads, a destroyed loader all of
+    its own, each within a second (libcurl asks once a second)."""
+    switch = sets / "stall-switch"
+    url = f"{web.http}/stall/fm/test/"
+    options = dict(batch_size=200, shuffle=True, num_workers=2, seed=1, memory_budget="7MB")
+
+    def within(seconds, action):
+        start = time.monotonic()
+        action()
+        assert time.monotonic() - start < seconds
+
+    saver = feeder.DataLoader(url, **options)
+    saver.set_epoch(2)
+    iterator = iter(saver)
+    next(iterator), next(iterator)
+    state = saver.state_dict()
+    del iterator, saver
+    try:
+        loaders = [feeder.DataLoader(url, **options)]
+        switch.touch()  # the first window's reads ahead are in the server's first 0.1 s: they stall
+        within(2.5, lambda: loaders[0].set_epoch(3) or iter(loaders[0]))  # not the epoch read ahead
+        time.sleep(0.5)
+        within(2.5, lambda: loaders[0].set_epoch(4) or iter(loaders[0]))  # epoch 3's reads wait
+        time.sleep(0.5)
+        within(2.5, loaders.clear)  # destroyed
+        switch.unlink()
+        loaders = [feeder.DataLoader(url, **options)]
+        switch.touch()
+        within(2.5, lambda: loaders[0].load_state_dict(state) or iter(loaders[0]))  # restored
+        within(2.5, loaders.clear)
+    finally:
+        switch.unlink(missing_ok=True)
+
+
 def test_an_encoded_image_set_over_plain_http_is_read_through_its_index(aws_env, sets, web):
     """A web server has no listing: feeder convert's index.json lists an encoded set's shards, so
     its directory URL reads as the local directory does."""
