@@ -86,6 +86,7 @@ ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) 
   } else {
     shard.piece_read_bytes = reader.max_rows_read_bytes(stream_piece_rows(reader.shape(), 0));
     shard.largest_page_rows = reader.largest_page_rows(stream_piece_rows(reader.shape(), 0));
+    shard.page_maps = reader.page_maps();
   }
   shard.size_bytes = reader.size_bytes();
   shard.version = reader.file_version();
@@ -226,9 +227,12 @@ ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& opti
     throw DataError(name + ": " + label_presence(reader, options) + ", but " + index_name + " records " +
                     (dataset.labeled ? "a labeled set" : "an unlabeled set"));
   }
-  const ShardInfo found = shard_info(first.path, reader);
-  if (found.row_group_rows != first.row_group_rows) {
-    throw DataError(name + ": row groups of " + row_groups_text(found.row_group_rows) + " rows, but " + index_name +
+  // The row groups alone: the rest of shard_info would find the shard's pages, which reads its
+  // chunks (the index records what they tell).
+  std::vector<int64_t> row_group_rows;
+  for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) row_group_rows.push_back(reader.row_group_rows(rg));
+  if (row_group_rows != first.row_group_rows) {
+    throw DataError(name + ": row groups of " + row_groups_text(row_group_rows) + " rows, but " + index_name +
                     " records " + row_groups_text(first.row_group_rows));
   }
   dataset.columns = reader.columns();

@@ -48,6 +48,7 @@ class ParquetShardSource final : public SampleSource {
     block_starts_.push_back(0);
     for (size_t shard_idx = 0; shard_idx < dataset_.shards.size(); ++shard_idx) {
       const ShardInfo& shard = dataset_.shards[shard_idx];
+      if (shard.page_maps) page_maps_[shard_idx] = shard.page_maps;  // found when the footers were read
       shard_first_row_group_.push_back(static_cast<int64_t>(row_group_starts_.size()));
       if (dataset_.encoded) {
         add_encoded_blocks(shard_idx);

@@ -573,6 +573,25 @@ def test_image_sets_read_again_from_the_cache(aws_env, boto, tmp_path, kind):
     assert spent[0] - spent[1] == sum(p.stat().st_size for p in local.rglob("*") if p.is_file()), spent
 
 
+def test_the_first_streamed_epoch_finds_each_row_groups_pages_once(aws_env, sets, web):
+    """Finding a row group's pages reads its chunks' headers, over a network the chunks whole. The
+    readers that need a row group at once wait for one of them to find its pages, instead of each
+    reading it again: opening and streaming a set of one row group in order read it about twice
+    (its pages, its data), where it had been read nearly five times."""
+    one = sets / "one-row-group"
+    if not (one / "index.json").exists():
+        feeder.convert(f"{FASHION_MNIST}/t10k-images-idx3-ubyte.gz", str(one) + "/", shard_rows=10000,
+                       row_group_size=10000)
+    set_bytes = sum(p.stat().st_size for p in one.glob("*.parquet"))
+    before = feeder.storage_stats()["bytes"]
+    loader = feeder.DataLoader(f"{web.http}/one-row-group/", batch_size=100, num_workers=2, memory_budget="6MB")
+    assert loader.streaming
+    for _ in loader:
+        pass
+    read = feeder.storage_stats()["bytes"] - before
+    assert read < 3 * set_bytes, (read, set_bytes)
+
+
 def test_a_streamed_epoch_reads_each_small_column_in_one_request(aws_env, sets, web):
     """Pieces of a row group scattered through a window: their pixels are a request each, but the
     label column's pages (a few bytes each) come with one request per read, not one a piece."""

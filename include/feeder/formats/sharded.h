@@ -24,6 +24,7 @@
 
 #include "feeder/data/schema.h"
 #include "feeder/data/source.h"
+#include "feeder/formats/parquet/column_reader.h"
 #include "feeder/formats/parquet/reader.h"
 #include "feeder/formats/parquet/writer.h"
 #include "feeder/store/image_store.h"
@@ -58,6 +59,10 @@ struct ShardInfo {
   uint64_t size_bytes = 0;                     // file size
   std::optional<uint64_t> content_hash;        // XXH3-64 of the file; only from an index
   std::string version;  // the file's version when the set was opened (an object's ETag); else empty
+  // The pages found while its footer was read (piece_read_bytes needs them: a row group larger
+  // than a piece has its chunks' page headers read, over a network the whole chunks), which the
+  // source takes over instead of finding them again; null when none were found.
+  std::shared_ptr<parquet::ParquetColumnReader::PageMaps> page_maps;
 };
 
 // What is known about a set without reading its data pages.

@@ -1,6 +1,7 @@
 #include "feeder/formats/parquet/column_reader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include "feeder/util/byte_size.h"
 #include "formats/parquet/detail/chunk_reader.h"
 #include "formats/parquet/detail/footer.h"
+#include "io/detail/request_abort.h"
 #include "util/mutex.h"
 
 namespace feeder::parquet {
@@ -78,6 +80,10 @@ void for_each_page_holding(const std::vector<detail::PageSpan>& pages,
 struct ParquetColumnReader::PageMaps {
   feeder::detail::Mutex mutex;
   std::vector<std::shared_ptr<const RowGroupPages>> by_row_group GUARDED_BY(mutex);
+  // Per row group: a thread is finding its pages; the others wait for it (finding them reads the
+  // chunks' headers, over a network the whole chunks) rather than read them again each.
+  std::vector<bool> finding GUARDED_BY(mutex);
+  feeder::detail::CondVar found;  // a row group's pages were found, or their finder gave up
 };
 
 ParquetColumnReader ParquetColumnReader::open(const std::filesystem::path& path, const ColumnReaderOptions& options,
@@ -152,6 +158,7 @@ void ParquetColumnReader::select_columns(std::vector<int64_t> column_idx) {
   page_maps_ = std::make_shared<PageMaps>();
   feeder::detail::MutexLock lock(page_maps_->mutex);
   page_maps_->by_row_group.resize(metadata_.row_groups.size());
+  page_maps_->finding.resize(metadata_.row_groups.size());
 }
 
 int64_t ParquetColumnReader::row_group_read_bytes(int64_t row_group_idx) const {
@@ -260,12 +267,31 @@ void ParquetColumnReader::use_page_maps(std::shared_ptr<PageMaps> maps) {
 std::shared_ptr<const ParquetColumnReader::RowGroupPages> ParquetColumnReader::row_group_pages(
     int64_t row_group_idx) const {
   if (row_group_idx < 0 || row_group_idx >= num_row_groups()) throw no_row_group(name_, row_group_idx, num_row_groups());
+  PageMaps& maps = *page_maps_;
+  const auto rg = static_cast<size_t>(row_group_idx);
   {
-    feeder::detail::MutexLock lock(page_maps_->mutex);
-    if (auto found = page_maps_->by_row_group[static_cast<size_t>(row_group_idx)]) return found;
+    feeder::detail::MutexLock lock(maps.mutex);
+    // Another thread finding them: wait for it, or take over if it gives up (its read failed, or
+    // was no longer wanted). A waiter whose own read is no longer wanted gives up within 100 ms.
+    while (!maps.by_row_group[rg] && maps.finding[rg]) {
+      maps.found.wait_until(maps.mutex, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+      if (feeder::detail::request_abort_asked()) throw feeder::detail::RequestAborted();
+    }
+    if (auto found = maps.by_row_group[rg]) return found;
+    maps.finding[rg] = true;
   }
-  // Found outside the lock: threads reading other row groups do not wait on these reads. Two
-  // threads finding the same row group's pages both read them; the first to finish is kept.
+  // Found outside the lock: threads reading other row groups do not wait on these reads.
+  struct Finding {
+    PageMaps& maps;
+    size_t rg;
+    ~Finding() {
+      {
+        feeder::detail::MutexLock lock(maps.mutex);
+        maps.finding[rg] = false;
+      }
+      maps.found.notify_all();
+    }
+  } finding{maps, rg};
   auto found = std::make_shared<RowGroupPages>(metadata_.columns.size());
   // Headers are read from a window of the file: where each read is a round trip
   // (gather_read_bytes), the window spans many pages' headers.
@@ -284,8 +310,8 @@ std::shared_ptr<const ParquetColumnReader::RowGroupPages> ParquetColumnReader::r
   for (const int64_t column_idx : selected_) {
     (*found)[static_cast<size_t>(column_idx)] = detail::locate_pages(chunk_location(row_group_idx, column_idx), read);
   }
-  feeder::detail::MutexLock lock(page_maps_->mutex);
-  auto& slot = page_maps_->by_row_group[static_cast<size_t>(row_group_idx)];
+  feeder::detail::MutexLock lock(maps.mutex);
+  auto& slot = maps.by_row_group[rg];
   if (!slot) slot = std::move(found);
   return slot;
 }
