@@ -4,6 +4,7 @@
 #include "data/detail/block_stream.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "feeder/error.h"
 #include "io/detail/request_abort.h"
@@ -17,6 +18,9 @@ namespace {
 // against four CPU-bound processes), and a thread cannot raise its priority again when a worker
 // waits on it (docs/streaming.md).
 constexpr int kReaderNice = 10;
+// How long start() waits for the reads ahead of the epoch it begins before giving them up: a
+// healthy read of a few MiB, even 25 ms away, ends well within it.
+constexpr std::chrono::milliseconds kAheadPatience{500};
 
 // Throws a copy of a failed block's error. Every batch that needs the block fails with it, on
 // several workers and then the consumer; copies keep them from sharing one exception object, whose
@@ -80,15 +84,23 @@ void BlockStream::start(const EpochPlan& plan, const std::vector<int64_t>& windo
   MutexLock lock(mutex_);
   // No read may be claimed while the schedule is replaced: none of the old schedule (as after
   // cancel()), none ahead (all counted as claimed). Then wait for the reads ahead in flight (a read
-  // per reader at most), so that each is now either ready to take or not read; reads of another
-  // epoch than this one are asked to end first (a stalled server would hold them up to its retry
-  // bound). The wait lets go of the mutex: a reader that claimed a slot of the old schedule here,
-  // under the new generation, would later write its block into the new schedule's slot of the same
+  // per reader at most), so that each is now either ready to take or not read. Reads of another
+  // epoch than this one are asked to end at once, this epoch's after kAheadPatience (a stalled
+  // server would hold them up to its retry bound; the new schedule reads again what they leave).
+  // The wait lets go of the mutex: a reader that claimed a slot of the old schedule here, under
+  // the new generation, would later write its block into the new schedule's slot of the same
   // number.
   cancelled_ = true;
   next_ahead_ = cache_.ahead().size();
+  const auto patience = std::chrono::steady_clock::now() + kAheadPatience;
   if (!ahead_wanted) reads_ahead_unwanted_.store(true);
-  while (ahead_reading_ != 0) ahead_done_.wait(mutex_);
+  while (ahead_reading_ != 0) {
+    if (reads_ahead_unwanted_.load()) {
+      ahead_done_.wait(mutex_);  // asked to end: they do within a second
+    } else if (!ahead_done_.wait_until(mutex_, patience)) {
+      reads_ahead_unwanted_.store(true);
+    }
+  }
   reads_ahead_unwanted_.store(false);
   ++generation_;
   reads_wanted_generation_.store(generation_);

@@ -57,8 +57,9 @@ class BlockStream {
   void cancel() EXCLUDES(mutex_);
   // Schedules batches [first_batch, plan.num_batches()) of `plan`, whose order has the shuffle
   // windows starting at `window_begins`. `plan` must stay alive and unchanged until the next start().
-  // `ahead_wanted`: this is the epoch read_ahead() guessed, so its reads in flight are awaited;
-  // otherwise they are asked to end (a remote request within a second) and read again if needed.
+  // `ahead_wanted`: this is the epoch read_ahead() guessed, so its reads in flight are awaited (at
+  // most half a second, kAheadPatience); otherwise they are asked to end at once (a remote request within a
+  // second), and the new schedule reads again what they leave.
   void start(const EpochPlan& plan, const std::vector<int64_t>& window_begins, int64_t first_batch,
              bool ahead_wanted) EXCLUDES(mutex_);
   // Once every read the current schedule needs is under way, reads `blocks` too while the budget
