@@ -688,12 +688,12 @@ TEST(LoaderStream, ReadsNoLongerWantedEndWithinASecond) {
   source->close_gate();
   auto loader = std::make_unique<Loader>(source, options);  // reads epoch 0's first window ahead
   ASSERT_TRUE(source->wait_for_reads_begun(1));
+  const int64_t begun = source->reads.load();  // counted before epoch 3's reads may begin
   Clock::time_point start = Clock::now();
   loader->start_epoch(3);  // not the epoch read ahead: its reads are given up, not awaited
   EXPECT_LT(seconds_since(start), 2.0);
   EXPECT_GE(source->reads_aborted(), 1);
 
-  const int64_t begun = source->reads.load();
   ASSERT_TRUE(source->wait_for_reads_begun(begun + 1));  // epoch 3's reads, held at the gate
   const int64_t aborted = source->reads_aborted();
   start = Clock::now();
@@ -710,8 +710,9 @@ TEST(LoaderStream, ReadsNoLongerWantedEndWithinASecond) {
   Loader reference(source, options);
   const Delivered expected = epoch_of(reference, 0);
   source->close_gate();
+  const int64_t reads_before = source->reads.load();
   Loader patient(source, options);
-  ASSERT_TRUE(source->wait_for_reads_begun(source->reads.load() + 1));
+  ASSERT_TRUE(source->wait_for_reads_begun(reads_before + 1));
   const int64_t aborted_before = source->reads_aborted();
   std::thread opener([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
