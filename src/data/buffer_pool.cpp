@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "feeder/error.h"
 #include "feeder/io/large_buffer.h"
@@ -28,6 +29,25 @@ class AlignedAllocator : public BufferAllocator {
   void deallocate(void* data, size_t) override { std::free(data); }
 };
 
+// Where a buffer of `batch_size` rows of `schema` keeps each field's region, then the sample
+// indices, and its size.
+struct BatchLayout {
+  std::vector<size_t> offsets;  // per field
+  size_t indices_at = 0;
+  size_t size_bytes = 0;
+};
+
+BatchLayout batch_layout(int64_t batch_size, const Schema& schema) {
+  const auto batch = static_cast<size_t>(batch_size);
+  BatchLayout layout;
+  for (const Field& field : schema.fields) {
+    layout.offsets.push_back(layout.indices_at);
+    layout.indices_at += round_up(batch * static_cast<size_t>(field_bytes(field)));
+  }
+  layout.size_bytes = layout.indices_at + round_up(batch * sizeof(int64_t));
+  return layout;
+}
+
 }  // namespace
 
 Schema batch_schema(const ImageShape& shape, ImageDtype dtype, std::span<const Field> values) {
@@ -40,10 +60,7 @@ Schema batch_schema(const ImageShape& shape, ImageDtype dtype, std::span<const F
 }
 
 int64_t batch_buffer_bytes(int64_t batch_size, const Schema& schema) {
-  const auto batch = static_cast<size_t>(batch_size);
-  size_t size_bytes = 0;
-  for (const Field& field : schema.fields) size_bytes += round_up(batch * static_cast<size_t>(field_bytes(field)));
-  return static_cast<int64_t>(size_bytes + round_up(batch * sizeof(int64_t)));
+  return static_cast<int64_t>(batch_layout(batch_size, schema).size_bytes);
 }
 
 BufferPool::BufferPool(std::shared_ptr<BufferAllocator> allocator, int64_t batch_size, Schema schema)
@@ -68,17 +85,9 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
     }
   }
   if (!buffer) {
-    const auto batch = static_cast<size_t>(batch_size_);
-    // Each field's region, then the sample indices.
-    std::vector<size_t> offsets;
-    size_t size_bytes = 0;
-    for (const Field& field : schema_.fields) {
-      offsets.push_back(size_bytes);
-      size_bytes += round_up(batch * static_cast<size_t>(field_bytes(field)));
-    }
-    const size_t indices_at = size_bytes;
+    const BatchLayout layout = batch_layout(batch_size_, schema_);
     auto owned = std::make_unique<BatchBuffer>();
-    owned->size_bytes = static_cast<size_t>(batch_buffer_bytes(batch_size_, schema_));
+    owned->size_bytes = layout.size_bytes;
     try {
       owned->memory = allocator_->allocate(owned->size_bytes);
     } catch (const std::bad_alloc&) {
@@ -91,9 +100,9 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
     auto* base = static_cast<uint8_t*>(owned->memory);
     owned->fields = schema_.fields;
     for (size_t f = 0; f < schema_.fields.size(); ++f)
-      owned->regions.push_back(is_sequence(schema_.fields[f]) ? nullptr : base + offsets[f]);
+      owned->regions.push_back(is_sequence(schema_.fields[f]) ? nullptr : base + layout.offsets[f]);
     owned->sequences.resize(schema_.fields.size());
-    owned->sample_indices = reinterpret_cast<int64_t*>(base + indices_at);
+    owned->sample_indices = reinterpret_cast<int64_t*>(base + layout.indices_at);
     buffer = owned.release();
   }
   for (SequenceValues& sequence : buffer->sequences) {  // a batch's rows append to them

@@ -74,11 +74,17 @@ std::vector<fs::path> match_glob(const std::string& spec) {
   return paths;
 }
 
+std::vector<int64_t> row_group_rows(const ParquetRowGroupReader& reader) {
+  std::vector<int64_t> rows;
+  for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) rows.push_back(reader.row_group_rows(rg));
+  return rows;
+}
+
 ShardInfo shard_info(const fs::path& path, const ParquetRowGroupReader& reader) {
   ShardInfo shard;
   shard.path = path;
   shard.num_rows = reader.num_rows();
-  for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) shard.row_group_rows.push_back(reader.row_group_rows(rg));
+  shard.row_group_rows = row_group_rows(reader);
   shard.row_group_max_compressed_bytes = reader.max_row_group_read_bytes();
   if (reader.encoded()) {
     // Encoded sets stream whole row groups (no pieces): their images' bounds, for the budget.
@@ -229,10 +235,9 @@ ShardedDataset open_indexed(const fs::path& dir, const ParquetImageOptions& opti
   }
   // The row groups alone: the rest of shard_info would find the shard's pages, which reads its
   // chunks (the index records what they tell).
-  std::vector<int64_t> row_group_rows;
-  for (int64_t rg = 0; rg < reader.num_row_groups(); ++rg) row_group_rows.push_back(reader.row_group_rows(rg));
-  if (row_group_rows != first.row_group_rows) {
-    throw DataError(name + ": row groups of " + row_groups_text(row_group_rows) + " rows, but " + index_name +
+  const std::vector<int64_t> found_rows = row_group_rows(reader);
+  if (found_rows != first.row_group_rows) {
+    throw DataError(name + ": row groups of " + row_groups_text(found_rows) + " rows, but " + index_name +
                     " records " + row_groups_text(first.row_group_rows));
   }
   dataset.columns = reader.columns();
