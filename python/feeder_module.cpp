@@ -52,10 +52,12 @@ namespace py = pybind11;
 namespace feeder::python {
 namespace {
 
-Dataset open_path(const std::string& spec, int64_t memory_budget, bool train, std::vector<std::string> fields) {
+Dataset open_path(const std::string& spec, int64_t memory_budget, bool train, std::vector<std::string> fields,
+                  int64_t piece_bytes) {
   py::gil_scoped_release release;
   DatasetOptions options;
   options.memory_budget = memory_budget;
+  options.piece_bytes = piece_bytes;
   options.split = train ? Split::kTrain : Split::kTest;
   options.fields = std::move(fields);
   return open_dataset(spec, options);
@@ -498,7 +500,7 @@ void bind_datasets(py::module_& m) {
         return py::make_tuple(shape.channels, shape.height, shape.width);
       });
   m.def("open_dataset", &open_path, py::arg("spec"), py::arg("memory_budget"), py::arg("train"),
-        py::arg("fields") = std::vector<std::string>{});
+        py::arg("fields") = std::vector<std::string>{}, py::arg("piece_bytes") = 0);
   m.def(
       "open_image_files",
       [](const std::string& name, const std::vector<std::string>& paths, std::vector<int64_t> labels,

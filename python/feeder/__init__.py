@@ -121,6 +121,17 @@ def _memory_budget_bytes(memory_budget):
     return int(number)
 
 
+def _piece_size_bytes(piece_size):
+    if piece_size is None:
+        return 0
+    if isinstance(piece_size, str):
+        return _feeder.parse_byte_size(piece_size, "piece_size")
+    number = _scalar(piece_size)
+    if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Integral) or number <= 0:
+        raise ValueError(f"piece_size must be a positive number of bytes or a size such as '8MiB', got {piece_size!r}")
+    return int(number)
+
+
 def _mean_std(normalize):
     """normalize= as (mean, std): a pair, or torchvision's transforms.Normalize (v1 or v2) itself."""
     if type(normalize).__name__ == "Normalize" and hasattr(normalize, "mean") and hasattr(normalize, "std"):
@@ -183,14 +194,14 @@ def _labeled_or_allowed(opened, path, allow_unlabeled):
     return opened
 
 
-def _open_source(source, labels, memory_budget, train, allow_unlabeled, fields=()):
+def _open_source(source, labels, memory_budget, train, allow_unlabeled, fields=(), piece_bytes=0):
     if isinstance(source, (str, os.PathLike)):
         if labels is not None:
             raise ValueError("labels= goes with in-memory images; a file or set carries its own labels")
         path = os.fspath(source)
         # Paths cross as os.fsencode gives them: any name a POSIX file system allows. train=: the
         # training or the test split of a directory of IDX files, as torchvision's MNIST takes it.
-        opened = _feeder.open_dataset(os.fsencode(path), memory_budget, bool(train), list(fields))
+        opened = _feeder.open_dataset(os.fsencode(path), memory_budget, bool(train), list(fields), piece_bytes)
         if opened.skipped_unsupported:
             warnings.warn(f"{path}: {opened.skipped_unsupported} images of formats feeder does not decode (.bmp, "
                           f".ppm, .pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them. "
@@ -560,6 +571,11 @@ class DataLoader:
             A set whose decoded size fits is read into memory; a larger one is streamed within the
             budget. None: half the available memory.
         shuffle_window: samples shuffled together when streaming (0: as many as the budget holds).
+        piece_size: a Parquet set of pixels: the decoded bytes of a piece ("8MiB"), the unit its
+            order is shuffled in and its stream reads (None: a 4096th of the set, 16 KiB to 1 MiB).
+            Larger pieces mean fewer, larger reads (from S3 or HTTP, fewer requests) and a coarser
+            mix; a given piece size gives the same order from a local disk, a server, in memory or
+            streamed, and a saved state resumes only with the same one (docs/streaming.md).
         pin_memory: when CUDA is available, each batch is copied into page-locked memory (as
             torch's DataLoader does), so that ``.cuda(non_blocking=True)`` overlaps; ignored otherwise.
         labels: the labels of in-memory images (see source).
@@ -623,7 +639,7 @@ class DataLoader:
                  pin_memory_device="", in_order=True, sampler=None, batch_sampler=None, collate_fn=None,
                  worker_init_fn=None, multiprocessing_context=None, image_size=None, augment=None, channels=3,
                  resize=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=True, dct_scaling=True,
-                 on_error="raise", dtype=torch.float32, fields=None):
+                 on_error="raise", dtype=torch.float32, fields=None, piece_size=None):
         # Everything given, to re-open the loader when it is pickled or copied.
         self._arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         _refuse_torch_only(worker_init_fn, multiprocessing_context, collate_fn, timeout, pin_memory_device, in_order,
@@ -636,6 +652,7 @@ class DataLoader:
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         budget = _memory_budget_bytes(memory_budget)
+        self._piece_bytes = _piece_size_bytes(piece_size)
         self.fields = _check_fields(fields, source)
 
         self.batch_size = batch_size
@@ -703,6 +720,9 @@ class DataLoader:
         self._indices = None          # a Subset's indices into the set opened
         self._batch_stage = None      # what runs on each batch in Python (transforms.BatchStage)
         normalize = image_args[-1]
+        if self._piece_bytes and not isinstance(source, (str, os.PathLike)):
+            raise ValueError(f"piece_size applies to a Parquet set of pixels given by its path or URL (it streams in "
+                             f"pieces of row groups), not to a {type(source).__name__}")
         if isinstance(source, CachedDataset):
             if normalize is not None:
                 raise ValueError("normalize= does not apply to a cached dataset: it is served with the values its "
@@ -722,7 +742,7 @@ class DataLoader:
             image, mean, std, dtype_name = self._open_torchvision(source, labels, budget, shuffled, dtype_name,
                                                                   image_args)
         else:
-            self._source = _open_source(source, labels, budget, train, allow_unlabeled, self.fields)
+            self._source = _open_source(source, labels, budget, train, allow_unlabeled, self.fields, self._piece_bytes)
         if self._source.warning:
             warnings.warn(f"{self._source.name}: {self._source.warning}", RuntimeWarning, stacklevel=3)
         if image is not None:

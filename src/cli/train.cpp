@@ -42,6 +42,7 @@ struct TrainArgs {
   std::optional<std::string> train_file;  // a file, a directory of Parquet shards or a glob
   std::optional<std::string> test_file;
   int64_t memory_budget = 0;   // 0: default_memory_budget(), divided among the local ranks
+  int64_t piece_bytes = 0;     // the training set's pieces (DatasetOptions::piece_bytes); 0: the default
   int64_t shuffle_window = 0;  // 0: the largest the budget allows
   bool skip_bad_images = false;
   int64_t epochs = 5;
@@ -424,7 +425,7 @@ int run(const TrainArgs& args) {
   const int local_ranks = distributed ? distributed->local_world_size : 1;
   const int64_t memory_budget = args.memory_budget > 0 ? args.memory_budget : default_memory_budget() / local_ranks;
   const TrainTestSets sets =
-      open_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */, memory_budget);
+      open_train_test(train_path, test_path, ImageShape{} /* SimpleCNN's 1x28x28 */, memory_budget, true, args.piece_bytes);
   const TrainerConfig config = resolve_trainer_options(args.trainer, detect_hardware());
   RunLoaders loaders(args, sets, config, rank, world_size, memory_budget);
   print_data_choice("Train data", sets.train, loaders.train);
@@ -487,7 +488,7 @@ int run(const TrainArgs& args) {
 
 // What CLI11 fills as text (or 0) and the command resolves into TrainArgs after the parse.
 struct TrainTexts {
-  std::string data_dir, train_file, test_file, save_path, report_path, memory_budget, checkpoint_dir;
+  std::string data_dir, train_file, test_file, save_path, report_path, memory_budget, piece_size, checkpoint_dir;
   std::string precision = "auto";
   std::string device = "auto";
   std::string channels_last = "on";
@@ -508,6 +509,10 @@ void add_data_options(CLI::App* app, TrainArgs& args, TrainTexts& texts) {
   app->add_option("--shuffle-window", args.shuffle_window,
                   "samples shuffled together when streaming (default: the largest the budget allows)")
       ->check(at_least(1));
+  app->add_option("--piece-size", texts.piece_size,
+                  "a Parquet training set of pixels: decoded bytes of a piece, the unit it is shuffled in and read, "
+                  "e.g. 8MiB (default: a 4096th of the set, 16 KiB to 1 MiB); larger pieces make fewer, larger reads "
+                  "(fewer requests to S3 or HTTP) and mix more coarsely");
   data->excludes(train)->excludes(test);
   train->needs(test);
   test->needs(train);
@@ -591,6 +596,7 @@ void resolve_train_args(TrainArgs& args, const TrainTexts& texts) {
   if (!texts.checkpoint_dir.empty()) args.checkpoint_dir = texts.checkpoint_dir;
   if (!texts.report_path.empty()) args.report_path = texts.report_path;
   if (!texts.memory_budget.empty()) args.memory_budget = parse_byte_size(texts.memory_budget, "--memory-budget");
+  if (!texts.piece_size.empty()) args.piece_bytes = parse_byte_size(texts.piece_size, "--piece-size");
   args.trainer.precision = parse_precision(texts.precision);
   args.trainer.device = parse_device(texts.device);
   args.trainer.channels_last = texts.channels_last == "on";

@@ -71,6 +71,19 @@ std::string folder_description(const Dataset& dataset, int64_t memory_budget) {
                      " (images and labels only)");
 }
 
+// The rows of a Parquet pixel set's pieces for DatasetOptions::piece_bytes (0: the default); any
+// other set given a piece size throws OptionsError.
+int64_t piece_rows_for(const Dataset& dataset, int64_t piece_bytes) {
+  if (piece_bytes < 0) throw OptionsError("piece_size must be a positive number of bytes, got " + std::to_string(piece_bytes));
+  if (piece_bytes == 0) return 0;
+  if (!dataset.parquet || dataset.parquet->encoded)
+    throw OptionsError(dataset.spec + ": piece_size applies to Parquet sets of pixels, streamed in pieces of row groups, not to this set (" +
+                       (dataset.parquet ? std::string("encoded images, streamed in pieces of whole image pages")
+                                        : std::string(to_string(dataset.kind))) + ")");
+  const int64_t sample_bytes = dataset.parquet->shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));
+  return std::max<int64_t>(1, piece_bytes / sample_bytes);
+}
+
 // IDX and CSV files: read into memory whole.
 void open_file_in_memory(Dataset& dataset, const std::filesystem::path& file) {
   auto store = std::make_shared<const ImageStore>(load_images(file));
@@ -129,7 +142,7 @@ int64_t sequences_held_bytes(const SampleSource& source) {
 
 void hold_parquet(Dataset& dataset, int64_t share) {
   check_rows(dataset, share);
-  std::shared_ptr<SampleSource> stream = open_parquet_source(*dataset.parquet);
+  std::shared_ptr<SampleSource> stream = open_parquet_source(*dataset.parquet, {}, dataset.piece_rows);
   dataset.held_bytes += sequences_held_bytes(*stream);
   if (dataset.parquet->encoded) {
     // Encoded images are decoded as batches need them, so they always stream; within a budget that
@@ -165,6 +178,8 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
   dataset.kind = dataset_kind(spec);
   if (!options.fields.empty() && dataset.kind != DatasetKind::kParquetFile && dataset.kind != DatasetKind::kParquet)
     throw_no_fields(spec, dataset.kind, options.fields);
+  const bool parquet = dataset.kind == DatasetKind::kParquetFile || dataset.kind == DatasetKind::kParquet;
+  if (!parquet) piece_rows_for(dataset, options.piece_bytes);  // refuses a piece size before reading anything
   switch (dataset.kind) {
     case DatasetKind::kTarShards: open_tars(dataset); break;
     case DatasetKind::kImageFolder:
@@ -177,6 +192,7 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
     case DatasetKind::kParquetFile:
     case DatasetKind::kParquet:
       describe_parquet(dataset, budget, options.fields);
+      dataset.piece_rows = piece_rows_for(dataset, options.piece_bytes);
       if (options.hold_within_budget) hold_parquet(dataset, budget);
       break;
     case DatasetKind::kArrays: throw std::logic_error(spec + ": arrays are not opened by path");
@@ -186,6 +202,12 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
 
 Dataset open_dataset(ImageFiles files, const DatasetOptions& options) {
   if (!options.fields.empty()) throw_no_fields(files.name, DatasetKind::kImageFolder, options.fields);
+  if (options.piece_bytes != 0) {
+    Dataset named;
+    named.spec = files.name;
+    named.kind = DatasetKind::kImageFolder;
+    piece_rows_for(named, options.piece_bytes);
+  }
   const int64_t budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
   Dataset dataset;
   dataset.spec = files.name;

@@ -106,11 +106,13 @@ Shares divide_budget(const Dataset& train, const Dataset& test, int64_t memory_b
 }  // namespace
 
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
-                              const ImageShape& model_shape, int64_t memory_budget, bool require_labels) {
+                              const ImageShape& model_shape, int64_t memory_budget, bool require_labels,
+                              int64_t piece_bytes) {
   // An image folder is held when it fits its default share, and streamed within that share otherwise.
   DatasetOptions train_options;
   train_options.memory_budget = memory_budget - memory_budget / 4;
   train_options.hold_within_budget = false;
+  train_options.piece_bytes = piece_bytes;
   Dataset train = open_dataset(train_spec, train_options);
   // A test folder is labeled by the training set's class names (it may lack some), so that a label
   // means the same class in both, whatever folders each has.

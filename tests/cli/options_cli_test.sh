@@ -26,6 +26,10 @@ expect_refused "feeder train: --threads: 100000 is absurd; use at most 256" trai
 expect_refused "feeder train: --threads: needs an integer >= 1, got '0'" train --threads 0
 expect_refused "feeder train: num_workers 5000 is absurd; use at most 256" train --workers 5000 --epochs 1
 expect_refused "feeder train: batch_size 2000000000 is absurd; use at most 1073741824" train --batch-size 2000000000 --epochs 1
+# A piece size is for a Parquet set of pixels (the default data is IDX), and a size.
+expect_refused "piece_size applies to Parquet sets of pixels, streamed in pieces of row groups, not to this set (IDX file)" \
+  train --piece-size 1MiB --epochs 1
+expect_refused "feeder train: --piece-size 'lots': expected a size" train --piece-size lots --epochs 1
 
 # `feeder bench --help` lists every benchmark, not only the two of the executable it used to hand --help to.
 output=$("$feeder" bench --help) || { echo "FAIL: feeder bench --help exited $?"; failures=$((failures + 1)); }

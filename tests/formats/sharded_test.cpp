@@ -107,6 +107,26 @@ TEST(ShardedWrite, RoundTripThroughTheStreamingSource) {
   testing::expect_same_images(read_all(*source), store);
 }
 
+// Pieces over a megabyte of pixels have their pages read together, one read a piece (a run): the
+// same samples as a page at a time, with pieces that begin and end inside pages of 7 rows, and
+// the run counted in what a read takes.
+TEST(ShardedWrite, LargePiecesReadTheirPagesTogether) {
+  TempDir dir;
+  const ImageShape shape{1, 64, 64};
+  const ImageStore store = testing::make_store(shape, 700, true);
+  ShardWriteOptions options = rows_per_shard(700, 700);
+  options.parquet.layout = parquet::ParquetLayout::kImage;
+  options.parquet.page_rows = 7;
+  write_sharded(store, dir.path(), options);
+  const ShardedDataset dataset = open_sharded_dataset(dir.path().string());
+  const auto pages = open_parquet_source(dataset, {}, 7);
+  const auto pieces = open_parquet_source(dataset, {}, 300);  // 1.2 MB of pixels: above a megabyte
+  EXPECT_EQ(pieces->num_blocks(), 3);
+  EXPECT_GE(pieces->max_read_bytes(), pages->max_read_bytes() + 300 * shape.num_pixels());
+  testing::expect_same_images(read_all(*pieces), store);
+  testing::expect_same_images(read_all(*pages), store);
+}
+
 TEST(ShardedWrite, ImageLayoutAndUnlabeledSetsRoundTrip) {
   TempDir dir;
   const ImageStore store = testing::make_store(ImageShape{3, 2, 5}, 77, false);

@@ -49,6 +49,18 @@ TEST_F(TrainSets, BothInMemoryWhenTheyFitTheBudget) {
   EXPECT_EQ(sets.train.description, "in memory (23 KiB decoded, within the 1019 KiB budget)");
 }
 
+// --piece-size: the training set's pieces (24 bytes a sample: 240 bytes are 10 rows, so each row
+// group of 100 is 10 pieces), held in memory or streamed alike; the test set keeps the default.
+TEST_F(TrainSets, APieceSizeSetsTheTrainingSetsPieces) {
+  for (const int64_t budget : {int64_t{1} << 20, int64_t{20000}}) {
+    const TrainTestSets sets = open_train_test(train(), test(), kShape, budget, true, 240);
+    EXPECT_EQ(sets.train.piece_rows, 10);
+    EXPECT_EQ(sets.train.source->num_blocks(), 100) << budget;
+    EXPECT_EQ(sets.test.piece_rows, 0);
+  }
+  EXPECT_EQ(open_train_test(train(), test(), kShape, 1 << 20).train.source->num_blocks(), 10);
+}
+
 // A test set held in memory (CSV, IDX, an image folder) that takes the whole budget leaves the
 // training set nothing to stream within: refused, not streamed within the default budget.
 TEST_F(TrainSets, ATestSetHeldInMemoryThatTakesTheWholeBudgetIsRefused) {

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import feeder
-from conftest import write_idx
+from conftest import numbered_images, write_idx
 
 
 def epoch_labels(loader):
@@ -487,3 +487,65 @@ def test_an_index_that_claims_more_rows_than_the_budget_can_order_is_refused_bef
     with pytest.raises(feeder.DataError, match=r"1000000000100 rows \(as index\.json records them; the most in "
                                                r"part-00001\.parquet, 1000000000000 rows in \d+ bytes\) need 7\.3 TiB"):
         feeder.DataLoader(str(out), batch_size=10, memory_budget=64 << 20)
+
+
+def test_piece_size_is_the_unit_shuffled_and_read_held_or_streamed(tmp_path):
+    # 1000 samples of 1608 bytes (1x40x40 and the label) in row groups of 250: pieces of 42,000
+    # bytes are 26 rows (the last of a row group 16). A window of one sample is one piece, so the
+    # epoch is the pieces in a shuffled order, each one's rows shuffled among themselves; the same
+    # held in memory and streamed; the default pieces (20 rows) give another order. Sample i has
+    # label i // 4 and pixels i % 256 (IDX labels are bytes): i is 4 * label + pixel % 4.
+    images = numbered_images(1000, height=40, width=40)
+    path = write_idx(str(tmp_path / "numbered"), images.reshape(1000, 40, 40), np.arange(1000) // 4)
+    feeder.convert(path, str(tmp_path / "shards") + "/", shard_rows=500, row_group_size=250, layout="image")
+    options = dict(batch_size=10, shuffle=True, seed=3, shuffle_window=1, dtype=torch.uint8)
+
+    def flat(loader):
+        return [4 * label + pixel % 4 for x, y in loader for label, pixel in zip(y.tolist(), x[:, 0, 0, 0].tolist())]
+
+    held = feeder.DataLoader(tmp_path / "shards", piece_size=42000, **options)
+    streamed = feeder.DataLoader(tmp_path / "shards", piece_size="42000B", memory_budget="1MiB", num_workers=2,
+                                 **options)
+    default = feeder.DataLoader(tmp_path / "shards", **options)
+    assert streamed.streaming and not held.streaming
+    order = flat(held)
+    assert flat(streamed) == order
+    assert flat(default) != order
+    pieces = [range(g + first, g + min(first + 26, 250)) for g in range(0, 1000, 250) for first in range(0, 250, 26)]
+    at = 0
+    while at < len(order):
+        piece = next(p for p in pieces if order[at] in p)
+        assert sorted(order[at:at + len(piece)]) == list(piece), at
+        at += len(piece)
+    assert sorted(order) == list(range(1000))
+
+
+def test_a_state_resumes_only_with_the_piece_size_it_was_saved_with(tmp_path, idx_set):
+    images_path, _, _ = idx_set
+    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=1000, layout="image")
+    options = dict(batch_size=32, shuffle=True, seed=5, memory_budget="2MiB", shuffle_window=300)
+    saver = feeder.DataLoader(tmp_path / "shards", piece_size="64KiB", **options)
+    it = iter(saver)
+    seen = [next(it)[1].tolist() for _ in range(3)]
+    state = saver.state_dict()
+    expected = seen + [labels.tolist() for _, labels in it]
+    resumed = feeder.DataLoader(tmp_path / "shards", piece_size="64KiB", **options)
+    resumed.load_state_dict(state)
+    assert seen + epoch_labels(resumed) == expected
+    other = feeder.DataLoader(tmp_path / "shards", **options)
+    with pytest.raises(ValueError, match=r"the pieces the set is shuffled in differ \(another piece size"):
+        other.load_state_dict(state)
+
+
+def test_piece_size_is_refused_where_it_does_not_apply(tmp_path, idx_set, image_set_folder):
+    images_path, images, labels = idx_set
+    with pytest.raises(ValueError, match=r"piece_size applies to Parquet sets of pixels, .* not to this set \(IDX file\)"):
+        feeder.DataLoader(images_path, piece_size="1MiB")
+    with pytest.raises(ValueError, match=r"not to this set \(image folder\)"):
+        feeder.DataLoader(image_set_folder, image_size=8, piece_size="1MiB")
+    with pytest.raises(ValueError, match="piece_size applies to a Parquet set of pixels given by its path"):
+        feeder.DataLoader(images[:, None], labels=labels, piece_size="1MiB")
+    feeder.convert(images_path, str(tmp_path / "shards") + "/", shard_rows=1000)
+    for bad in (0, -1, 1.5, True, "lots"):
+        with pytest.raises(ValueError, match="piece_size"):
+            feeder.DataLoader(tmp_path / "shards", piece_size=bad)

@@ -644,3 +644,31 @@ def test_http_proxy_variable_is_followed(aws_env, sets, web, monkeypatch):
     size = log.stat().st_size
     assert fingerprint(run(["inspect", f"{web.http}/fm/test/"])) == local
     assert log.stat().st_size == size
+
+
+def test_large_pieces_are_read_a_request_each(aws_env, sets, web):
+    """piece_size above a megabyte of pixels: each piece's pages come in one request (pieces of
+    default size, or reads over a network, take a request a megabyte at most), with the batches of
+    the same piece size on local disk, and far fewer requests than the default pieces make."""
+    log = web.work / "counted.log"
+    options = dict(batch_size=200, shuffle=True, num_workers=2, seed=11, memory_budget="24MB")
+
+    def requests(loader):
+        start = log.stat().st_size if log.exists() else 0
+        local = feeder.DataLoader(str(sets / "fm" / "train"), **options, **kwargs)
+        for (x, y), (lx, ly) in zip(loader, local):
+            assert torch.equal(x, lx) and torch.equal(y, ly)
+        with open(log) as f:
+            f.seek(start)
+            return [int(line.split()[1]) for line in f if line.startswith("GET ")]
+
+    kwargs = {"piece_size": "2MiB"}  # 2,647 rows of 792 bytes: 2.07 MB of pixels a piece
+    large = feeder.DataLoader(f"{web.http}/counted/fm/train/", **options, **kwargs)
+    assert large.streaming
+    sizes = requests(large)
+    pixel_reads = [size for size in sizes if size > 100_000]
+    assert len(pixel_reads) <= 60_000 // 2647 + 4 * 6, len(pixel_reads)  # a piece, or its part in a row group
+    assert max(pixel_reads) > 1 << 20, max(pixel_reads)
+    kwargs = {}
+    default = requests(feeder.DataLoader(f"{web.http}/counted/fm/train/", **options))
+    assert len(sizes) * 3 < len(default), (len(sizes), len(default))

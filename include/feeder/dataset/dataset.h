@@ -38,6 +38,12 @@ struct DatasetOptions {
   // every batch carries (Batch::value). Other kinds of set have no such columns: naming a field for
   // one throws OptionsError.
   std::vector<std::string> fields;
+  // A Parquet set of pixels: the decoded bytes of a piece, the unit its order is shuffled in and its
+  // stream reads (rounded down to whole samples, at least one). 0: stream_piece_rows (a 4096th of
+  // the set, 16 KiB to 1 MiB). Larger pieces mean fewer, larger reads (over a network, fewer
+  // requests) and a coarser mix; the same piece size gives the same order from any location, in
+  // memory or streamed. Other kinds of set throw OptionsError.
+  int64_t piece_bytes = 0;
 };
 
 struct Dataset {
@@ -65,6 +71,7 @@ struct Dataset {
   std::vector<std::string> first_unsupported;
   // A Parquet set as its footers or index describe it.
   std::shared_ptr<const ShardedDataset> parquet;
+  int64_t piece_rows = 0;  // a Parquet set of pixels: rows of a piece (0: stream_piece_rows)
 
   // Held as image files' bytes (image folders, lists of image files): names are paths.
   bool image_files() const { return kind == DatasetKind::kImageFolder && source && source->encoded(); }

@@ -37,9 +37,11 @@ struct TrainTestSets {
 // Opens the two sets of a training run, each as open_dataset does (image_stage_for decodes encoded
 // images), within shares of one `memory_budget`. Shares: the test set a quarter of the budget and the training set the rest;
 // a set read into memory hands what it does not use to the other. Checks what load_train_test
-// checks (shapes, labels). Throws DataError naming the set.
+// checks (shapes, labels). Throws DataError naming the set. `piece_bytes`: the training set's
+// DatasetOptions::piece_bytes (the test set is read in its order, with the default pieces).
 TrainTestSets open_train_test(const std::string& train_spec, const std::string& test_spec,
-                              const ImageShape& model_shape, int64_t memory_budget, bool require_labels = true);
+                              const ImageShape& model_shape, int64_t memory_budget, bool require_labels = true,
+                              int64_t piece_bytes = 0);
 
 // The most classes `feeder train` builds a model for (--num-classes and classes_needed alike).
 inline constexpr int64_t kMaxClasses = int64_t{1} << 20;

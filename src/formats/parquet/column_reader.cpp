@@ -92,6 +92,7 @@ ParquetColumnReader ParquetColumnReader::open(const std::filesystem::path& path,
   reader.name_ = name.empty() ? path.string() : std::move(name);
   reader.file_ = open_file(path, reader.name_);
   reader.verify_checksums_ = options.verify_checksums;
+  reader.read_run_bytes_ = options.read_run_bytes;
   reader.read_footer(options);
   std::vector<int64_t> every(reader.metadata_.columns.size());
   std::iota(every.begin(), every.end(), int64_t{0});
@@ -346,14 +347,16 @@ void ParquetColumnReader::read_pages(int64_t row_group_idx, int64_t column_idx, 
   const detail::ChunkPages& chunk_pages = (*pages)[static_cast<size_t>(column_idx)];
   ColumnChunkInfo partial;
   // Where each read is a round trip (gather_read_bytes), neighbouring pages are read together,
-  // up to that many bytes a read; on a local disk one page a read.
+  // up to that many bytes a read, or up to read_run_bytes_ where larger (a large piece's pages in
+  // one request); on a local disk one page a read unless read_run_bytes_ is set.
   const int64_t gather = file_->gather_read_bytes();
+  const int64_t run_bound = std::max(gather, read_run_bytes_);
   // The runs of pages to read: [first, last] each, in file order.
   std::vector<std::pair<size_t, size_t>> runs;
   for_each_page_holding(chunk_pages.data, rows, [&](size_t p) {
     const detail::PageSpan& page = chunk_pages.data[p];
     if (runs.empty() || p != runs.back().second + 1 ||
-        page.offset + page.size_bytes - chunk_pages.data[runs.back().first].offset > gather)
+        page.offset + page.size_bytes - chunk_pages.data[runs.back().first].offset > run_bound)
       runs.emplace_back(p, p);
     else
       runs.back().second = p;

@@ -111,7 +111,8 @@ void select_rows(std::span<const RowRange> ranges, const detail::ChunkLocation& 
 ParquetRowGroupReader ParquetRowGroupReader::open(const std::filesystem::path& path, const ParquetImageOptions& options,
                                                   std::string name) {
   const ColumnReaderOptions column_options{.verify_checksums = options.verify_checksums,
-                                           .max_metadata_bytes = options.max_metadata_bytes};
+                                           .max_metadata_bytes = options.max_metadata_bytes,
+                                           .read_run_bytes = options.read_run_bytes};
   ParquetRowGroupReader reader(ParquetColumnReader::open(path, column_options, std::move(name)));
   reader.resolve_columns(options);
   return reader;

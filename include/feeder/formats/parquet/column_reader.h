@@ -37,6 +37,9 @@ struct ColumnReaderOptions {
   // The most memory the footer may take once parsed (kFooterMemoryPerByte times its bytes),
   // checked for footers over 64 KiB (smaller ones always open); 0: no limit.
   int64_t max_metadata_bytes = 0;
+  // The most bytes of neighbouring data pages read_pages reads with one read (a piece's pages);
+  // the file's gather_read_bytes where larger. 0: a page a read on a local disk.
+  int64_t read_run_bytes = 0;
 };
 
 // One open Parquet file, read a column chunk or a data page at a time. Move-only.
@@ -163,6 +166,7 @@ class ParquetColumnReader {
   std::vector<uint8_t> footer_;
   FileMetadata metadata_;
   bool verify_checksums_ = true;
+  int64_t read_run_bytes_ = 0;
   std::vector<int64_t> selected_;
   std::vector<bool> is_selected_;  // per column of the file
   std::vector<int64_t> values_per_row_;  // per column: 1, n for a list column of n values a row, 0 for a sequence

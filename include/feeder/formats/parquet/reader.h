@@ -121,6 +121,9 @@ struct ParquetImageOptions {
   // checked before it is parsed for footers over 64 KiB (smaller ones always open); 0: no limit. A loader's memory budget, so that a file of 200,000
   // row groups (a 27 MB footer, 600 MB parsed) is refused by name instead of overrunning it.
   int64_t max_metadata_bytes = 0;
+  // Reading parts of row groups: the most bytes of neighbouring pages read at once
+  // (ColumnReaderOptions::read_run_bytes). Not part of what the set is: any value reads the same rows.
+  int64_t read_run_bytes = 0;
 };
 
 // What a parsed footer takes in memory per byte of footer, at most (measured: a 27 MB footer of
