@@ -56,6 +56,8 @@ def child(spec):
     options = dict(batch_size=256, shuffle=True, num_workers=2, memory_budget=spec["budget"], seed=5)
     if spec.get("dtype") == "uint8":
         options["dtype"] = torch.uint8
+    if spec.get("piece_size"):
+        options["piece_size"] = spec["piece_size"]
     if spec["kind"] == "images":
         options.update(image_size=224, augment="random_resized_crop", normalize=(MEAN, STD), prefetch=2)
     if "endpoint" in spec or "cache_dir" in spec:
@@ -169,6 +171,7 @@ def main():
         # (prefetch 2 + 2 of 256 float32 3x224x224 images; the pixel rows: 4 + 2 of 256 float32 1x128x128).
         image_budget = image_bytes * 9 // 10 + 4 * 256 * (3 * 224 * 224 * 4 + 16)
         pixel_budget = (128 << 20) + 6 * 256 * (128 * 128 * 4 + 16)
+        large_pieces = {"piece_size": "8MiB", "dtype": "uint8", "local": "pixels: local disk, 8 MiB pieces, uint8"}
         rows = {
             "images: local disk": {"kind": "images", "source": str(images), "budget": image_budget},
             "images: S3 (s3rver)": {"kind": "images", "source": remote["images"], "budget": image_budget},
@@ -186,6 +189,13 @@ def main():
             "pixels: S3 (s3rver)": {"kind": "pixels", "source": remote["pixels"], "budget": pixel_budget},
             # The same reads from nginx (sendfile, a small fraction of s3rver's CPU a request).
             "pixels: HTTP (nginx)": {"kind": "pixels", "source": f"{web.http}/pixels/", "budget": pixel_budget},
+            # Pieces of 8 MiB (a request each; a coarser mix) and uint8 batches (no conversion to float).
+            "pixels: local disk, 8 MiB pieces, uint8": {"kind": "pixels", "source": str(pixels),
+                                                        "budget": pixel_budget, **large_pieces},
+            "pixels: S3 (s3rver), 8 MiB pieces, uint8": {"kind": "pixels", "source": remote["pixels"],
+                                                         "budget": pixel_budget, **large_pieces},
+            "pixels: HTTP (nginx), 8 MiB pieces, uint8": {"kind": "pixels", "source": f"{web.http}/pixels/",
+                                                          "budget": pixel_budget, **large_pieces},
             # With a disk cache, emptied before each pass: the timed second epoch reads the disk.
             "images: S3, 25 ms a request, cache_dir": {"kind": "images", "source": remote["images"],
                                                        "budget": image_budget, "endpoint": f"{web.http}/s3slow",
@@ -226,7 +236,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for name, spec in rows.items():
-        local = next(n for n in rows if n.startswith(spec["kind"]) and "local" in n)
+        local = spec.get("local") or next(n for n in rows if n.startswith(spec["kind"]) and "local" in n)
         median = statistics.median(rate(r) for r in results[name])
         ratio = statistics.median(rate(r) / rate(l) for r, l in zip(results[name], results[local]))
         epoch = results[name][-1]["epochs"][1]
@@ -241,7 +251,10 @@ def main():
         summary[name] = {"samples_per_second": median, "vs_local": ratio, "requests": requests, "bytes": received,
                          "peak_rss_mib": peak}
     for name, against, label in (("pixels: S3 (s3rver)", curl, "pixels from S3"),
-                                 ("pixels: HTTP (nginx)", curl_nginx, "pixels from nginx")):
+                                 ("pixels: HTTP (nginx)", curl_nginx, "pixels from nginx"),
+                                 ("pixels: S3 (s3rver), 8 MiB pieces, uint8", curl, "pixels from S3, 8 MiB pieces"),
+                                 ("pixels: HTTP (nginx), 8 MiB pieces, uint8", curl_nginx,
+                                  "pixels from nginx, 8 MiB pieces")):
         if name not in results:
             continue
         loader_rates = [r["epochs"][1]["bytes"] / r["epochs"][1]["seconds"] for r in results[name]]
