@@ -71,16 +71,16 @@ std::string folder_description(const Dataset& dataset, int64_t memory_budget) {
                      " (images and labels only)");
 }
 
-// The rows of a Parquet pixel set's pieces for DatasetOptions::piece_bytes (0: the default); any
-// other set given a piece size throws OptionsError.
-int64_t piece_rows_for(const Dataset& dataset, int64_t piece_bytes) {
+// The rows of a Parquet pixel set's pieces for DatasetOptions::piece_bytes (0: the default); a set
+// of another kind (`parquet` null) or of encoded images given a piece size throws OptionsError.
+int64_t piece_rows_for(const std::string& spec, DatasetKind kind, const ShardedDataset* parquet, int64_t piece_bytes) {
   if (piece_bytes < 0) throw OptionsError("piece_size must be a positive number of bytes, got " + std::to_string(piece_bytes));
   if (piece_bytes == 0) return 0;
-  if (!dataset.parquet || dataset.parquet->encoded)
-    throw OptionsError(dataset.spec + ": piece_size applies to Parquet sets of pixels, streamed in pieces of row groups, not to this set (" +
-                       (dataset.parquet ? std::string("encoded images, streamed in pieces of whole image pages")
-                                        : std::string(to_string(dataset.kind))) + ")");
-  const int64_t sample_bytes = dataset.parquet->shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));
+  if (!parquet || parquet->encoded)
+    throw OptionsError(spec + ": piece_size applies to Parquet sets of pixels, streamed in pieces of row groups, not to this set (" +
+                       (parquet ? std::string("encoded images, streamed in pieces of whole image pages")
+                                : std::string(to_string(kind))) + ")");
+  const int64_t sample_bytes = parquet->shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));
   return std::max<int64_t>(1, piece_bytes / sample_bytes);
 }
 
@@ -179,7 +179,7 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
   if (!options.fields.empty() && dataset.kind != DatasetKind::kParquetFile && dataset.kind != DatasetKind::kParquet)
     throw_no_fields(spec, dataset.kind, options.fields);
   const bool parquet = dataset.kind == DatasetKind::kParquetFile || dataset.kind == DatasetKind::kParquet;
-  if (!parquet) piece_rows_for(dataset, options.piece_bytes);  // refuses a piece size before reading anything
+  if (!parquet) piece_rows_for(spec, dataset.kind, nullptr, options.piece_bytes);  // refused before anything is read
   switch (dataset.kind) {
     case DatasetKind::kTarShards: open_tars(dataset); break;
     case DatasetKind::kImageFolder:
@@ -192,7 +192,7 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
     case DatasetKind::kParquetFile:
     case DatasetKind::kParquet:
       describe_parquet(dataset, budget, options.fields);
-      dataset.piece_rows = piece_rows_for(dataset, options.piece_bytes);
+      dataset.piece_rows = piece_rows_for(spec, dataset.kind, dataset.parquet.get(), options.piece_bytes);
       if (options.hold_within_budget) hold_parquet(dataset, budget);
       break;
     case DatasetKind::kArrays: throw std::logic_error(spec + ": arrays are not opened by path");
@@ -202,12 +202,7 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
 
 Dataset open_dataset(ImageFiles files, const DatasetOptions& options) {
   if (!options.fields.empty()) throw_no_fields(files.name, DatasetKind::kImageFolder, options.fields);
-  if (options.piece_bytes != 0) {
-    Dataset named;
-    named.spec = files.name;
-    named.kind = DatasetKind::kImageFolder;
-    piece_rows_for(named, options.piece_bytes);
-  }
+  piece_rows_for(files.name, DatasetKind::kImageFolder, nullptr, options.piece_bytes);  // refuses a piece size
   const int64_t budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
   Dataset dataset;
   dataset.spec = files.name;
