@@ -165,7 +165,8 @@ inline constexpr int64_t kEncodedPieceBytes = int64_t{4} << 20;
 int64_t stream_piece_rows(const ImageShape& shape, int64_t num_rows);
 
 // A streaming source over a sharded set: blocks are pieces of row groups of `piece_rows` rows (0:
-// stream_piece_rows; the last piece of a row group may be shorter), or for encoded images whole
+// stream_piece_rows; the last piece of a row group may be shorter; a piece of over a megabyte of
+// pixels has its pages read together, the read counted in max_read_bytes), or for encoded images whole
 // row groups and pieces of whole image pages (kEncodedPieceRows, kEncodedPieceBytes; `piece_rows`
 // does not apply), read with pread into the caller's
 // buffer (never mapped, so the page cache does not count against the process) and decoded with

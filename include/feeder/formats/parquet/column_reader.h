@@ -115,9 +115,11 @@ class ParquetColumnReader {
   // errors while decoding them give the page and row numbers of the whole chunk.
   using OnPages = std::function<void(const detail::ChunkLocation& where)>;
   // Each data page of selected column `column_idx` that holds rows of `rows` (sorted by begin,
-  // disjoint), in file order, read on its own into `scratch` (after the chunk's dictionary page,
-  // when it has one) and handed to `on_page`: once, however many spans it holds. Finds the row
-  // group's pages on first use. std::invalid_argument for a column not selected.
+  // disjoint), in file order, read into `scratch` (after the chunk's dictionary page, when it has
+  // one) and handed to `on_page`: once, however many spans it holds. A page a read on a local disk;
+  // neighbouring pages together up to the file's gather_read_bytes or read_run_bytes, whichever is
+  // larger, and then handed over as one chunk. Finds the row group's pages on first use.
+  // std::invalid_argument for a column not selected.
   void read_pages(int64_t row_group_idx, int64_t column_idx, std::span<const RowSpan> rows,
                   std::vector<uint8_t>& scratch, const OnPages& on_page) const;
   // The data pages of selected column `column_idx` that hold rows `rows`, read together with one
