@@ -109,27 +109,24 @@ def storage_stats():
     return _feeder.storage_stats()
 
 
+def _byte_size(value, name, example):
+    """A size given as a positive number of bytes or as text ("256MiB"); ValueError naming `name`."""
+    if isinstance(value, str):
+        return _feeder.parse_byte_size(value, name)
+    number = _scalar(value)
+    if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Integral) or number <= 0:
+        raise ValueError(f"{name} must be a positive number of bytes or a size such as '{example}', got {value!r}")
+    return int(number)
+
+
 def _memory_budget_bytes(memory_budget):
     if memory_budget is None:
         return _feeder.default_memory_budget()
-    if isinstance(memory_budget, str):
-        return _feeder.parse_byte_size(memory_budget)
-    number = _scalar(memory_budget)
-    if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Integral) or number <= 0:
-        raise ValueError(f"memory_budget must be a positive number of bytes or a size such as '256MiB', "
-                         f"got {memory_budget!r}")
-    return int(number)
+    return _byte_size(memory_budget, "memory_budget", "256MiB")
 
 
 def _piece_size_bytes(piece_size):
-    if piece_size is None:
-        return 0
-    if isinstance(piece_size, str):
-        return _feeder.parse_byte_size(piece_size, "piece_size")
-    number = _scalar(piece_size)
-    if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Integral) or number <= 0:
-        raise ValueError(f"piece_size must be a positive number of bytes or a size such as '8MiB', got {piece_size!r}")
-    return int(number)
+    return 0 if piece_size is None else _byte_size(piece_size, "piece_size", "8MiB")
 
 
 def _mean_std(normalize):

@@ -80,8 +80,7 @@ int64_t piece_rows_for(const std::string& spec, DatasetKind kind, const ShardedD
     throw OptionsError(spec + ": piece_size applies to Parquet sets of pixels, streamed in pieces of row groups, not to this set (" +
                        (parquet ? std::string("encoded images, streamed in pieces of whole image pages")
                                 : std::string(to_string(kind))) + ")");
-  const int64_t sample_bytes = parquet->shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));
-  return std::max<int64_t>(1, piece_bytes / sample_bytes);
+  return piece_rows_of_bytes(parquet->shape, piece_bytes);
 }
 
 // IDX and CSV files: read into memory whole.
@@ -176,9 +175,8 @@ Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
   Dataset dataset;
   dataset.spec = spec;
   dataset.kind = dataset_kind(spec);
-  if (!options.fields.empty() && dataset.kind != DatasetKind::kParquetFile && dataset.kind != DatasetKind::kParquet)
-    throw_no_fields(spec, dataset.kind, options.fields);
   const bool parquet = dataset.kind == DatasetKind::kParquetFile || dataset.kind == DatasetKind::kParquet;
+  if (!options.fields.empty() && !parquet) throw_no_fields(spec, dataset.kind, options.fields);
   if (!parquet) piece_rows_for(spec, dataset.kind, nullptr, options.piece_bytes);  // refused before anything is read
   switch (dataset.kind) {
     case DatasetKind::kTarShards: open_tars(dataset); break;

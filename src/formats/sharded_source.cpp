@@ -423,10 +423,14 @@ int64_t stream_piece_rows(const ImageShape& shape, int64_t num_rows) {
   constexpr int64_t kMinPieceBytes = int64_t{16} << 10;
   constexpr int64_t kMaxPieceBytes = int64_t{1} << 20;
   constexpr int64_t kPiecesPerSet = 4096;
-  const int64_t sample_bytes = shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));
-  const int64_t smallest = std::max<int64_t>(1, kMinPieceBytes / sample_bytes);
-  const int64_t largest = std::max<int64_t>(smallest, kMaxPieceBytes / sample_bytes);
+  const int64_t smallest = piece_rows_of_bytes(shape, kMinPieceBytes);
+  const int64_t largest = std::max<int64_t>(smallest, piece_rows_of_bytes(shape, kMaxPieceBytes));
   return std::clamp((num_rows + kPiecesPerSet - 1) / kPiecesPerSet, smallest, largest);
+}
+
+int64_t piece_rows_of_bytes(const ImageShape& shape, int64_t piece_bytes) {
+  const int64_t sample_bytes = shape.num_pixels() + static_cast<int64_t>(sizeof(int64_t));
+  return std::max<int64_t>(1, piece_bytes / sample_bytes);
 }
 
 std::shared_ptr<SampleSource> open_parquet_source(const ShardedDataset& dataset, const ParquetImageOptions& options,

@@ -163,6 +163,9 @@ inline constexpr int64_t kEncodedPieceBytes = int64_t{4} << 20;
 // the row groups' size, while a piece stays large enough to read at the disk's and the codec's
 // pace. `feeder convert` writes pages of as many rows (every column), so that each piece is a page.
 int64_t stream_piece_rows(const ImageShape& shape, int64_t num_rows);
+// The rows of a piece of `piece_bytes` decoded bytes (pixels and label, as stream_piece_rows
+// counts them): whole samples, at least one.
+int64_t piece_rows_of_bytes(const ImageShape& shape, int64_t piece_bytes);
 
 // A streaming source over a sharded set: blocks are pieces of row groups of `piece_rows` rows (0:
 // stream_piece_rows; the last piece of a row group may be shorter; a piece of over a megabyte of
