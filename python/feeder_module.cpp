@@ -45,6 +45,7 @@
 #include "feeder/image/resized_crop.h"
 #include "feeder/system/runtime.h"
 #include "feeder/util/byte_size.h"
+#include "feeder/util/made_in_process.h"
 #include "feeder/version.h"
 
 namespace py = pybind11;
@@ -209,19 +210,36 @@ class PyLoader {
     py::gil_scoped_release release;  // a streaming loader reads epoch 0's first blocks here
     loader_ = std::make_unique<Loader>(std::move(source), options);
   }
+  ~PyLoader() {
+    // In a forked child the mutex may be held by a thread of the parent; ~Loader keeps its parts.
+    if (made_in_.forked()) keep_in_forked_child(std::move(loader_));
+  }
+
+  // A loader inherited by a forked child (torch's DataLoader forks its workers) is not used there:
+  // its threads stayed in the parent. Raised instead of waiting for them for ever.
+  void check_process() const {
+    if (made_in_.forked())
+      throw std::runtime_error("this feeder DataLoader was made in process " + std::to_string(made_in_.pid()) +
+                               ", and this process is a child forked from it, where its worker threads do not "
+                               "exist: make the DataLoader in this process (pickled, a DataLoader is made "
+                               "again where it is unpickled)");
+  }
 
   void start_epoch(int64_t epoch) {
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard lock(mutex_);
     loader_->start_epoch(epoch);
   }
   // An epoch over a sampler's indices (Loader::start_epoch with an order).
   void start_epoch_with_order(int64_t epoch, std::vector<int64_t> order, int64_t first_batch) {
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard lock(mutex_);
     loader_->start_epoch(epoch, std::move(order), first_batch);
   }
   void reseed(uint64_t seed) {
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard lock(mutex_);
     loader_->reseed(seed);
@@ -235,6 +253,7 @@ class PyLoader {
     std::optional<Batch> batch;
     // Waits in slices, checking Python's signals between them, so that Ctrl-C raises
     // KeyboardInterrupt within a slice however long the batch takes.
+    check_process();
     for (bool ready = false; !ready;) {
       {
         py::gil_scoped_release release;
@@ -268,6 +287,7 @@ class PyLoader {
   // Runs epoch `epoch` to its end in C++ and returns its number of samples: the loader's rate with
   // nothing of Python between batches, for bench/images/images_bench.py to set beside next()'s.
   int64_t drain_epoch(int64_t epoch) {
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard lock(mutex_);
     loader_->start_epoch(epoch);
@@ -277,12 +297,14 @@ class PyLoader {
   }
 
   std::string state() {
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard lock(mutex_);
     return loader_->state().to_json();
   }
   void restore(const std::string& state_json) {
     const LoaderState state = LoaderState::from_json(state_json);
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard lock(mutex_);
     loader_->restore(state);
@@ -294,6 +316,7 @@ class PyLoader {
  private:
   std::mutex mutex_;  // held by whichever thread is inside loader_
   std::unique_ptr<Loader> loader_;
+  MadeInProcess made_in_;
   uintptr_t last_images_ = 0;  // the buffers of the batch next() returned last
   uintptr_t last_labels_ = 0;
 };
@@ -452,12 +475,21 @@ py::str inspect(const std::string& path) {
 }  // namespace feeder::python
 
 namespace feeder::python {
+// The holder of a Source: freed where it was made, kept in a forked child (its parts may be held
+// by the parent's threads at the fork; feeder/util/made_in_process.h).
+struct DatasetDelete {
+  MadeInProcess made_in;
+  void operator()(Dataset* dataset) const {
+    if (!made_in.forked()) delete dataset;
+  }
+};
+
 namespace {
 
 // Opening sets: paths, lists of image files, arrays.
 void bind_datasets(py::module_& m) {
   // A dataset as open_dataset gives it. `classes` may be set by the package (a torchvision dataset's).
-  py::class_<Dataset>(m, "Source")
+  py::class_<Dataset, std::unique_ptr<Dataset, DatasetDelete>>(m, "Source")
       .def_property_readonly("streaming", [](const Dataset& s) { return s.streaming; })
       .def_property_readonly("description", [](const Dataset& s) { return fs_str(s.description); })
       .def_property_readonly("warning", [](const Dataset& s) { return fs_str(s.warning); })
@@ -563,6 +595,22 @@ void bind_loader(py::module_& m) {
       .def("last_batch_addresses", &PyLoader::last_batch_addresses);
 
   m.def("epoch_order", &epoch_order, py::arg("num_samples"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"));
+  // This rank's samples of an epoch's order, batch after batch, as the loader serves them (EpochPlan:
+  // padded for ranks, each global batch split among them): the order torch's DataLoader is given
+  // when it runs the items (feeder/torch_run.py).
+  m.def(
+      "rank_order",
+      [](std::vector<int64_t> order, int64_t batch_size, bool drop_last, int64_t rank, int64_t world_size) {
+        const EpochPlan plan(std::move(order), batch_size, drop_last, rank, world_size);
+        std::vector<int64_t> samples;
+        samples.reserve(static_cast<size_t>(plan.num_samples()));
+        for (int64_t b = 0; b < plan.num_batches(); ++b) {
+          const auto [first, last] = plan.batch_span(b);
+          for (int64_t p = first; p < last; ++p) samples.push_back(plan.sample_at(p));
+        }
+        return samples;
+      },
+      py::arg("order"), py::arg("batch_size"), py::arg("drop_last"), py::arg("rank"), py::arg("world_size"));
 }
 
 // convert and inspect, as library calls.

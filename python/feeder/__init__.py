@@ -22,6 +22,7 @@ import numbers
 import os
 import sys
 import warnings
+import weakref
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from . import datasets as _datasets
 from .cached import CachedDataset, cached
 from .order import draw_seed as _draw_seed, own_sampler as _own_sampler, sampler_padding as _sampler_padding
 from .transforms import UnsupportedTransform
+from . import torch_run as _torch_run
 
 _default_collate = torch.utils.data.default_collate
 
@@ -44,7 +46,7 @@ __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "Batch", "FieldBatch", "DataError", "UnsupportedTransform", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "set_storage_options", "storage_stats", "__version__"]
+__all__ = ["DataLoader", "Batch", "FieldBatch", "DataError", "UnsupportedTransform", "TorchRunWarning", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "set_storage_options", "storage_stats", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -222,32 +224,53 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled, fields=(
     return _feeder.from_arrays(_as_uint8_images(source), _as_int64_labels(labels))
 
 
-# torch.utils.data.DataLoader's arguments that have no meaning here, and what to use instead.
-_REFUSED = {
-    "collate_fn": "feeder assembles batches in C++ into (images, labels) tensors, as torch's default_collate "
-                  "would (collate_fn=torch.utils.data.default_collate is accepted): pass transform=, a callable "
-                  "(images, labels) -> (images, labels) applied to each batch, or keep a custom collate on torch's "
-                  "DataLoader",
-    "worker_init_fn": "workers are C++ threads in this process, with nothing to initialise",
-    "multiprocessing_context": "workers are C++ threads in this process, not processes",
-}
-
-
-def _refuse_torch_only(worker_init_fn, multiprocessing_context, collate_fn, timeout, pin_memory_device, in_order,
-                       transform):
-    """torch.utils.data.DataLoader's arguments that have no meaning here, refused saying what to use."""
+def _torch_run_reason(source, collate_fn, worker_init_fn, multiprocessing_context, timeout, batch_sampler,
+                      pin_memory_device, in_order):
+    """Why the items must be made as torch's DataLoader makes them (feeder/torch_run.py), as a
+    sentence, or None when feeder makes them itself. A torchvision dataset is asked later, once
+    its transform is read."""
+    if collate_fn is not None and collate_fn is not _default_collate:
+        return (f"collate_fn {getattr(collate_fn, '__qualname__', type(collate_fn).__name__)} is the script's own: "
+                f"torch's DataLoader calls it on each batch's samples")
     for name, value in {"worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}.items():
         if value is not None:
-            raise ValueError(f"{name} is not supported by feeder.DataLoader: {_REFUSED[name]}")
-    if collate_fn is not None and collate_fn is not _default_collate:
-        raise ValueError(f"collate_fn is not supported by feeder.DataLoader: {_REFUSED['collate_fn']}")
+            return f"{name} is given: it applies to torch's worker processes"
     if timeout != 0:
-        raise ValueError(f"timeout={timeout!r} is not supported: feeder's next() waits for the batch it "
-                         f"needs, and a worker's error is raised by it")
+        return f"timeout={timeout!r} is given: it applies to torch's worker processes"
     if pin_memory_device:
-        raise ValueError("pin_memory_device is not supported: pin_memory=True pins for CUDA")
+        return f"pin_memory_device={pin_memory_device!r} is given"
     if not in_order:
-        raise ValueError("in_order=False is not supported: batches always come in order")
+        return "in_order=False is given"
+    if batch_sampler is not None and not isinstance(batch_sampler, torch.utils.data.BatchSampler) and not isinstance(
+            getattr(batch_sampler, "batch_size", None), int) and hasattr(batch_sampler, "__iter__"):
+        return (f"batch_sampler {type(batch_sampler).__name__} has no batch_size: its batches may be of any size, "
+                f"and feeder assembles batches of one size")
+    return None
+
+
+def _torch_dataset_reason(source):
+    """Why a dataset is one whose items torch's DataLoader makes: the user's own Dataset or an
+    IterableDataset; None for what feeder reads itself (paths, arrays, cached sets, torchvision's
+    datasets, asked later)."""
+    if isinstance(source, torch.utils.data.IterableDataset):
+        return f"{type(source).__name__} is an IterableDataset: it orders and makes its own items"
+    view, _ = _datasets.unwrap(source)
+    if _feeders_own(source) or _datasets.is_torchvision_dataset(source):
+        return None
+    if isinstance(source, torch.utils.data.Dataset) or (hasattr(source, "__getitem__") and hasattr(source, "__len__")):
+        return (f"a {type(view).__name__} dataset makes its items in its own __getitem__ (feeder.cached(dataset) "
+                f"reads them once, in parallel, into memory, then serves them at feeder's speed)")
+    return None
+
+
+def _feeders_own(source):
+    """A set only feeder reads (a path, arrays, a cached set, a view of another loader's set)."""
+    view, _ = _datasets.unwrap(source)
+    return isinstance(source, (str, os.PathLike, CachedDataset, tuple, list, np.ndarray, torch.Tensor)) or isinstance(
+        view, _DatasetView)
+
+
+def _check_transform(transform):
     if transform is not None and not callable(transform):
         raise ValueError(f"transform must be a callable (images, labels) -> (images, labels), got {transform!r}")
 
@@ -639,8 +662,20 @@ class DataLoader:
                  on_error="raise", dtype=torch.float32, fields=None, piece_size=None):
         # Everything given, to re-open the loader when it is pickled or copied.
         self._arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
-        _refuse_torch_only(worker_init_fn, multiprocessing_context, collate_fn, timeout, pin_memory_device, in_order,
-                           transform)
+        _check_transform(transform)
+        reason = _torch_run_reason(source, collate_fn, worker_init_fn, multiprocessing_context, timeout, batch_sampler,
+                                   pin_memory_device, in_order)
+        if reason is not None and _feeders_own(source):
+            raise ValueError(f"{reason}, which needs a torch Dataset; feeder reads this {type(source).__name__} "
+                             f"itself, into (images, labels) batches assembled in C++ as torch's default_collate "
+                             f"would")
+        reason = reason or _torch_dataset_reason(source)
+        if reason is None and _datasets.is_torchvision_dataset(source):
+            reason = _datasets.untranslatable(source)
+        if reason is not None:  # the items made as torch's DataLoader makes them
+            self.__class__ = _TorchRunLoader
+            self._run_as_torch(reason, self._arguments)
+            return
         sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed = _resolve_sampling(
             sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed, generator)
         num_workers, prefetch, batch_size, seed, world_size, rank, shuffle_window = _check_counts(
@@ -690,10 +725,18 @@ class DataLoader:
                                       self.drop_last, num_workers, prefetch, mean, std, layout.lower(),
                                       0 if self._ordered else rank, 1 if self._ordered else world_size, budget,
                                       shuffle_window, image, on_error == "skip", dtype_name)
-        # loader.dataset[i]: one sample at a time, made as the batches' samples are, on this thread.
-        self._make_item_loader = lambda: _feeder.Loader(
-            self._source, 1, False, self.seed, False, 0, 1, mean, std, "nchw", 0, 1, budget, 0, image, False,
-            dtype_name)
+        # loader.dataset[i]: one sample at a time, made as the batches' samples are, on this thread,
+        # with the seed of the loader's last pass. Through a weak reference: a view that held the
+        # loader would make a cycle, keeping a dropped loader (and its threads) until a collection,
+        # which may come in a child torch's DataLoader forked.
+        owner, source, seed = weakref.ref(self), self._source, self.seed
+
+        def make_item_loader():
+            loader = owner()
+            return _feeder.Loader(source, 1, False, seed if loader is None else loader.seed, False, 0, 1, mean, std,
+                                  "nchw", 0, 1, budget, 0, image, False, dtype_name)
+
+        self._make_item_loader = make_item_loader
         self._pin_memory = self.pin_memory and torch.cuda.is_available()
         if self._loader.shuffle_advice:
             # The set streams in a window that mixes too few pieces for how its labels are laid out.
@@ -869,6 +912,15 @@ class DataLoader:
         """Batch buffers allocated so far; stays small while the training loop frees its batches."""
         return self._loader.buffers_allocated
 
+    @property
+    def plan(self):
+        """What runs where, as a sentence: feeder's C++ threads making the items, or torch's DataLoader
+        (for what feeder cannot translate exactly; a TorchRunWarning said so when the loader was made)."""
+        return getattr(self, "_plan", None) or (
+            f"feeder makes the items in C++ ({self.num_workers} threads"
+            f"{'' if self.num_workers else ': none, on the calling thread'}) from {self.source_description}"
+            + ("; the dataset transform's last steps run on each batch in Python" if self._batch_stage else ""))
+
     # ---------------------------------------------------------------- iteration
 
     @property
@@ -995,6 +1047,9 @@ class DataLoader:
             loader_state = state_dict["loader_state"]
         except (KeyError, TypeError) as error:
             raise ValueError(f"not a feeder DataLoader state_dict (missing {error})") from None
+        if state_dict.get("torch_run"):
+            raise ValueError("cannot restore this state: it was saved by a loader whose items torch's DataLoader "
+                             "made, and this one makes them itself")
         order = state_dict.get("order")
         # The pass's own counts must be the loader state's, whose checks guard the order.
         if not isinstance(next_epoch, int) or isinstance(next_epoch, bool) or next_epoch < 0:
@@ -1029,6 +1084,256 @@ class DataLoader:
         self._num_yielded = num_yielded
         self._finished = bool(finished)
         self._next_epoch = next_epoch if not resuming else epoch + 1
+
+
+class TorchRunWarning(RuntimeWarning):
+    """Said once by a DataLoader whose items torch's DataLoader makes: what runs where, and why."""
+
+
+class _TorchRunLoader(DataLoader):
+    """A DataLoader whose items torch's DataLoader makes, in its worker processes (feeder/torch_run.py),
+    over feeder's order: what the user's torch code would do, with feeder's set_epoch, ranks,
+    state_dict and attributes."""
+
+    def _run_as_torch(self, reason, arguments):
+        a = dict(arguments)
+        source = a["source"]
+        for name in ("labels", "image_size", "augment", "resize", "fields", "piece_size", "normalize",
+                     "memory_budget"):
+            if a[name] is not None:
+                raise ValueError(f"{name}= applies to sets feeder reads itself; this loader's items are made as "
+                                 f"torch's DataLoader makes them ({reason})")
+        batch_size, sampler, batch_sampler = a["batch_size"], a["sampler"], a["batch_sampler"]
+        shuffle, seed, rank, world_size = a["shuffle"], a["seed"], a["rank"], a["world_size"]
+        drop_last, generator = a["drop_last"], a["generator"]
+        raw_batches = batch_sampler is not None and not isinstance(batch_sampler, torch.utils.data.BatchSampler) \
+            and not isinstance(getattr(batch_sampler, "batch_size", None), int)
+        if raw_batches:  # batches of any size, as the batch sampler gives them
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                                 "drop_last")
+            batch_size = None
+            if generator is not None:
+                seed = generator.initial_seed()
+        elif batch_size is None:  # torch's items one at a time, not batched
+            if drop_last:
+                raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                                 "drop_last")
+            sampler, _, _, _, shuffle, rank, world_size, seed = _resolve_sampling(
+                sampler, None, 1, False, shuffle, rank, world_size, seed, generator)
+        else:
+            sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed = _resolve_sampling(
+                sampler, batch_sampler, batch_size, drop_last, shuffle, rank, world_size, seed, generator)
+        num_workers, prefetch, _, seed, world_size, rank, _ = _check_counts(
+            a["num_workers"], a["prefetch"], a["prefetch_factor"], batch_size or 1, seed, world_size, rank, 0)
+        iterable = isinstance(source, torch.utils.data.IterableDataset)
+        if iterable and (shuffle or sampler is not None or batch_sampler is not None or world_size > 1):
+            raise ValueError(f"{type(source).__name__} is an IterableDataset, which orders its own items: shuffle, "
+                             f"sampler, batch_sampler and rank/world_size do not apply (as with torch's DataLoader)")
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = 42 if seed is None else seed
+        self._seed_given = seed is not None
+        self.generator = generator
+        self.drop_last = bool(drop_last)
+        self.num_workers = num_workers
+        self.rank, self.world_size = rank, world_size
+        self._draw_base_once = bool(a["persistent_workers"]) and num_workers > 0
+        self.persistent_workers = bool(a["persistent_workers"])
+        self.pin_memory = bool(a["pin_memory"])
+        self._pin_memory = False  # torch's DataLoader pins
+        self.prefetch_factor = a["prefetch_factor"] if a["prefetch_factor"] is not None else (2 if num_workers else None)
+        self.prefetch = prefetch
+        self.collate_fn = a["collate_fn"] if a["collate_fn"] is not None else _default_collate
+        self.timeout = a["timeout"]
+        self.worker_init_fn = a["worker_init_fn"]
+        self.multiprocessing_context = a["multiprocessing_context"]
+        self.fields = ()
+        self._transform = a["transform"]
+        self._user_dataset = source
+        self._indices = None
+        self._batch_stage = None
+        self._sampler = sampler
+        self._batch_sampler = batch_sampler
+        self._raw_batches = raw_batches
+        self._ordered = sampler is not None or batch_sampler is not None
+        self._next_epoch, self._epoch, self._num_yielded = 0, None, 0
+        self._finished = self._resume_pending = False
+        self._generation = self._passes = 0
+        self._order, self._order_padding = None, 0
+        self._own_sampler = self._view = None
+        extra = {}
+        if a["pin_memory_device"]:
+            extra["pin_memory_device"] = a["pin_memory_device"]
+        if not a["in_order"]:
+            extra["in_order"] = False
+        # A BatchSampler with a batch_size: its sampler and size are the pass's (the order below).
+        self._run = _torch_run.TorchRun(
+            source, batch_size, self.drop_last, num_workers, self.collate_fn, self.pin_memory, self.worker_init_fn,
+            self.multiprocessing_context, self.timeout, a["prefetch_factor"], self.persistent_workers,
+            batch_sampler if raw_batches else None, extra)
+        workers = f"{num_workers} worker processes" if num_workers else "the calling process"
+        order = ("the IterableDataset's own order" if iterable else
+                 f"{type(batch_sampler).__name__}'s batches" if raw_batches else
+                 f"{type(sampler).__name__}'s indices" if sampler is not None else
+                 f"{'a shuffle' if shuffle else 'the dataset order'} of (seed, epoch)" +
+                 (f", rank {rank} of {world_size}" if world_size > 1 else ""))
+        self._plan = (f"torch's DataLoader makes the items ({workers}, its seeding rules), because {reason}; feeder "
+                     f"gives the order ({order}), set_epoch and state_dict")
+        warnings.warn(f"feeder.DataLoader: {self._plan}", TorchRunWarning, stacklevel=3)
+
+    def __len__(self):
+        if self._raw_batches or isinstance(self._user_dataset, torch.utils.data.IterableDataset):
+            return len(self._run.loader)
+        count = self._order_length() if self._ordered else _torch_run.rank_samples(
+            len(self._user_dataset), self.batch_size or 1, self.drop_last, self.world_size)
+        if self.batch_size is None:
+            return count
+        return count // self.batch_size if self.drop_last else -(-count // self.batch_size)
+
+    def _order_length(self):
+        return len(self._sampler) if self._sampler is not None else len(self._batch_sampler)
+
+    @property
+    def num_samples(self):
+        return len(self) if self.batch_size is None else None if self._raw_batches else (
+            self._order_length() if self._ordered else _torch_run.rank_samples(
+                len(self._user_dataset), self.batch_size, self.drop_last, self.world_size))
+
+    @property
+    def dataset_size(self):
+        return len(self._user_dataset)
+
+    @property
+    def image_shape(self):
+        return None  # the user's items: whatever their transform makes
+
+    streaming = False
+    shuffle_window = 0
+    buffers_allocated = 0
+
+    @property
+    def source_description(self):
+        return f"{type(self._user_dataset).__name__}: {self._plan}"
+
+    @property
+    def skipped(self):
+        return 0, []
+
+    def _pass_order(self, epoch):
+        """The pass's indices (a list of batches with a batch sampler of its own sizes), and how many of
+        its last ones pad it for ranks."""
+        if isinstance(self._user_dataset, torch.utils.data.IterableDataset):
+            return None, 0
+        if self._raw_batches:
+            return [list(batch) for batch in self._batch_sampler], 0
+        if self._sampler is not None:
+            return list(self._sampler), _sampler_padding(self._sampler)
+        size = len(self._user_dataset)
+        batch_size = self.batch_size or 1
+        order = _torch_run.own_order(size, self.shuffle, self.seed, epoch, batch_size, self.drop_last, self.rank,
+                                     self.world_size)
+        return order, _torch_run.own_padding(size, batch_size, self.drop_last, self.rank, self.world_size)
+
+    def __iter__(self):
+        self._generation += 1
+        skip = 0
+        if self._resume_pending:
+            self._resume_pending = False
+            skip = self._num_yielded
+        else:
+            self._passes += 1
+            seed = self._draw_seed()
+            if seed is not None:
+                self.seed = seed
+            self._epoch = self._next_epoch
+            self._num_yielded = 0
+            self._order, self._order_padding = self._pass_order(self._epoch)
+        self._next_epoch = self._epoch + 1
+        self._finished = False
+        batches = self._run.start(self._order, self.batch_size or 1, skip, self.seed, self._epoch)
+        return _TorchRunIterator(self, self._generation, batches)
+
+    def state_dict(self):
+        """As DataLoader.state_dict: the pass's indices (``order``) are kept, so that a resume serves
+        exactly the rest of them, each made again as torch's DataLoader makes it."""
+        in_epoch = self._epoch is not None and not self._finished
+        return {
+            "_num_yielded": self._num_yielded,
+            "_iterator_finished": self._epoch is not None and self._finished,
+            "epoch": self._epoch,
+            "next_epoch": self._epoch if in_epoch else self._next_epoch,
+            "seed": self.seed,
+            "loader_state": None,
+            "order": self._order if in_epoch else None,
+            "order_padding": self._order_padding if in_epoch else 0,
+            "torch_run": True,
+        }
+
+    def load_state_dict(self, state_dict):
+        try:
+            num_yielded, finished = state_dict["_num_yielded"], state_dict["_iterator_finished"]
+            epoch, next_epoch = state_dict["epoch"], state_dict["next_epoch"]
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"not a feeder DataLoader state_dict (missing {error})") from None
+        if not state_dict.get("torch_run"):
+            raise ValueError("cannot restore this state: it was saved by a loader that made its items itself, and "
+                             "this one has torch's DataLoader make them")
+        resuming = epoch is not None and not finished
+        self._generation += 1
+        if resuming:
+            order = state_dict.get("order")
+            iterable = isinstance(self._user_dataset, torch.utils.data.IterableDataset)
+            if (order is None) != iterable or not isinstance(num_yielded, int) or num_yielded < 0:
+                raise ValueError("not a feeder DataLoader state_dict of this loader: its order or position does not fit")
+            if not self._seed_given:
+                self.seed = state_dict["seed"]
+            self._order, self._order_padding = order, int(state_dict.get("order_padding", 0))
+        self._resume_pending = resuming
+        self._epoch = epoch
+        self._num_yielded = num_yielded
+        self._finished = bool(finished)
+        self._next_epoch = epoch + 1 if resuming else next_epoch
+
+
+class _TorchRunIterator:
+    """One pass of a _TorchRunLoader: torch's batches, counted, with feeder's num_padding."""
+
+    __slots__ = ("_owner", "_generation", "_batches", "_first_padding")
+
+    def __init__(self, owner, generation, batches):
+        self._owner = owner
+        self._generation = generation
+        self._batches = batches
+        order = owner._order
+        self._first_padding = None if order is None or owner._raw_batches else len(order) - owner._order_padding
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._owner)
+
+    def __next__(self):
+        owner = self._owner
+        if owner._generation != self._generation:
+            raise RuntimeError("this pass over the DataLoader was ended by a newer iter() or load_state_dict()")
+        try:
+            batch = next(self._batches)
+        except StopIteration:
+            owner._finished = True
+            raise
+        index = owner._num_yielded
+        owner._num_yielded += 1
+        if owner._transform is not None:
+            batch = list(owner._transform(*batch))
+        if type(batch) is list and len(batch) == 2 and owner.batch_size is not None:
+            num_padding = 0
+            if self._first_padding is not None and isinstance(batch[1], torch.Tensor) and batch[1].dim() > 0:
+                end = index * owner.batch_size + len(batch[1])
+                num_padding = min(len(batch[1]), max(0, end - self._first_padding))
+            return Batch(batch[0], batch[1], num_padding)
+        return batch
 
 
 def _reopen(arguments):

@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 from . import _feeder
-from .transforms import BatchStage, UnsupportedTransform, image_recipe, pixel_recipe
+from .transforms import BatchStage, UnbatchableItems, UnsupportedTransform, image_recipe, pixel_recipe
 
-__all__ = ["TorchvisionSet", "open_torchvision"]
+__all__ = ["TorchvisionSet", "open_torchvision", "untranslatable"]
 
 # Formats of torchvision's IMG_EXTENSIONS that feeder's decoders read.
 _DECODED = (".jpg", ".jpeg", ".png", ".webp")
@@ -85,22 +85,27 @@ def _labels(base, targets):
     return labels
 
 
-def _open_folder(base, memory_budget, mix_streamed, datasets):
+def _folder_recipe(base, datasets):
+    """The recipe of a DatasetFolder's transform, its files checked to be ones feeder decodes as
+    torchvision's loader does; UnsupportedTransform otherwise."""
     loader = getattr(base, "loader", None)
     if loader not in (datasets.folder.default_loader, datasets.folder.pil_loader):
         raise UnsupportedTransform(
             f"{type(base).__name__} at {base.root} reads its files with {getattr(loader, '__qualname__', loader)!r}; "
-            f"feeder decodes files as torchvision's default_loader does (JPEG, PNG, WebP to RGB): keep this dataset "
-            f"on torch's DataLoader, or use the default loader")
+            f"feeder decodes files as torchvision's default_loader does (JPEG, PNG, WebP to RGB)")
     recipe = image_recipe(base.transform)
     paths = [path for path, _ in base.samples]
     other = [path for path in paths if not path.lower().endswith(_DECODED)]
     if other:
-        raise _feeder.DataError(
+        raise UnsupportedTransform(
             f"{base.root}: {len(other)} of the dataset's {len(paths)} files are of formats feeder does not decode "
-            f"(it reads JPEG, PNG and WebP), e.g. {', '.join(other[:3])}: convert them, or leave them out with "
-            f"{type(base).__name__}(..., is_valid_file=...) (torchvision lists them; feeder never drops a file "
-            f"the dataset counts)")
+            f"(it reads JPEG, PNG and WebP), e.g. {', '.join(other[:3])}")
+    return recipe
+
+
+def _open_folder(base, memory_budget, mix_streamed, datasets):
+    recipe = _folder_recipe(base, datasets)
+    paths = [path for path, _ in base.samples]
     labels = _labels(base, [target for _, target in base.samples])
     classes = list(getattr(base, "classes", []) or [])
     opened = _feeder.open_image_files(os.fspath(base.root), [os.fsencode(p) for p in paths], labels, classes,
@@ -108,8 +113,8 @@ def _open_folder(base, memory_budget, mix_streamed, datasets):
     return opened, recipe
 
 
-def _open_arrays(base, datasets):
-    recipe = pixel_recipe(base.transform)
+def _arrays_of(base):
+    """A pixel set's data as uint8 (N,C,H,W), or UnsupportedTransform."""
     data = base.data
     if isinstance(data, torch.Tensor):
         data = data.numpy()
@@ -118,7 +123,32 @@ def _open_arrays(base, datasets):
         raise UnsupportedTransform(f"{type(base).__name__}'s data is {data.dtype} {data.shape}; feeder reads uint8 "
                                    f"(N,H,W) or (N,H,W,C) arrays")
     # torchvision makes a PIL image of each item: (H,W) gray, or (H,W,C) RGB (CIFAR).
-    images = data[:, None] if data.ndim == 3 else np.ascontiguousarray(data.transpose(0, 3, 1, 2))
+    return data[:, None] if data.ndim == 3 else data.transpose(0, 3, 1, 2)
+
+
+def untranslatable(dataset):
+    """Why feeder cannot read `dataset` (a torchvision dataset, or Subsets of one) and run its transform
+    exactly as torchvision would, as a sentence; None when it can. Nothing is opened. Raises
+    UnbatchableItems for items no DataLoader batches (PIL images)."""
+    datasets = _torchvision_datasets()
+    base, _ = unwrap(dataset)
+    try:
+        _refuse_own_items(base, datasets)
+        if isinstance(base, datasets.DatasetFolder):
+            _folder_recipe(base, datasets)
+        else:
+            pixel_recipe(base.transform)
+            _arrays_of(base)
+    except UnbatchableItems:
+        raise
+    except UnsupportedTransform as error:
+        return str(error)
+    return None
+
+
+def _open_arrays(base, datasets):
+    recipe = pixel_recipe(base.transform)
+    images = _arrays_of(base)
     labels = np.asarray(_labels(base, np.asarray(base.targets).tolist()), dtype=np.int64)
     opened = _feeder.from_arrays(np.ascontiguousarray(images), labels)
     opened.classes = list(getattr(base, "classes", []) or []) or None
@@ -133,8 +163,7 @@ def _refuse_own_items(base, datasets):
         if getattr(type(base), method) is not getattr(kind, method):
             raise UnsupportedTransform(
                 f"{type(base).__name__} overrides {kind.__name__}.{method}: feeder reads the files or arrays "
-                f"{kind.__name__} lists and would not run it. Keep this dataset on torch's DataLoader, or give "
-                f"feeder a {kind.__name__} whose items are its own")
+                f"{kind.__name__} lists and would not run it")
 
 
 def open_torchvision(dataset, memory_budget, shuffle):

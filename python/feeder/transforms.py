@@ -35,7 +35,13 @@ _PADDING_MODES = {"constant": "constant", "edge": "replicate", "reflect": "refle
 
 
 class UnsupportedTransform(ValueError):
-    """A transform feeder cannot run as the dataset's own code would: the message names it and what to do."""
+    """A transform feeder cannot run as the dataset's own code would: the message names it. The
+    DataLoader then makes the items as torch's DataLoader does (feeder/torch_run.py)."""
+
+
+class UnbatchableItems(UnsupportedTransform):
+    """A transform whose items no DataLoader batches (PIL images): refused, as torch's default collate
+    would fail on the first batch."""
 
 
 class ImageRecipe:
@@ -76,10 +82,29 @@ class ImageRecipe:
                 f"flip={self.flip}, dtype={self.dtype!r}, mean={self.mean}, std={self.std})")
 
 
+def _applies_held_transforms(self, img):  # the shape of a wrapper's __call__ that is certain to be its Compose
+    return self.transforms(img)
+
+
+def _is_wrapper(transform):
+    """Whether `transform` is an object whose ``__call__`` is exactly ``return self.transforms(img)``
+    (torchvision's reference presets, ClassificationPresetTrain and ClassificationPresetEval, and
+    their kin): it is then its ``transforms``. Anything else a class does in __call__ is not read."""
+    call = getattr(type(transform), "__call__", None)
+    code = getattr(call, "__code__", None)
+    reference = _applies_held_transforms.__code__
+    return (code is not None and not _is_torchvision(transform) and callable(getattr(transform, "transforms", None))
+            and code.co_code == reference.co_code and code.co_names == reference.co_names
+            and code.co_argcount == reference.co_argcount and not call.__defaults__)
+
+
 def _steps(transform):
-    """The transform as a flat list of steps: a Compose (v1 or v2) is opened, nested ones too."""
+    """The transform as a flat list of steps: a Compose (v1 or v2) is opened, nested ones too, and a
+    wrapper that only applies the Compose it holds (_is_wrapper)."""
     if transform is None:
         return []
+    if _is_wrapper(transform):
+        return _steps(transform.transforms)
     if type(transform).__name__ == "Compose" and hasattr(transform, "transforms"):
         return [step for inner in transform.transforms for step in _steps(inner)]
     return [transform]
@@ -111,15 +136,13 @@ def _check_bilinear(step):
     if value not in ("bilinear", 2, None):  # 2: PIL's BILINEAR, torchvision 0.14's old spelling
         raise UnsupportedTransform(
             f"{_describe(step)}: feeder's image stage resamples with torchvision's default, bilinear "
-            f"interpolation (with antialias); {value!r} is not implemented: use InterpolationMode.BILINEAR, or keep "
-            f"this dataset on torch's DataLoader")
+            f"interpolation (with antialias); {value!r} is not implemented")
 
 
-_ADVICE = ("feeder runs a dataset's transform in C++ only when it is a Compose of RandomResizedCrop, Resize, "
-           "CenterCrop, RandomHorizontalFlip, ToTensor/PILToTensor/ConvertImageDtype/ToImage/ToDtype and "
-           "Normalize (docs/python.md, 'torchvision datasets'). Keep this dataset on torch's DataLoader, or move the "
-           "step to the batches: DataLoader(..., transform=lambda images, labels: (f(images), labels)) runs on "
-           "each batch's tensors")
+_ADVICE = ("feeder runs a dataset's transform in C++ when it is a Compose of RandomResizedCrop, Resize, CenterCrop, "
+           "RandomCrop, the flips, ToTensor/PILToTensor/ConvertImageDtype/ToImage/ToDtype and Normalize "
+           "(docs/python.md, 'torchvision datasets'); otherwise the dataset's items are made as torch's DataLoader "
+           "makes them, in worker processes")
 
 
 def _refuse(step, why=None):
@@ -178,7 +201,7 @@ def image_recipe(transform):
     recipe = ImageRecipe()
     steps = _steps(transform)
     if not steps:
-        raise UnsupportedTransform("the dataset has no transform: its items are PIL images of their own sizes, "
+        raise UnbatchableItems("the dataset has no transform: its items are PIL images of their own sizes, "
                                    "which torch's DataLoader cannot batch either. Give it one, e.g. "
                                    "transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), "
                                    "transforms.ToTensor()])")
@@ -273,7 +296,7 @@ def pixel_recipe(transform):
     recipe = ImageRecipe()
     steps = _steps(transform)
     if not steps:
-        raise UnsupportedTransform("the dataset has no transform: its items are PIL images, which torch's "
+        raise UnbatchableItems("the dataset has no transform: its items are PIL images, which torch's "
                                    "DataLoader cannot batch either. Give it transforms.ToTensor()")
     for step in steps:
         kind = type(step).__name__ if _is_torchvision(step) else None

@@ -127,7 +127,7 @@ class StagedRows {
   void add(int64_t position, int64_t sample, const SampleView& view, const SampleRef* ref = nullptr) {
     const LoaderOptions& options = epoch_.plan.options();
     const int64_t row_bytes = epoch_.plan.sample_shape().num_pixels() * dtype_bytes(options.dtype);
-    SplitMix64 rng = sample_generator(options.seed, epoch_.epoch, sample);
+    SplitMix64 rng = sample_generator(options.seed, epoch_.epoch, sample, epoch_.order.occurrence(position));
     try {
       options.sample_stage->run(view.bytes, source_.sample_name(sample), rng, options.layout, options.dtype,
                                 static_cast<uint8_t*>(buffer_.images()) + rows_ * row_bytes);

@@ -113,6 +113,8 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire() {
 }
 
 void BufferPool::release(BatchBuffer* buffer) {
+  // A batch freed in a forked child: the parent's workers may have held the lock at the fork.
+  if (made_in_.forked()) return;
   MutexLock lock(mutex_);
   free_.push_back(buffer);
 }

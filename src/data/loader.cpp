@@ -18,6 +18,7 @@
 #include "data/detail/loader_state.h"
 #include "feeder/data/sampler.h"
 #include "feeder/error.h"
+#include "feeder/util/made_in_process.h"
 
 namespace feeder {
 
@@ -40,6 +41,8 @@ struct Loader::Parts {
   std::unique_ptr<detail::BlockStream> stream;  // streaming sources only
   std::unique_ptr<detail::BatchAssembly> assembly;
   std::unique_ptr<detail::BatchSequencer> sequencer;
+  // A forked child leaves all of this alone (feeder/util/made_in_process.h).
+  MadeInProcess made_in;
 };
 
 Loader::Loader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
@@ -90,6 +93,14 @@ Loader::Loader(std::shared_ptr<const SampleSource> source, const LoaderOptions& 
 }
 
 Loader::~Loader() {
+  if (parts_->made_in.forked()) {
+    // The workers and readers are the parent's, and so may be the locks the pool, the stream and
+    // the source hold: kept, never joined or waited on.
+    keep_in_forked_child(std::move(parts_));
+    keep_in_forked_child(std::move(pool_));
+    keep_in_forked_child(std::move(source_));
+    return;
+  }
   // Workers finish at most the batch they are assembling, then exit; then the stream's readers.
   parts_->sequencer.reset();
   parts_->stream.reset();
@@ -158,6 +169,7 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch, std::optional<std::
   parts.window_begins.clear();
   if (given) {
     parts.order = EpochPlan(std::move(*given), options.batch_size, options.drop_last, 0, 1);
+    parts.order.number_repeats();  // a sampler may repeat samples: each copy is augmented anew
   } else {
     // A window covering the set gives epoch_order's full shuffle, the in-memory default.
     BlockShuffle shuffled =

@@ -169,6 +169,20 @@ EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t batch_size, bool drop_l
   num_rank_samples_ = count_samples(num_samples, batch_size, drop_last, world_size);
 }
 
+void EpochPlan::number_repeats() {
+  occurrences_.clear();
+  if (order_.empty()) return;
+  const int64_t largest = *std::max_element(order_.begin(), order_.end());
+  std::vector<uint32_t> seen(static_cast<size_t>(largest) + 1, 0);  // indices are checked samples, >= 0
+  std::vector<uint32_t> occurrences(order_.size());
+  bool repeats = false;
+  for (size_t p = 0; p < order_.size(); ++p) {
+    occurrences[p] = seen[static_cast<size_t>(order_[p])]++;
+    repeats = repeats || occurrences[p] != 0;
+  }
+  if (repeats) occurrences_ = std::move(occurrences);
+}
+
 std::pair<int64_t, int64_t> EpochPlan::batch_span(int64_t batch_idx) const {
   const int64_t global_batch = batch_size_ * world_size_;
   const int64_t begin = batch_idx * global_batch;

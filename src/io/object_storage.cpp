@@ -1,5 +1,7 @@
 #include "feeder/io/object_storage.h"
 
+#include <pthread.h>
+
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -24,9 +26,26 @@ struct Remote {
   std::vector<std::unique_ptr<FileSystem>> retired GUARDED_BY(mutex);
 };
 
+// Never destroyed: files may outlive static destruction. A forked child gets a state of its own
+// with the same settings: the parent's file systems keep connections (sockets the parent goes on
+// using) and locks the parent's threads may hold, so the child leaves them alone and connects anew.
+Remote* g_remote = nullptr;
+
+void lock_before_fork() NO_THREAD_SAFETY_ANALYSIS { g_remote->mutex.lock(); }
+void unlock_after_fork() NO_THREAD_SAFETY_ANALYSIS { g_remote->mutex.unlock(); }
+void renew_in_forked_child() NO_THREAD_SAFETY_ANALYSIS {
+  Remote* parent = g_remote;  // locked by this thread (lock_before_fork): its settings are whole
+  g_remote = new Remote();
+  g_remote->options = parent->options;
+}
+
 Remote& remote() {
-  static Remote* state = new Remote();  // never destroyed: files may outlive static destruction
-  return *state;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_remote = new Remote();
+    ::pthread_atfork(lock_before_fork, unlock_after_fork, renew_in_forked_child);
+  });
+  return *g_remote;
 }
 
 }  // namespace

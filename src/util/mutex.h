@@ -22,6 +22,7 @@
 #define ACQUIRE(...) FEEDER_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define RELEASE(...) FEEDER_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define EXCLUDES(...) FEEDER_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
+#define NO_THREAD_SAFETY_ANALYSIS FEEDER_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace feeder::detail {
 

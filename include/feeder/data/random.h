@@ -61,9 +61,12 @@ class SplitMix64 {
 SplitMix64 batch_generator(uint64_t seed, int64_t epoch, int64_t batch_idx);
 
 // The generator of sample `sample` (its index in the dataset) in epoch `epoch`: what a per-sample
-// stage draws from (a random crop, a flip). A pure function of the three, apart from the batch and
-// shuffle streams, so a sample's augmentation does not depend on which batch, rank or worker
-// makes it.
-SplitMix64 sample_generator(uint64_t seed, int64_t epoch, int64_t sample);
+// stage draws from (a random crop, a flip). A pure function of its arguments, apart from the batch
+// and shuffle streams, so a sample's augmentation does not depend on which batch, rank or worker
+// makes it. `occurrence`: how many times the epoch's order had the sample before (a sampler with
+// replacement, repeated augmentation, a rank's padding): each copy is augmented anew, as torch
+// draws afresh at every __getitem__. The first occurrence's stream is the one of (seed, epoch,
+// sample) alone.
+SplitMix64 sample_generator(uint64_t seed, int64_t epoch, int64_t sample, int64_t occurrence = 0);
 
 }  // namespace feeder

@@ -12,6 +12,7 @@
 
 #include "feeder/data/loader.h"
 #include "feeder/data/schema.h"
+#include "feeder/util/made_in_process.h"
 #include "util/mutex.h"
 
 namespace feeder::detail {
@@ -73,6 +74,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   const Schema schema_;
   Mutex mutex_;
   std::vector<BatchBuffer*> free_ GUARDED_BY(mutex_);
+  MadeInProcess made_in_;  // a forked child returns no buffer (release)
   std::atomic<int64_t> num_allocated_{0};
 };
 

@@ -1,6 +1,7 @@
 #include "io/detail/disk_cache.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -403,11 +404,33 @@ void DiskCache::enforce_limit() const {
   state_->with_lock([&](int64_t) { return state_->evict(); });
 }
 
+namespace {
+
+// The caches of the process, one per (directory, limit). Never destroyed: file systems made with
+// them live as long as the process. A forked child starts with none (the parent's may be locked
+// by its threads at the fork) and makes its own, over the same files.
+struct Caches {
+  Mutex mutex;
+  std::map<std::pair<std::string, int64_t>, std::shared_ptr<const DiskCache>> by_directory GUARDED_BY(mutex);
+};
+Caches* g_caches = nullptr;
+
+Caches& caches() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_caches = new Caches();
+    ::pthread_atfork(nullptr, nullptr, [] { g_caches = new Caches(); });
+  });
+  return *g_caches;
+}
+
+}  // namespace
+
 std::shared_ptr<const DiskCache> disk_cache_for(const fs::path& directory, int64_t limit_bytes) {
-  static Mutex mutex;
-  static auto* caches = new std::map<std::pair<std::string, int64_t>, std::shared_ptr<const DiskCache>>();
-  MutexLock lock(mutex);
-  std::shared_ptr<const DiskCache>& cache = (*caches)[{fs::absolute(directory).lexically_normal().string(), limit_bytes}];
+  Caches& all = caches();
+  MutexLock lock(all.mutex);
+  std::shared_ptr<const DiskCache>& cache =
+      all.by_directory[{fs::absolute(directory).lexically_normal().string(), limit_bytes}];
   if (!cache) cache = std::make_shared<const DiskCache>(directory, limit_bytes);
   return cache;
 }

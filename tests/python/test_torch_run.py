@@ -1,0 +1,153 @@
+"""What feeder cannot translate runs as torch's DataLoader runs it (feeder/torch_run.py): a Dataset of
+the script's own, a transform feeder has no C++ form of, a collate_fn, a worker_init_fn. torch's
+DataLoader makes the items in its worker processes; feeder keeps the order, ranks, set_epoch and
+state_dict; one TorchRunWarning says so; ``loader.plan`` tells."""
+
+import os
+import warnings
+
+import pytest
+import torch
+import torchvision
+from torchvision import transforms as T
+
+import feeder
+from feeder import _feeder
+
+
+class Numbers(torch.utils.data.Dataset):
+    """Item i: a (2,) float tensor [i, i / 2] and the label i; made by the script's own __getitem__."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        return torch.tensor([index, index / 2]), index
+
+
+class WorkerPids(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        return os.getpid(), getattr(torch.utils.data.get_worker_info(), "id", -1)
+
+
+def _made(*args, **kwargs):
+    with pytest.warns(feeder.TorchRunWarning) as said:
+        loader = feeder.DataLoader(*args, **kwargs)
+    said = [warning for warning in said if issubclass(warning.category, feeder.TorchRunWarning)]
+    assert len(said) == 1  # one a loader
+    return loader, str(said[0].message)
+
+
+def _labels(loader):
+    return [label for _, labels in loader for label in labels.tolist()]
+
+
+def test_a_scripts_own_dataset_runs_in_torchs_workers_in_feeders_order():
+    loader, said = _made(Numbers(50), batch_size=8, shuffle=True, seed=3, num_workers=2)
+    assert "__getitem__" in said and "2 worker processes" in said and loader.plan in said
+    assert _labels(loader) == list(_feeder.epoch_order(50, True, 3, 0))  # the C++ loader's order of (seed, epoch)
+    assert _labels(loader) == list(_feeder.epoch_order(50, True, 3, 1))  # the next pass: the next epoch
+    loader.set_epoch(7)
+    assert _labels(loader) == list(_feeder.epoch_order(50, True, 3, 7))
+    images, labels = next(iter(loader))
+    assert isinstance(images, torch.Tensor) and images.shape == (8, 2) and torch.equal(images[:, 0], labels.float())
+    assert len(loader) == 7 and loader.dataset.size == 50
+
+
+def test_the_workers_are_torchs_processes_with_its_hooks():
+    seen = []
+    loader, _ = _made(WorkerPids(), batch_size=2, num_workers=2, worker_init_fn=lambda worker: None)
+    for pids, workers in loader:
+        seen += list(zip(pids.tolist(), workers.tolist()))
+    assert {worker for _, worker in seen} == {0, 1}
+    assert os.getpid() not in {pid for pid, _ in seen}
+
+
+def test_ranks_share_the_epoch_as_feeders_own_loader_does():
+    images = torch.zeros(23, 1, 2, 2, dtype=torch.uint8)
+    for rank in range(3):
+        expected = _labels(feeder.DataLoader((images, torch.arange(23)), batch_size=4, shuffle=True, seed=5,
+                                             rank=rank, world_size=3))
+        loader, _ = _made(Numbers(23), batch_size=4, shuffle=True, seed=5, rank=rank, world_size=3, num_workers=1)
+        batches = list(loader)
+        assert [label for _, labels in batches for label in labels.tolist()] == expected
+        assert sum(batch.num_padding for batch in batches) == (1 if rank == 2 else 0)
+
+
+def test_state_dict_resumes_with_exactly_the_rest_of_the_epoch():
+    loader, _ = _made(Numbers(40), batch_size=6, shuffle=True, seed=9, num_workers=2)
+    whole = _labels(loader)
+    loader.set_epoch(0)
+    batches = iter(loader)
+    head = [label for _ in range(3) for label in next(batches)[1].tolist()]
+    state = loader.state_dict()
+    resumed, _ = _made(Numbers(40), batch_size=6, shuffle=True, seed=9, num_workers=1)
+    resumed.load_state_dict(state)
+    assert head + _labels(resumed) == whole
+    assert resumed.next_epoch == 1
+    with pytest.raises(ValueError, match="made its items itself"):
+        resumed.load_state_dict({**state, "torch_run": False})
+
+
+def test_a_collate_fn_gets_the_samples_as_torch_gives_them(image_set_folder):
+    dataset = torchvision.datasets.ImageFolder(image_set_folder, T.Compose([T.Resize((8, 8)), T.ToTensor()]))
+
+    def soft_targets(samples):  # a mixup-style collate: images and one-hot targets
+        images, labels = torch.utils.data.default_collate(samples)
+        return images, torch.nn.functional.one_hot(labels, 3).float()
+
+    loader, said = _made(dataset, batch_size=10, collate_fn=soft_targets, num_workers=2)
+    assert "soft_targets" in said
+    batches = list(loader)
+    assert [type(batch) for batch in batches] == [tuple] * 3
+    expected = list(torch.utils.data.DataLoader(dataset, batch_size=10, collate_fn=soft_targets))
+    for (images, targets), (torch_images, torch_targets) in zip(batches, expected):
+        assert torch.equal(images, torch_images) and torch.equal(targets, torch_targets)
+
+
+def test_a_transform_without_a_cpp_form_runs_as_torchvision_runs_it(image_set_folder):
+    transform = T.Compose([T.RandomResizedCrop(16), T.ColorJitter(0.4, 0.4), T.RandomHorizontalFlip(), T.ToTensor(),
+                           T.RandomErasing(p=0.5)])
+    dataset = torchvision.datasets.ImageFolder(image_set_folder, transform)
+    loader, said = _made(dataset, batch_size=30, seed=1, num_workers=2)
+    assert "ColorJitter" in said
+    images, labels = next(iter(loader))
+    assert images.shape == (30, 3, 16, 16) and labels.tolist() == dataset.targets
+    again, _ = next(iter(loader))
+    assert not torch.equal(images, again)  # a new pass, new draws
+
+
+def test_a_preset_class_wrapping_its_compose_is_translated(image_set_folder):
+    class Preset:  # as torchvision's reference scripts write their presets
+        def __init__(self):
+            self.transforms = T.Compose([T.RandomResizedCrop(12), T.RandomHorizontalFlip(), T.PILToTensor(),
+                                         T.ConvertImageDtype(torch.float), T.Normalize((0.5,) * 3, (0.2,) * 3)])
+
+        def __call__(self, img):
+            return self.transforms(img)
+
+    class Doing(Preset):  # one that does more than apply it is not read: torch runs it
+        def __call__(self, img):
+            return self.transforms(img) * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", feeder.TorchRunWarning)
+        wrapped = feeder.DataLoader(torchvision.datasets.ImageFolder(image_set_folder, Preset()), batch_size=30,
+                                    seed=4)
+    plain = feeder.DataLoader(torchvision.datasets.ImageFolder(image_set_folder, Preset().transforms), batch_size=30,
+                              seed=4)
+    assert torch.equal(next(iter(wrapped))[0], next(iter(plain))[0])
+    assert "C++" in wrapped.plan
+    _, said = _made(torchvision.datasets.ImageFolder(image_set_folder, Doing()), batch_size=30)
+    assert "Doing" in said
+
+
+def test_feeder_options_of_its_own_sets_are_refused_with_a_torch_dataset():
+    with pytest.raises(ValueError, match="image_size= applies to sets feeder reads itself"):
+        feeder.DataLoader(Numbers(10), image_size=8)
