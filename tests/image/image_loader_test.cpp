@@ -57,6 +57,32 @@ TEST(ImageLoader, RandomCropsAreTheSameForAnyNumberOfWorkers) {
   EXPECT_NE(epoch_pixels(reference, 3), expected);  // another epoch, other crops
 }
 
+// A sampler with replacement or repeated augmentation gives a sample more than once: each copy is
+// cropped anew (as torch draws at every __getitem__), the first as it would be without the repeats.
+TEST(ImageLoader, ARepeatedSampleIsAugmentedAnewEachTime) {
+  auto source = pictures(9);
+  constexpr size_t kImage = 3 * 12 * 16;
+  const auto served = [&](const std::vector<int64_t>& order, int workers) {
+    Loader loader(source, image_options(workers));
+    loader.start_epoch(0, order);
+    std::vector<std::vector<float>> images;
+    while (auto batch = loader.next())
+      for (int64_t i = 0; i < batch->size(); ++i)
+        images.emplace_back(batch->images() + i * kImage, batch->images() + (i + 1) * kImage);
+    return images;
+  };
+  const auto once = served({2, 4}, 0);
+  const auto repeated = served({2, 2, 4, 2, 2, 4}, 0);
+  ASSERT_EQ(repeated.size(), 6u);
+  EXPECT_EQ(repeated[0], once[0]);
+  EXPECT_EQ(repeated[2], once[1]);
+  for (size_t a : {0, 1, 3, 4})
+    for (size_t b : {0, 1, 3, 4})
+      if (a < b) EXPECT_NE(repeated[a], repeated[b]) << a << " " << b;
+  EXPECT_NE(repeated[2], repeated[5]);
+  EXPECT_EQ(served({2, 2, 4, 2, 2, 4}, 3), repeated);  // a function of the order, not of the workers
+}
+
 TEST(ImageLoader, ABadImageFailsItsBatchWithItsName) {
   Loader loader(pictures(20, /*broken=*/11), image_options(2));
   loader.start_epoch(0);
