@@ -38,6 +38,7 @@ from . import datasets as _datasets
 from .cached import CachedDataset, cached
 from .order import draw_seed as _draw_seed, own_sampler as _own_sampler, sampler_padding as _sampler_padding
 from .transforms import UnsupportedTransform
+from . import transforms as _transforms
 from . import torch_run as _torch_run
 
 _default_collate = torch.utils.data.default_collate
@@ -46,7 +47,7 @@ __version__ = _feeder.__version__
 DataError = _feeder.DataError
 DataError.__module__ = "feeder"
 
-__all__ = ["DataLoader", "Batch", "FieldBatch", "DataError", "UnsupportedTransform", "TorchRunWarning", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "set_storage_options", "storage_stats", "__version__"]
+__all__ = ["DataLoader", "Batch", "FieldBatch", "DataError", "UnsupportedTransform", "PlanWarning", "cached", "CachedDataset", "convert", "decode_image", "inspect", "recommended_environment", "set_storage_options", "storage_stats", "__version__"]
 
 
 def recommended_environment(threads=0):
@@ -229,7 +230,7 @@ def _torch_run_reason(source, collate_fn, worker_init_fn, multiprocessing_contex
     """Why the items must be made as torch's DataLoader makes them (feeder/torch_run.py), as a
     sentence, or None when feeder makes them itself. A torchvision dataset is asked later, once
     its transform is read."""
-    if collate_fn is not None and collate_fn is not _default_collate:
+    if _custom_collate(collate_fn) and not _datasets.is_torchvision_dataset(source):
         return (f"collate_fn {getattr(collate_fn, '__qualname__', type(collate_fn).__name__)} is the script's own: "
                 f"torch's DataLoader calls it on each batch's samples")
     for name, value in {"worker_init_fn": worker_init_fn, "multiprocessing_context": multiprocessing_context}.items():
@@ -246,6 +247,10 @@ def _torch_run_reason(source, collate_fn, worker_init_fn, multiprocessing_contex
         return (f"batch_sampler {type(batch_sampler).__name__} has no batch_size: its batches may be of any size, "
                 f"and feeder assembles batches of one size")
     return None
+
+
+def _custom_collate(collate_fn):
+    return collate_fn is not None and collate_fn is not _default_collate
 
 
 def _torch_dataset_reason(source):
@@ -672,6 +677,8 @@ class DataLoader:
         reason = reason or _torch_dataset_reason(source)
         if reason is None and _datasets.is_torchvision_dataset(source):
             reason = _datasets.untranslatable(source)
+            if reason is not None and _custom_collate(collate_fn):
+                reason += f"; and collate_fn {getattr(collate_fn, '__qualname__', '')} is the script's own"
         if reason is not None:  # the items made as torch's DataLoader makes them
             self.__class__ = _TorchRunLoader
             self._run_as_torch(reason, self._arguments)
@@ -702,7 +709,10 @@ class DataLoader:
         self.pin_memory = bool(pin_memory)
         self.prefetch_factor = prefetch_factor if prefetch_factor is not None else max(1, prefetch // max(1, num_workers))
         self.prefetch = prefetch
-        self.collate_fn = _default_collate
+        # A torchvision dataset's samples, made in C++, handed to the script's collate_fn on the thread
+        # that iterates (as torch's workers would hand them, in the same structure).
+        self.collate_fn = collate_fn if _custom_collate(collate_fn) else _default_collate
+        self._collate = collate_fn if _custom_collate(collate_fn) else None
         self.timeout = 0
         self.worker_init_fn = None
         self.multiprocessing_context = None
@@ -813,6 +823,9 @@ class DataLoader:
         self._indices = opened.indices
         self._source = opened.opened
         self._batch_stage = opened.batch_stage
+        if isinstance(opened.batch_stage, _transforms.SampleTail):
+            warnings.warn(f"feeder.DataLoader: {self._split_plan()}", PlanWarning, stacklevel=4)
+            return opened.image, opened.mean, opened.std, "uint8"
         if dtype_name == "uint8" and opened.dtype != "uint8":
             raise ValueError("dtype=torch.uint8: the dataset's transform makes float32 tensors (ToTensor); end it "
                              "with PILToTensor() instead to have uint8")
@@ -912,10 +925,18 @@ class DataLoader:
         """Batch buffers allocated so far; stays small while the training loop frees its batches."""
         return self._loader.buffers_allocated
 
+    def _split_plan(self):
+        tail = self._batch_stage
+        return (f"feeder decodes, crops and flips the images in C++ ({self.num_workers} threads), then runs "
+                f"{', '.join(tail.names)} on each crop in Python, on the thread that iterates, as torchvision runs "
+                f"them on tensors (they have no C++ form)")
+
     @property
     def plan(self):
         """What runs where, as a sentence: feeder's C++ threads making the items, or torch's DataLoader
-        (for what feeder cannot translate exactly; a TorchRunWarning said so when the loader was made)."""
+        (for what feeder cannot translate exactly; a PlanWarning said so when the loader was made)."""
+        if isinstance(self._batch_stage, _transforms.SampleTail):
+            return self._split_plan()
         return getattr(self, "_plan", None) or (
             f"feeder makes the items in C++ ({self.num_workers} threads"
             f"{'' if self.num_workers else ': none, on the calling thread'}) from {self.source_description}"
@@ -1086,8 +1107,9 @@ class DataLoader:
         self._next_epoch = next_epoch if not resuming else epoch + 1
 
 
-class TorchRunWarning(RuntimeWarning):
-    """Said once by a DataLoader whose items torch's DataLoader makes: what runs where, and why."""
+class PlanWarning(RuntimeWarning):
+    """Said once by a DataLoader that runs part of the work as torch would (the items made by torch's
+    DataLoader, or a transform's last steps per sample in Python): what runs where, and why."""
 
 
 class _TorchRunLoader(DataLoader):
@@ -1180,7 +1202,7 @@ class _TorchRunLoader(DataLoader):
                  (f", rank {rank} of {world_size}" if world_size > 1 else ""))
         self._plan = (f"torch's DataLoader makes the items ({workers}, its seeding rules), because {reason}; feeder "
                      f"gives the order ({order}), set_epoch and state_dict")
-        warnings.warn(f"feeder.DataLoader: {self._plan}", TorchRunWarning, stacklevel=3)
+        warnings.warn(f"feeder.DataLoader: {self._plan}", PlanWarning, stacklevel=3)
 
     def __len__(self):
         if self._raw_batches or isinstance(self._user_dataset, torch.utils.data.IterableDataset):
@@ -1376,7 +1398,7 @@ class FieldBatch(dict):
 class _EpochIterator:
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
-    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform", "_batch_stage", "_first_padding")
+    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform", "_batch_stage", "_first_padding", "_collate")
 
     def __init__(self, owner, generation):
         self._owner = owner
@@ -1385,6 +1407,7 @@ class _EpochIterator:
         self._pin = owner._pin_memory
         self._transform = owner._transform
         self._batch_stage = owner._batch_stage
+        self._collate = owner._collate
         # An ordered pass: positions from here on are a DistributedSampler's repeats.
         self._first_padding = len(owner._order) - owner._order_padding if owner._ordered else None
 
@@ -1416,6 +1439,8 @@ class _EpochIterator:
             num_padding = min(len(labels), max(0, end - self._first_padding))
         if self._batch_stage is not None:  # the dataset transform's steps the C++ stage does not run
             images = self._batch_stage(images, owner.seed, owner._epoch, owner.rank, index)
+        if self._collate is not None:
+            return self._collated(images, labels, index)
         values = [(name, _field_value(value, self._pin)) for name, value in batch[3]]
         if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
@@ -1424,6 +1449,21 @@ class _EpochIterator:
         if values:
             return FieldBatch({"image": images, "label": labels, **dict(values)}, num_padding)
         return Batch(images, labels, num_padding)
+
+    def _collated(self, images, labels, index):
+        """The script's collate_fn over the batch's samples, as torch's workers would give them (image
+        tensors, int labels), drawing from torch's generator seeded by (seed, epoch, rank, batch) with
+        the script's own generator untouched; pinned and transformed as torch's DataLoader would."""
+        owner = self._owner
+        samples = list(zip(images, labels.tolist()))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(hash((owner.seed, owner._epoch, owner.rank, index, "collate")) & (2**63 - 1))
+            batch = self._collate(samples)
+        if self._pin:
+            batch = torch.utils.data._utils.pin_memory.pin_memory(batch)
+        if self._transform is not None:
+            batch = self._transform(*batch)
+        return batch
 
 
 # -------------------------------------------------------------------- the commands

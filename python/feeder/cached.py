@@ -232,9 +232,8 @@ def _refuse_random_items(dataset, item, name):
     from .datasets import is_torchvision_dataset
     advice = ("pass the dataset to feeder.DataLoader itself: it reads the dataset's files and runs its transform per "
               "sample and epoch in C++ (docs/python.md, 'torchvision datasets')" if is_torchvision_dataset(dataset)
-              else "cache the dataset without its random transform and augment each batch instead, "
-                   "feeder.DataLoader(feeder.cached(dataset), transform=lambda images, labels: (augment(images), "
-                   "labels)), or keep it on torch's DataLoader")
+              else "pass the dataset to feeder.DataLoader itself, which has torch's DataLoader make its items in "
+                   "worker processes, each read drawing anew (docs/python.md, 'Never silently different')")
     raise ValueError(f"feeder.cached: {name}'s items change between reads: {why}. Caching would freeze one draw "
                      f"for every epoch, and the model would train without its augmentation. Keep the deterministic "
                      f"part cached and the random part per epoch: {advice}")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from . import _feeder
-from .transforms import BatchStage, UnbatchableItems, UnsupportedTransform, image_recipe, pixel_recipe
+from .transforms import BatchStage, UnbatchableItems, UnsupportedTransform, image_recipe, pixel_recipe, split_recipe
 
 __all__ = ["TorchvisionSet", "open_torchvision", "untranslatable"]
 
@@ -93,24 +93,32 @@ def _folder_recipe(base, datasets):
         raise UnsupportedTransform(
             f"{type(base).__name__} at {base.root} reads its files with {getattr(loader, '__qualname__', loader)!r}; "
             f"feeder decodes files as torchvision's default_loader does (JPEG, PNG, WebP to RGB)")
-    recipe = image_recipe(base.transform)
+    try:
+        recipe, tail = image_recipe(base.transform), None
+    except UnbatchableItems:
+        raise
+    except UnsupportedTransform:
+        split = split_recipe(base.transform)  # the crop in C++, the rest per sample in Python
+        if split is None:
+            raise
+        recipe, tail = split
     paths = [path for path, _ in base.samples]
     other = [path for path in paths if not path.lower().endswith(_DECODED)]
     if other:
         raise UnsupportedTransform(
             f"{base.root}: {len(other)} of the dataset's {len(paths)} files are of formats feeder does not decode "
             f"(it reads JPEG, PNG and WebP), e.g. {', '.join(other[:3])}")
-    return recipe
+    return recipe, tail
 
 
 def _open_folder(base, memory_budget, mix_streamed, datasets):
-    recipe = _folder_recipe(base, datasets)
+    recipe, tail = _folder_recipe(base, datasets)
     paths = [path for path, _ in base.samples]
     labels = _labels(base, [target for _, target in base.samples])
     classes = list(getattr(base, "classes", []) or [])
     opened = _feeder.open_image_files(os.fspath(base.root), [os.fsencode(p) for p in paths], labels, classes,
                                       memory_budget, mix_streamed)
-    return opened, recipe
+    return opened, recipe, tail
 
 
 def _arrays_of(base):
@@ -176,10 +184,12 @@ def open_torchvision(dataset, memory_budget, shuffle):
     result.indices = indices
     if isinstance(base, datasets.DatasetFolder):
         # A stream cannot follow a sampler's order; unshuffled, it keeps the dataset's order.
-        result.opened, recipe = _open_folder(base, memory_budget, shuffle, datasets)
+        result.opened, recipe, tail = _open_folder(base, memory_budget, shuffle, datasets)
         result.image = recipe.stage_options(3)
         result.dtype = recipe.dtype
-        if recipe.batch_steps:  # a vertical flip after the crop
+        if tail is not None:  # the steps after the crop, per sample in Python
+            result.batch_stage = tail
+        elif recipe.batch_steps:  # a vertical flip after the crop
             result.batch_stage = BatchStage(recipe.batch_steps, False, None, None, 3)
     else:
         result.opened, recipe = _open_arrays(base, datasets)

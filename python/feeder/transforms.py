@@ -28,7 +28,7 @@ import numbers
 
 import torch
 
-__all__ = ["UnsupportedTransform", "ImageRecipe", "BatchStage", "image_recipe", "pixel_recipe"]
+__all__ = ["UnsupportedTransform", "UnbatchableItems", "ImageRecipe", "BatchStage", "SampleTail", "image_recipe", "pixel_recipe", "split_recipe"]
 
 # RandomCrop's padding modes and torch.nn.functional.pad's names for them.
 _PADDING_MODES = {"constant": "constant", "edge": "replicate", "reflect": "reflect"}
@@ -288,6 +288,87 @@ def image_recipe(transform):
     if recipe.dtype is None:
         _refuse(steps[-1], "ends with a PIL image, not a tensor (add ToTensor())")
     return recipe
+
+
+# torchvision's steps that take a uint8 image tensor (C,H,W) as they take a PIL image, drawing from
+# torch's generator, keeping the size and the channels: after the C++ crop, each runs per sample in
+# Python (SampleTail) on the crop as a tensor.
+_TENSOR_STEPS = {"TrivialAugmentWide", "RandAugment", "AutoAugment", "AugMix", "ColorJitter", "RandomGrayscale",
+                 "GaussianBlur", "RandomAdjustSharpness", "RandomAutocontrast", "RandomEqualize", "RandomPosterize",
+                 "RandomSolarize", "RandomInvert", "RandomRotation", "RandomAffine", "RandomPerspective",
+                 "RandomErasing"}
+
+
+def _tensor_interpolation(step):
+    """Whether a step resamples (if at all) as torchvision does for tensors and PIL images alike."""
+    mode = getattr(step, "interpolation", None)
+    return getattr(mode, "value", mode) in (None, "nearest", "bilinear", 0, 2)
+
+
+def split_recipe(transform):
+    """A transform run in two parts: the crop and flips in C++ (the recipe, making uint8 crops), then the
+    rest per sample in Python (the SampleTail of torchvision's steps on the crop as a tensor), as
+    ``(recipe, SampleTail)``; None when the transform does not split so (UnsupportedTransform from
+    image_recipe then says why)."""
+    steps = _steps(transform)
+    first = next((i for i, step in enumerate(steps) if _is_torchvision(step) and type(step).__name__ in _TENSOR_STEPS),
+                 None)
+    if first is None or first == 0:
+        return None
+    tail = steps[first:]
+    for step in tail:
+        kind = type(step).__name__
+        if not _is_torchvision(step) or kind not in _TENSOR_STEPS | {
+                "ToTensor", "PILToTensor", "ConvertImageDtype", "ToImage", "ToDtype", "Normalize"}:
+            return None
+        if not _tensor_interpolation(step):
+            return None
+    if not any(type(step).__name__ in ("ToTensor", "PILToTensor", "ToImage") for step in tail):
+        return None  # torch's items would end as PIL images, or were tensors before the tail
+    try:
+        import torchvision.transforms as T
+        recipe = image_recipe(T.Compose(list(steps[:first]) + [T.PILToTensor()]))
+    except UnsupportedTransform:
+        return None
+    if recipe.batch_steps:  # a vertical flip between the crop and the tail: kept with the tail
+        tail = list(recipe.batch_steps) + tail
+        recipe.batch_steps = []
+    return recipe, SampleTail(tail)
+
+
+class SampleTail:
+    """torchvision's steps after the C++ crop, run on each uint8 crop (C,H,W) as a tensor, on the thread
+    that iterates: the conversion to a tensor is already done (ToTensor becomes the scaling to
+    float32 it is). Each sample draws from torch's generator seeded by (seed, epoch, rank, batch,
+    row), under torch.random.fork_rng so that the script's own draws are untouched: a function of the
+    epoch's order for any number of workers, a repeated sample drawn anew."""
+
+    def __init__(self, steps):
+        import torchvision.transforms as T
+        self.names = [type(step).__name__ for step in steps]
+        run = []
+        for step in steps:
+            kind = type(step).__name__
+            if kind in ("PILToTensor", "ToImage"):
+                continue
+            run.append(T.ConvertImageDtype(torch.float32) if kind == "ToTensor" else step)
+        self.steps = run
+
+    def output_size(self, height, width):
+        return height, width  # its steps keep the size
+
+    def __call__(self, images, seed, epoch, rank, batch):
+        out = None
+        with torch.random.fork_rng(devices=[]):
+            for row in range(len(images)):
+                torch.manual_seed(hash((seed, epoch, rank, batch, row)) & (2**63 - 1))
+                image = images[row]
+                for step in self.steps:
+                    image = step(image)
+                if out is None:
+                    out = torch.empty((len(images), *image.shape), dtype=image.dtype)
+                out[row] = image
+        return out
 
 
 def pixel_recipe(transform):

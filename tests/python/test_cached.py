@@ -162,7 +162,7 @@ def test_what_cannot_be_cached_is_refused_with_the_reason(article_v1):
         feeder.cached(torch.utils.data.TensorDataset(torch.zeros(2, 3, 3), torch.tensor([0.5, 1.5])), num_workers=0)
     # A Dataset handed to DataLoader itself runs as torch's DataLoader runs it, the warning saying
     # what feeder.cached(dataset) would do (before: a NumPy error after reading every item).
-    with pytest.warns(feeder.TorchRunWarning, match=r"feeder\.cached\(dataset\)"):
+    with pytest.warns(feeder.PlanWarning, match=r"feeder\.cached\(dataset\)"):
         loader = feeder.DataLoader(article_v1, batch_size=4)
     ours, torchs = next(iter(loader)), next(iter(torch.utils.data.DataLoader(article_v1, batch_size=4)))
     assert type(ours) is type(torchs) and len(ours) == len(torchs)  # torch's structure, whatever it is

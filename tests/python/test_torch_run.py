@@ -1,7 +1,7 @@
 """What feeder cannot translate runs as torch's DataLoader runs it (feeder/torch_run.py): a Dataset of
 the script's own, a transform feeder has no C++ form of, a collate_fn, a worker_init_fn. torch's
 DataLoader makes the items in its worker processes; feeder keeps the order, ranks, set_epoch and
-state_dict; one TorchRunWarning says so; ``loader.plan`` tells."""
+state_dict; one PlanWarning says so; ``loader.plan`` tells."""
 
 import os
 import warnings
@@ -37,9 +37,9 @@ class WorkerPids(torch.utils.data.Dataset):
 
 
 def _made(*args, **kwargs):
-    with pytest.warns(feeder.TorchRunWarning) as said:
+    with pytest.warns(feeder.PlanWarning) as said:
         loader = feeder.DataLoader(*args, **kwargs)
-    said = [warning for warning in said if issubclass(warning.category, feeder.TorchRunWarning)]
+    said = [warning for warning in said if issubclass(warning.category, feeder.PlanWarning)]
     assert len(said) == 1  # one a loader
     return loader, str(said[0].message)
 
@@ -97,18 +97,59 @@ def test_state_dict_resumes_with_exactly_the_rest_of_the_epoch():
 
 def test_a_collate_fn_gets_the_samples_as_torch_gives_them(image_set_folder):
     dataset = torchvision.datasets.ImageFolder(image_set_folder, T.Compose([T.Resize((8, 8)), T.ToTensor()]))
+    draws = []
 
-    def soft_targets(samples):  # a mixup-style collate: images and one-hot targets
+    def soft_targets(samples):  # a mixup-style collate: images, one-hot targets, a draw from torch's generator
+        assert all(type(label) is int for _, label in samples)
         images, labels = torch.utils.data.default_collate(samples)
+        draws.append(torch.rand(()).item())
         return images, torch.nn.functional.one_hot(labels, 3).float()
 
-    loader, said = _made(dataset, batch_size=10, collate_fn=soft_targets, num_workers=2)
-    assert "soft_targets" in said
+    # The images made in C++ (a torchvision dataset feeder reads), the collate on the iterating thread.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", feeder.PlanWarning)
+        loader = feeder.DataLoader(dataset, batch_size=10, collate_fn=soft_targets, num_workers=2, seed=6)
+    assert loader.collate_fn is soft_targets and "C++" in loader.plan
+    before = torch.get_rng_state()
     batches = list(loader)
+    assert torch.equal(torch.get_rng_state(), before)  # the script's generator untouched
     assert [type(batch) for batch in batches] == [tuple] * 3
     expected = list(torch.utils.data.DataLoader(dataset, batch_size=10, collate_fn=soft_targets))
     for (images, targets), (torch_images, torch_targets) in zip(batches, expected):
-        assert torch.equal(images, torch_images) and torch.equal(targets, torch_targets)
+        assert (images - torch_images).abs().max() <= 1 / 255 + 1e-6 and torch.equal(targets, torch_targets)
+    first = draws[:3]
+    list(feeder.DataLoader(dataset, batch_size=10, collate_fn=soft_targets, num_workers=0, seed=6))
+    assert draws[-3:] == first  # its draws a function of (seed, epoch, batch), not of the workers
+    # With a dataset torch's DataLoader runs, the collate runs in its workers.
+    loader, said = _made(Numbers(20), batch_size=10, collate_fn=soft_targets_of_numbers, num_workers=2)
+    assert "soft_targets_of_numbers" in said
+    assert [type(batch) for batch in loader] == [tuple] * 2
+
+
+def soft_targets_of_numbers(samples):
+    values, labels = torch.utils.data.default_collate(samples)
+    return values, torch.nn.functional.one_hot(labels, 20).float()
+
+
+def test_a_transform_split_runs_the_crop_in_cpp_and_the_rest_per_sample(image_set_folder):
+    transform = T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.TrivialAugmentWide(), T.PILToTensor(),
+                           T.ConvertImageDtype(torch.float), T.Normalize((0.5,) * 3, (0.25,) * 3),
+                           T.RandomErasing(p=0.5)])
+    dataset = torchvision.datasets.ImageFolder(image_set_folder, transform)
+    runs = []
+    for workers in (0, 2):
+        loader, said = _made(dataset, batch_size=15, shuffle=True, seed=3, num_workers=workers)
+        assert "TrivialAugmentWide, PILToTensor, ConvertImageDtype, Normalize, RandomErasing" in said
+        assert "C++" in loader.plan
+        runs.append([(images.clone(), labels) for images, labels in loader])
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(*runs))
+    images = torch.cat([batch[0] for batch in runs[0]])
+    assert images.shape == (30, 3, 16, 16) and images.dtype == torch.float32
+    # RandomErasing per sample, as torch's: some images with an erased box (zeros after Normalize), some not.
+    erased = [bool((image == 0).all(0).any()) for image in images]
+    assert 0 < sum(erased) < 30
+    again = torch.cat([x for x, _ in loader])  # the next epoch: new crops and draws
+    assert not torch.equal(again, torch.cat([batch[0] for batch in runs[1]]))
 
 
 def test_a_transform_without_a_cpp_form_runs_as_torchvision_runs_it(image_set_folder):
@@ -137,7 +178,7 @@ def test_a_preset_class_wrapping_its_compose_is_translated(image_set_folder):
             return self.transforms(img) * 2
 
     with warnings.catch_warnings():
-        warnings.simplefilter("error", feeder.TorchRunWarning)
+        warnings.simplefilter("error", feeder.PlanWarning)
         wrapped = feeder.DataLoader(torchvision.datasets.ImageFolder(image_set_folder, Preset()), batch_size=30,
                                     seed=4)
     plain = feeder.DataLoader(torchvision.datasets.ImageFolder(image_set_folder, Preset().transforms), batch_size=30,
