@@ -232,11 +232,12 @@ class PyLoader {
     loader_->start_epoch(epoch);
   }
   // An epoch over a sampler's indices (Loader::start_epoch with an order).
-  void start_epoch_with_order(int64_t epoch, std::vector<int64_t> order, int64_t first_batch) {
+  void start_epoch_with_order(int64_t epoch, std::vector<int64_t> order, int64_t first_batch, int64_t sampler_rank,
+                              int64_t sampler_ranks) {
     check_process();
     py::gil_scoped_release release;
     std::lock_guard lock(mutex_);
-    loader_->start_epoch(epoch, std::move(order), first_batch);
+    loader_->start_epoch(epoch, std::move(order), first_batch, {sampler_rank, sampler_ranks});
   }
   void reseed(uint64_t seed) {
     check_process();
@@ -577,7 +578,7 @@ void bind_loader(py::module_& m) {
       })
       .def("start_epoch", &PyLoader::start_epoch)
       .def("start_epoch_with_order", &PyLoader::start_epoch_with_order, py::arg("epoch"), py::arg("order"),
-           py::arg("first_batch") = 0)
+           py::arg("first_batch") = 0, py::arg("sampler_rank") = 0, py::arg("sampler_ranks") = 1)
       .def("reseed", &PyLoader::reseed)
       .def("next", &PyLoader::next)
       .def("state", &PyLoader::state)

@@ -1010,7 +1010,12 @@ class DataLoader:
                 except IndexError:
                     raise ValueError(f"the sampler gave an index past the Subset's {len(self._indices)} samples") from None
         self._order = order
-        self._loader.start_epoch_with_order(epoch, order, first_batch)
+        # A sampler that splits the epoch among ranks: copies of a sample on other ranks drawn anew.
+        sampler = self._sampler if self._sampler is not None else getattr(self._batch_sampler, "sampler", None)
+        rank, ranks = getattr(sampler, "rank", 0), getattr(sampler, "num_replicas", 1)
+        if not (isinstance(rank, int) and isinstance(ranks, int) and 0 <= rank < ranks):
+            rank, ranks = 0, 1
+        self._loader.start_epoch_with_order(epoch, order, first_batch, rank, ranks)
 
     def __iter__(self):
         self._generation += 1

@@ -41,6 +41,8 @@ struct Loader::Parts {
   std::unique_ptr<detail::BlockStream> stream;  // streaming sources only
   std::unique_ptr<detail::BatchAssembly> assembly;
   std::unique_ptr<detail::BatchSequencer> sequencer;
+  // The ranks of the sampler whose order start_epoch() was given; consumer only.
+  SamplerRanks given_ranks;
   // A forked child leaves all of this alone (feeder/util/made_in_process.h).
   MadeInProcess made_in;
 };
@@ -118,7 +120,10 @@ int64_t Loader::peak_decoded_bytes() const { return parts_->stream ? parts_->str
 
 void Loader::start_epoch(int64_t epoch) { begin_epoch(epoch, 0); }
 
-void Loader::start_epoch(int64_t epoch, std::vector<int64_t> order, int64_t first_batch) {
+void Loader::start_epoch(int64_t epoch, std::vector<int64_t> order, int64_t first_batch, SamplerRanks ranks) {
+  if (ranks.count < 1 || ranks.rank < 0 || ranks.rank >= ranks.count)
+    throw OptionsError("a sampler's rank must be in 0.." + std::to_string(ranks.count - 1) + ", got " +
+                       std::to_string(ranks.rank));
   const LoaderOptions& options = parts_->plan.options();
   if (parts_->plan.streaming())
     throw OptionsError(source_->name() + ": a sampler's order needs the set in memory; this one is streamed in an "
@@ -145,6 +150,7 @@ void Loader::start_epoch(int64_t epoch, std::vector<int64_t> order, int64_t firs
   if (first_batch < 0 || first_batch > batches)
     throw OptionsError("cannot begin at batch " + std::to_string(first_batch) + " of an epoch of " +
                        std::to_string(batches) + " batches");
+  parts_->given_ranks = ranks;
   begin_epoch(epoch, first_batch, std::move(order));
 }
 
@@ -169,7 +175,8 @@ void Loader::begin_epoch(int64_t epoch, int64_t first_batch, std::optional<std::
   parts.window_begins.clear();
   if (given) {
     parts.order = EpochPlan(std::move(*given), options.batch_size, options.drop_last, 0, 1);
-    parts.order.number_repeats();  // a sampler may repeat samples: each copy is augmented anew
+    // A sampler may repeat samples, here or on other ranks: each copy is augmented anew.
+    parts.order.number_repeats(parts.given_ranks.rank, parts.given_ranks.count);
   } else {
     // A window covering the set gives epoch_order's full shuffle, the in-memory default.
     BlockShuffle shuffled =

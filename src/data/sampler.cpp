@@ -169,18 +169,18 @@ EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t batch_size, bool drop_l
   num_rank_samples_ = count_samples(num_samples, batch_size, drop_last, world_size);
 }
 
-void EpochPlan::number_repeats() {
+void EpochPlan::number_repeats(int64_t rank, int64_t num_ranks) {
   occurrences_.clear();
   if (order_.empty()) return;
   const int64_t largest = *std::max_element(order_.begin(), order_.end());
   std::vector<uint32_t> seen(static_cast<size_t>(largest) + 1, 0);  // indices are checked samples, >= 0
-  std::vector<uint32_t> occurrences(order_.size());
-  bool repeats = false;
+  std::vector<int64_t> occurrences(order_.size());
+  bool numbered = rank != 0;
   for (size_t p = 0; p < order_.size(); ++p) {
-    occurrences[p] = seen[static_cast<size_t>(order_[p])]++;
-    repeats = repeats || occurrences[p] != 0;
+    occurrences[p] = static_cast<int64_t>(seen[static_cast<size_t>(order_[p])]++) * num_ranks + rank;
+    numbered = numbered || occurrences[p] != 0;
   }
-  if (repeats) occurrences_ = std::move(occurrences);
+  if (numbered) occurrences_ = std::move(occurrences);
 }
 
 std::pair<int64_t, int64_t> EpochPlan::batch_span(int64_t batch_idx) const {

@@ -71,3 +71,28 @@ def test_an_order_without_repeats_keeps_its_augmentation(image_set_folder):
     assert torch.equal(repeated[:3], plain[:3])
     assert torch.equal(repeated[6:], plain[3:])
     assert not any(torch.equal(repeated[i], repeated[i + 3]) for i in range(3))
+
+
+class _EveryRankAll:
+    """A sampler that gives every rank the whole set (as repeated augmentation gives each rank copies of
+    the same samples), with DistributedSampler's rank and num_replicas."""
+
+    def __init__(self, size, rank, num_replicas):
+        self.size, self.rank, self.num_replicas = size, rank, num_replicas
+
+    def __iter__(self):
+        return iter(range(self.size))
+
+    def __len__(self):
+        return self.size
+
+
+def test_copies_of_a_sample_on_different_ranks_are_augmented_differently(image_set_folder):
+    dataset = _dataset(image_set_folder)
+    served = [_served(feeder.DataLoader(dataset, batch_size=10, sampler=_EveryRankAll(30, rank, 2), seed=4))[1]
+              for rank in (0, 1)]
+    identical = sum(bool(torch.equal(a, b)) for a, b in zip(*served))
+    assert identical < 3, identical
+    # Rank 0 of a sampler draws as an order without ranks does.
+    _, alone = _served(feeder.DataLoader(dataset, batch_size=10, sampler=list(range(30)), seed=4))
+    assert torch.equal(served[0], alone)

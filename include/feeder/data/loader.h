@@ -254,6 +254,14 @@ using BatchTransform = std::function<void(Batch& batch, SplitMix64& rng)>;
 // that need it: next() rethrows its DataError, naming file and row group. Workers are persistent: started once, reused across epochs, joined by the
 // destructor. Starting a new epoch or destroying the loader mid-epoch cancels outstanding work
 // without hanging. Not thread safe: one consumer thread calls start_epoch()/next().
+// The rank `rank` of `count` whose share of an epoch a sampler's order is (DistributedSampler,
+// repeated augmentation): the copies of a sample on different ranks are augmented differently
+// (EpochPlan::number_repeats).
+struct SamplerRanks {
+  int64_t rank = 0;
+  int64_t count = 1;
+};
+
 class Loader {
  public:
   Loader(std::shared_ptr<const ImageStore> store, const LoaderOptions& options,
@@ -302,8 +310,9 @@ class Loader {
   // of batch_size (drop_last as in the options), from batch `first_batch` on. For a source in
   // memory (a stream reads in an order of its own) and world_size 1. num_batches() and
   // num_samples() stay the loader's own; epoch_batches() is this epoch's. Throws OptionsError for
-  // an index that is not a sample's, saying which.
-  void start_epoch(int64_t epoch, std::vector<int64_t> order, int64_t first_batch = 0);
+  // an index that is not a sample's, saying which. `ranks`: the order is one rank's of a sampler
+  // that splits the epoch among ranks (SamplerRanks).
+  void start_epoch(int64_t epoch, std::vector<int64_t> order, int64_t first_batch = 0, SamplerRanks ranks = {});
   // The seed of the epochs started from now on (the shuffle and the samples' random draws), for
   // callers that draw one per pass as torch's RandomSampler does. Consumer thread, any time: the
   // epoch in progress keeps its seed.

@@ -89,17 +89,19 @@ class EpochPlan {
     const auto size = static_cast<int64_t>(order_.size());
     return order_[static_cast<size_t>(position < size ? position : position - size)];
   }
-  // How many times the padded order has the sample at `position` before it: 0 for a sample's first
-  // place, 1 for a padding repeat (the loader's own orders visit every sample once), and for an order
-  // given with repeats (numbered by number_repeats()), its count so far. Seeds the sample's
-  // augmentation (sample_generator), so that every copy is augmented anew.
+  // Which copy of its sample the padded order has at `position`: 0 for a sample's first place, 1
+  // for a padding repeat (the loader's own orders visit every sample once), and for an order given
+  // by a sampler (numbered by number_repeats()), its count so far on this rank, times the sampler's
+  // ranks, plus this rank. Seeds the sample's augmentation (sample_generator), so that every copy,
+  // here or on another rank, is augmented anew.
   int64_t occurrence(int64_t position) const {
     if (position >= static_cast<int64_t>(order_.size())) return 1;  // given orders are never padded
     return occurrences_.empty() ? 0 : occurrences_[static_cast<size_t>(position)];
   }
-  // Numbers the repeats of an order given by the caller (a sampler's, which may draw a sample more
-  // than once): one pass, and memory only while it counts and when there are repeats.
-  void number_repeats();
+  // Numbers the copies of an order given by a sampler (which may draw a sample more than once, or
+  // give it to several ranks: this is rank `rank` of `num_ranks`): one pass, and memory only while
+  // it counts and when some copy is not 0.
+  void number_repeats(int64_t rank = 0, int64_t num_ranks = 1);
   // The epoch order, without the padding.
   std::span<const int64_t> order() const { return order_; }
   // The samples of batch `batch_idx`, in batch order.
@@ -107,7 +109,7 @@ class EpochPlan {
 
  private:
   std::vector<int64_t> order_;
-  std::vector<uint32_t> occurrences_;  // per position, when the order repeats samples; else empty
+  std::vector<int64_t> occurrences_;  // per position, when some copy is not the first; else empty
   int64_t padded_size_ = 0;
   int64_t batch_size_ = 1;
   int64_t rank_ = 0;
