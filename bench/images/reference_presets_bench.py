@@ -17,7 +17,6 @@ processes for torch); batch --batch-size.
     build/venv/bin/python3 bench/images/reference_presets_bench.py --reference DIR [--images 2000]
 """
 
-import gc
 import glob
 import os
 import statistics
@@ -28,8 +27,8 @@ import torchvision
 
 sys.path.insert(0, os.path.dirname(__file__))
 import feeder  # noqa: E402
-from images_bench import arguments, build_set, rate  # noqa: E402
-from torchvision_dataset_bench import cpu_name  # noqa: E402
+from images_bench import arguments, build_set  # noqa: E402
+from torchvision_dataset_bench import alternated, cpu_name  # noqa: E402
 
 
 def main():
@@ -60,15 +59,7 @@ def main():
                                  ("mixup/cutmix collate", default, {"collate_fn": collate_fn})):
         rows[f"{name}: feeder.DataLoader"] = lambda d=dataset, e=extra: feeder.DataLoader(d, **common, **e)
         rows[f"{name}: torch DataLoader"] = lambda d=dataset, e=extra: torch.utils.data.DataLoader(d, **common, **e)
-    results = {name: [] for name in rows}
-    for repeat in range(args.repeats):
-        for name, make in rows.items():
-            loader = make()
-            rate(loader, count)  # warm-up: workers started, files in the page cache
-            results[name].append(rate(loader, count))
-            del loader
-            gc.collect()
-            print(f"  pass {repeat + 1}: {name}: {results[name][-1]:.0f} images/s", flush=True)
+    results = alternated(rows, args.repeats, count)
     print(f"\n{count} images, batch {args.batch_size}, {args.workers} workers, {args.repeats} passes each; "
           f"{cpu_name()}, torch {torch.__version__}, torchvision {torchvision.__version__}")
     medians = {name: statistics.median(values) for name, values in results.items()}

@@ -35,6 +35,21 @@ def cpu_name():
     return platform.processor()
 
 
+def alternated(rows, repeats, count):
+    """{row: images/s of each pass}: `repeats` rounds over the rows in turn, each row's loader made,
+    warmed up by a pass (workers started, files in the page cache), timed over a pass, dropped."""
+    results = {name: [] for name in rows}
+    for repeat in range(repeats):
+        for name, make in rows.items():
+            loader = make()
+            rate(loader, count)
+            results[name].append(rate(loader, count))
+            del loader
+            gc.collect()
+            print(f"  pass {repeat + 1}: {name}: {results[name][-1]:.0f} images/s", flush=True)
+    return results
+
+
 def main():
     args = arguments(__doc__.split("\n\n")[0]).parse_args()
     torch.set_num_threads(1)
@@ -61,15 +76,7 @@ def main():
         "eval: torch DataLoader(ImageFolder(root, transform))":
             lambda: torch.utils.data.DataLoader(evaluation, **common),
     }
-    results = {name: [] for name in rows}
-    for repeat in range(args.repeats):
-        for name, make in rows.items():
-            loader = make()
-            rate(loader, count)  # warm-up: workers started, files in the page cache
-            results[name].append(rate(loader, count))
-            del loader
-            gc.collect()
-            print(f"  pass {repeat + 1}: {name}: {results[name][-1]:.0f} images/s", flush=True)
+    results = alternated(rows, args.repeats, count)
     print(f"\n{count} images, batch {args.batch_size}, {args.workers} workers, {args.repeats} passes each; "
           f"{cpu_name()}, torch {torch.__version__}, torchvision {torchvision.__version__}")
     medians = {name: statistics.median(values) for name, values in results.items()}

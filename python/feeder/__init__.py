@@ -1112,6 +1112,32 @@ class DataLoader:
         self._next_epoch = next_epoch if not resuming else epoch + 1
 
 
+class _Pass:
+    """One pass over a DataLoader, which a newer iter() or load_state_dict() ends."""
+
+    __slots__ = ("_owner", "_generation", "_first_padding")
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._owner)
+
+    def _current(self):
+        """The loader, when this pass is still its current one."""
+        if self._owner._generation != self._generation:
+            raise RuntimeError("this pass over the DataLoader was ended by a newer iter() or load_state_dict()")
+        return self._owner
+
+    def _padding(self, index, count):
+        """How many of batch `index`'s `count` rows pad the epoch for ranks, from the pass's positions
+        (None: the loader counted them)."""
+        if self._first_padding is None:
+            return None
+        end = index * self._owner.batch_size + count
+        return min(count, max(0, end - self._first_padding))
+
+
 class PlanWarning(RuntimeWarning):
     """Said once by a DataLoader that runs part of the work as torch would (the items made by torch's
     DataLoader, or a transform's last steps per sample in Python): what runs where, and why."""
@@ -1323,10 +1349,10 @@ class _TorchRunLoader(DataLoader):
         self._next_epoch = epoch + 1 if resuming else next_epoch
 
 
-class _TorchRunIterator:
+class _TorchRunIterator(_Pass):
     """One pass of a _TorchRunLoader: torch's batches, counted, with feeder's num_padding."""
 
-    __slots__ = ("_owner", "_generation", "_batches", "_first_padding")
+    __slots__ = ("_batches",)
 
     def __init__(self, owner, generation, batches):
         self._owner = owner
@@ -1335,16 +1361,8 @@ class _TorchRunIterator:
         order = owner._order
         self._first_padding = None if order is None or owner._raw_batches else len(order) - owner._order_padding
 
-    def __iter__(self):
-        return self
-
-    def __len__(self):
-        return len(self._owner)
-
     def __next__(self):
-        owner = self._owner
-        if owner._generation != self._generation:
-            raise RuntimeError("this pass over the DataLoader was ended by a newer iter() or load_state_dict()")
+        owner = self._current()
         try:
             batch = next(self._batches)
         except StopIteration:
@@ -1355,11 +1373,8 @@ class _TorchRunIterator:
         if owner._transform is not None:
             batch = list(owner._transform(*batch))
         if type(batch) is list and len(batch) == 2 and owner.batch_size is not None:
-            num_padding = 0
-            if self._first_padding is not None and isinstance(batch[1], torch.Tensor) and batch[1].dim() > 0:
-                end = index * owner.batch_size + len(batch[1])
-                num_padding = min(len(batch[1]), max(0, end - self._first_padding))
-            return Batch(batch[0], batch[1], num_padding)
+            counted = isinstance(batch[1], torch.Tensor) and batch[1].dim() > 0
+            return Batch(batch[0], batch[1], (self._padding(index, len(batch[1])) or 0) if counted else 0)
         return batch
 
 
@@ -1400,10 +1415,10 @@ class FieldBatch(dict):
         return (FieldBatch, (dict(self), self.num_padding))
 
 
-class _EpochIterator:
+class _EpochIterator(_Pass):
     """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
 
-    __slots__ = ("_owner", "_generation", "_next", "_pin", "_transform", "_batch_stage", "_first_padding", "_collate")
+    __slots__ = ("_next", "_pin", "_transform", "_batch_stage", "_collate")
 
     def __init__(self, owner, generation):
         self._owner = owner
@@ -1416,16 +1431,8 @@ class _EpochIterator:
         # An ordered pass: positions from here on are a DistributedSampler's repeats.
         self._first_padding = len(owner._order) - owner._order_padding if owner._ordered else None
 
-    def __iter__(self):
-        return self
-
-    def __len__(self):
-        return len(self._owner)
-
     def __next__(self):
-        owner = self._owner
-        if owner._generation != self._generation:
-            raise RuntimeError("this pass over the DataLoader was ended by a newer iter() or load_state_dict()")
+        owner = self._current()
         batch = self._next()
         if batch is None:
             owner._finished = True
@@ -1438,10 +1445,9 @@ class _EpochIterator:
         index = owner._num_yielded
         owner._num_yielded += 1
         images, labels = _from_dlpack(batch[0]), _from_dlpack(batch[1])
-        num_padding = batch[2]
-        if self._first_padding is not None:
-            end = index * owner.batch_size + len(labels)
-            num_padding = min(len(labels), max(0, end - self._first_padding))
+        num_padding = self._padding(index, len(labels))
+        if num_padding is None:
+            num_padding = batch[2]
         if self._batch_stage is not None:  # the dataset transform's steps the C++ stage does not run
             images = self._batch_stage(images, owner.seed, owner._epoch, owner.rank, index)
         if self._collate is not None:
