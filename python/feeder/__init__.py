@@ -17,6 +17,7 @@ Errors: ValueError for bad options, feeder.DataError (an OSError) for bad or mis
 messages the `feeder` command prints; an error in a worker is raised by the next() that needed it.
 """
 
+import collections
 import json
 import numbers
 import os
@@ -39,6 +40,7 @@ from .cached import CachedDataset, cached
 from .order import draw_seed as _draw_seed, own_sampler as _own_sampler, sampler_padding as _sampler_padding
 from .transforms import UnsupportedTransform
 from . import transforms as _transforms
+from . import stage_pool as _stage_pool
 from . import torch_run as _torch_run
 
 _default_collate = torch.utils.data.default_collate
@@ -712,7 +714,7 @@ class DataLoader:
         # A torchvision dataset's samples, made in C++, handed to the script's collate_fn on the thread
         # that iterates (as torch's workers would hand them, in the same structure).
         self.collate_fn = collate_fn if _custom_collate(collate_fn) else _default_collate
-        self._collate = collate_fn if _custom_collate(collate_fn) else None
+        collate = collate_fn if _custom_collate(collate_fn) else None
         self.timeout = 0
         self.worker_init_fn = None
         self.multiprocessing_context = None
@@ -720,6 +722,16 @@ class DataLoader:
         image_args = (image_size, augment, channels, resize, scale, ratio, flip, dct_scaling, normalize)
         image, mean, std, dtype_name = self._open_set(source, labels, budget, train, allow_unlabeled,
                                                       shuffle and sampler is None, dtype_name, image_args)
+        # The Python part of the work on each batch: a transform's per-sample tail, a collate_fn; in
+        # worker processes with workers (feeder/stage_pool.py), made on the first pass.
+        self._cpp_dtype = torch.uint8 if dtype_name == "uint8" else torch.float32  # the C++ batches'
+        tail = self._batch_stage if isinstance(self._batch_stage, _transforms.SampleTail) else None
+        if tail is not None:
+            self._batch_stage = None
+        self._work = _stage_pool.BatchWork(tail, collate) if tail is not None or collate is not None else None
+        self._pool = None
+        if self._work is not None:
+            warnings.warn(f"feeder.DataLoader: {self.plan}", PlanWarning, stacklevel=2)
         if on_error == "skip" and not self._source.encoded:
             raise ValueError("on_error='skip' is for encoded images (JPEG, PNG, WebP), which may be corrupt; this "
                              "set's pixels are read whole or not at all")
@@ -823,8 +835,7 @@ class DataLoader:
         self._indices = opened.indices
         self._source = opened.opened
         self._batch_stage = opened.batch_stage
-        if isinstance(opened.batch_stage, _transforms.SampleTail):
-            warnings.warn(f"feeder.DataLoader: {self._split_plan()}", PlanWarning, stacklevel=4)
+        if isinstance(opened.batch_stage, _transforms.SampleTail):  # the C++ crop is uint8
             return opened.image, opened.mean, opened.std, "uint8"
         if dtype_name == "uint8" and opened.dtype != "uint8":
             raise ValueError("dtype=torch.uint8: the dataset's transform makes float32 tensors (ToTensor); end it "
@@ -925,18 +936,37 @@ class DataLoader:
         """Batch buffers allocated so far; stays small while the training loop frees its batches."""
         return self._loader.buffers_allocated
 
-    def _split_plan(self):
-        tail = self._batch_stage
+    def _stage_pool(self):
+        """The worker processes of the Python part of the work, or None when it runs on the thread that
+        iterates (no Python part, or num_workers=0, as torch's DataLoader runs everything there)."""
+        if self._work is None or self.num_workers == 0:
+            return None
+        if self._pool is None:
+            channels, height, width = self._loader.sample_shape
+            self._pool = _stage_pool.StagePool(self._work, self.num_workers, self,
+                                               (self.batch_size, channels, height, width), self._cpp_dtype,
+                                               self.prefetch + self.num_workers)
+        return self._pool
+
+    def _python_plan(self, tail, collate):
+        where = (f"in {self.num_workers} worker processes (as torch's DataLoader runs them)" if self.num_workers
+                 else "on the thread that iterates")
+        steps = []
+        if tail is not None:
+            steps.append(f"{', '.join(tail.names)} on each crop, as torchvision runs them on tensors (they have no "
+                         f"C++ form)")
+        if collate is not None:
+            steps.append(f"collate_fn {getattr(collate, '__qualname__', type(collate).__name__)} on the samples")
         return (f"feeder decodes, crops and flips the images in C++ ({self.num_workers} threads), then runs "
-                f"{', '.join(tail.names)} on each crop in Python, on the thread that iterates, as torchvision runs "
-                f"them on tensors (they have no C++ form)")
+                f"{' and '.join(steps)} in Python, {where}")
 
     @property
     def plan(self):
         """What runs where, as a sentence: feeder's C++ threads making the items, or torch's DataLoader
         (for what feeder cannot translate exactly; a PlanWarning said so when the loader was made)."""
-        if isinstance(self._batch_stage, _transforms.SampleTail):
-            return self._split_plan()
+        work = getattr(self, "_work", None)
+        if work is not None:
+            return self._python_plan(work.tail, work.collate)
         return getattr(self, "_plan", None) or (
             f"feeder makes the items in C++ ({self.num_workers} threads"
             f"{'' if self.num_workers else ': none, on the calling thread'}) from {self.source_description}"
@@ -1057,10 +1087,16 @@ class DataLoader:
             # the epoch the next pass runs: this one, to finish it, while it is in progress
             "next_epoch": self._epoch if in_epoch else self._next_epoch,
             "seed": self.seed,
-            "loader_state": json.loads(self._loader.state()) if in_epoch else None,
+            "loader_state": self._loader_state() if in_epoch else None,
             "order": list(self._order) if in_epoch and self._ordered else None,
             "order_padding": self._order_padding if in_epoch and self._ordered else 0,
         }
+
+    def _loader_state(self):
+        state = json.loads(self._loader.state())
+        if self._pool is not None:  # the C++ loader is ahead of the batches handed out by the pool
+            state["batches_delivered"] = self._num_yielded
+        return state
 
     def load_state_dict(self, state_dict):
         """Continues from `state_dict`: the next iter() yields exactly the batches that would have come
@@ -1416,9 +1452,14 @@ class FieldBatch(dict):
 
 
 class _EpochIterator(_Pass):
-    """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch."""
+    """One pass over a DataLoader; next() waits (without the GIL) for the next assembled batch.
 
-    __slots__ = ("_next", "_pin", "_transform", "_batch_stage", "_collate")
+    The Python part of the work (owner._work: a transform's per-sample tail, a collate_fn) runs on
+    this thread, or with workers in owner's StagePool: then the C++ batches are taken `ahead` of
+    the one handed out and their Python part made in the pool's processes meanwhile."""
+
+    __slots__ = ("_next", "_pin", "_transform", "_batch_stage", "_work", "_pool", "_pending", "_free", "_taken",
+                 "_ended")
 
     def __init__(self, owner, generation):
         self._owner = owner
@@ -1427,32 +1468,53 @@ class _EpochIterator(_Pass):
         self._pin = owner._pin_memory
         self._transform = owner._transform
         self._batch_stage = owner._batch_stage
-        self._collate = owner._collate
+        self._work = owner._work
+        self._pool = owner._stage_pool()
+        self._pending = collections.deque()  # (result, slot, number of padding rows) in flight
+        self._free = list(range(len(self._pool.slots))) if self._pool is not None else []  # slots to fill
+        self._taken = owner._num_yielded     # batches taken from the C++ loader in this pass
+        self._ended = False
         # An ordered pass: positions from here on are a DistributedSampler's repeats.
         self._first_padding = len(owner._order) - owner._order_padding if owner._ordered else None
 
-    def __next__(self):
-        owner = self._current()
+    def _take(self):
+        """The next C++ batch as (number, images, labels, padding rows, values), or None at the end."""
+        owner = self._owner
         batch = self._next()
         if batch is None:
-            owner._finished = True
-            skipped = owner._loader.skipped_samples
-            if skipped:
-                warnings.warn(f"{skipped} bad images were left out of epoch {owner._epoch}'s batches "
-                              f"(on_error='skip'), e.g. {owner._loader.skipped_examples[0]}", RuntimeWarning,
-                              stacklevel=2)
-            raise StopIteration
-        index = owner._num_yielded
-        owner._num_yielded += 1
+            return None
+        index = self._taken
+        self._taken += 1
         images, labels = _from_dlpack(batch[0]), _from_dlpack(batch[1])
         num_padding = self._padding(index, len(labels))
         if num_padding is None:
             num_padding = batch[2]
         if self._batch_stage is not None:  # the dataset transform's steps the C++ stage does not run
             images = self._batch_stage(images, owner.seed, owner._epoch, owner.rank, index)
-        if self._collate is not None:
-            return self._collated(images, labels, index)
-        values = [(name, _field_value(value, self._pin)) for name, value in batch[3]]
+        return index, images, labels, num_padding, batch[3]
+
+    def _end_of_pass(self):
+        owner = self._owner
+        owner._finished = True
+        skipped = owner._loader.skipped_samples
+        if skipped:
+            warnings.warn(f"{skipped} bad images were left out of epoch {owner._epoch}'s batches "
+                          f"(on_error='skip'), e.g. {owner._loader.skipped_examples[0]}", RuntimeWarning,
+                          stacklevel=3)
+        raise StopIteration
+
+    def __next__(self):
+        owner = self._current()
+        if self._pool is not None:
+            return self._next_from_pool(owner)
+        taken = self._take()
+        if taken is None:
+            self._end_of_pass()
+        index, images, labels, num_padding, values = taken
+        owner._num_yielded += 1
+        if self._work is not None:
+            return self._finish(self._work(images, labels, owner.seed, owner._epoch, owner.rank, index), num_padding)
+        values = [(name, _field_value(value, self._pin)) for name, value in values]
         if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
         if self._transform is not None:
@@ -1461,20 +1523,38 @@ class _EpochIterator(_Pass):
             return FieldBatch({"image": images, "label": labels, **dict(values)}, num_padding)
         return Batch(images, labels, num_padding)
 
-    def _collated(self, images, labels, index):
-        """The script's collate_fn over the batch's samples, as torch's workers would give them (image
-        tensors, int labels), drawing from torch's generator seeded by (seed, epoch, rank, batch) with
-        the script's own generator untouched; pinned and transformed as torch's DataLoader would."""
-        owner = self._owner
-        samples = list(zip(images, labels.tolist()))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(hash((owner.seed, owner._epoch, owner.rank, index, "collate")) & (2**63 - 1))
-            batch = self._collate(samples)
+    def _next_from_pool(self, owner):
+        while not self._ended and self._free:
+            taken = self._take()
+            if taken is None:
+                self._ended = True
+                break
+            index, images, labels, num_padding, _ = taken
+            slot = self._free.pop()
+            result = self._pool.submit(slot, images, labels, owner.seed, owner._epoch, owner.rank, index)
+            self._pending.append((result, slot, num_padding))
+        if not self._pending:
+            self._end_of_pass()
+        result, slot, num_padding = self._pending[0]
+        made = self._pool.wait(result)
+        self._pending.popleft()
+        self._free.append(slot)
+        owner._num_yielded += 1
+        return self._finish(made, num_padding)
+
+    def _finish(self, made, num_padding):
+        """The Python part's result, pinned and transformed as torch's DataLoader would: a collate_fn's
+        in its own structure, else a Batch."""
+        if self._work.collate is not None:
+            if self._pin:
+                made = torch.utils.data._utils.pin_memory.pin_memory(made)
+            return self._transform(*made) if self._transform is not None else made
+        images, labels = made
         if self._pin:
-            batch = torch.utils.data._utils.pin_memory.pin_memory(batch)
+            images, labels = images.pin_memory(), labels.pin_memory()
         if self._transform is not None:
-            batch = self._transform(*batch)
-        return batch
+            images, labels = self._transform(images, labels)
+        return Batch(images, labels, num_padding)
 
 
 # -------------------------------------------------------------------- the commands

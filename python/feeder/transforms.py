@@ -367,6 +367,8 @@ class SampleTail:
                     image = step(image)
                 if out is None:
                     out = torch.empty((len(images), *image.shape), dtype=image.dtype)
+                    if torch.utils.data.get_worker_info() is not None:  # handed back from a worker process
+                        out.share_memory_()
                 out[row] = image
         return out
 

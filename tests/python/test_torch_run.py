@@ -95,31 +95,30 @@ def test_state_dict_resumes_with_exactly_the_rest_of_the_epoch():
         resumed.load_state_dict({**state, "torch_run": False})
 
 
+def soft_targets(samples):
+    """A mixup-style collate: images, one-hot targets, and a draw from torch's generator."""
+    assert all(type(label) is int for _, label in samples)
+    images, labels = torch.utils.data.default_collate(samples)
+    return images, torch.nn.functional.one_hot(labels, 3).float(), torch.rand(())
+
+
 def test_a_collate_fn_gets_the_samples_as_torch_gives_them(image_set_folder):
     dataset = torchvision.datasets.ImageFolder(image_set_folder, T.Compose([T.Resize((8, 8)), T.ToTensor()]))
-    draws = []
-
-    def soft_targets(samples):  # a mixup-style collate: images, one-hot targets, a draw from torch's generator
-        assert all(type(label) is int for _, label in samples)
-        images, labels = torch.utils.data.default_collate(samples)
-        draws.append(torch.rand(()).item())
-        return images, torch.nn.functional.one_hot(labels, 3).float()
-
-    # The images made in C++ (a torchvision dataset feeder reads), the collate on the iterating thread.
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", feeder.PlanWarning)
-        loader = feeder.DataLoader(dataset, batch_size=10, collate_fn=soft_targets, num_workers=2, seed=6)
-    assert loader.collate_fn is soft_targets and "C++" in loader.plan
-    before = torch.get_rng_state()
-    batches = list(loader)
-    assert torch.equal(torch.get_rng_state(), before)  # the script's generator untouched
-    assert [type(batch) for batch in batches] == [tuple] * 3
+    # The images made in C++ (a torchvision dataset feeder reads), the collate in worker processes.
+    runs = []
+    for workers in (2, 0):
+        loader, said = _made(dataset, batch_size=10, collate_fn=soft_targets, num_workers=workers, seed=6)
+        assert loader.collate_fn is soft_targets and "C++" in loader.plan and "soft_targets" in said
+        assert ("2 worker processes" if workers else "the thread that iterates") in said
+        before = torch.get_rng_state()
+        runs.append(list(loader))
+        assert torch.equal(torch.get_rng_state(), before)  # the script's generator untouched
+    assert [type(batch) for batch in runs[0]] == [tuple] * 3
     expected = list(torch.utils.data.DataLoader(dataset, batch_size=10, collate_fn=soft_targets))
-    for (images, targets), (torch_images, torch_targets) in zip(batches, expected):
+    for (images, targets, _), (torch_images, torch_targets, _) in zip(runs[0], expected):
         assert (images - torch_images).abs().max() <= 1 / 255 + 1e-6 and torch.equal(targets, torch_targets)
-    first = draws[:3]
-    list(feeder.DataLoader(dataset, batch_size=10, collate_fn=soft_targets, num_workers=0, seed=6))
-    assert draws[-3:] == first  # its draws a function of (seed, epoch, batch), not of the workers
+    # Its draws a function of (seed, epoch, batch), not of the workers or the process.
+    assert [float(draw) for *_, draw in runs[0]] == [float(draw) for *_, draw in runs[1]]
     # With a dataset torch's DataLoader runs, the collate runs in its workers.
     loader, said = _made(Numbers(20), batch_size=10, collate_fn=soft_targets_of_numbers, num_workers=2)
     assert "soft_targets_of_numbers" in said
@@ -192,3 +191,41 @@ def test_a_preset_class_wrapping_its_compose_is_translated(image_set_folder):
 def test_feeder_options_of_its_own_sets_are_refused_with_a_torch_dataset():
     with pytest.raises(ValueError, match="image_size= applies to sets feeder reads itself"):
         feeder.DataLoader(Numbers(10), image_size=8)
+
+
+def test_a_pass_whose_python_part_runs_in_workers_resumes_exactly(image_set_folder):
+    # The C++ loader runs ahead of the batches the workers hand back: a state says where the script is.
+    transform = T.Compose([T.RandomResizedCrop(12), T.TrivialAugmentWide(), T.ToTensor()])
+    dataset = torchvision.datasets.ImageFolder(image_set_folder, transform)
+    loader, _ = _made(dataset, batch_size=4, shuffle=True, seed=2, num_workers=2)
+    whole = [(x.clone(), y) for x, y in loader]
+    loader.set_epoch(0)
+    batches = iter(loader)
+    head = [next(batches) for _ in range(2)]
+    state = loader.state_dict()
+    assert state["loader_state"]["batches_delivered"] == 2
+    resumed, _ = _made(dataset, batch_size=4, shuffle=True, seed=2, num_workers=1)
+    resumed.load_state_dict(state)
+    rest = list(resumed)
+    assert len(head) + len(rest) == len(whole)
+    for (x, y), (wx, wy) in zip(head + rest, whole):
+        assert torch.equal(x, wx) and torch.equal(y, wy)
+
+
+def failing_collate(samples):
+    raise ValueError("this collate refuses batches")
+
+
+def test_an_error_in_a_worker_is_raised_by_next(image_set_folder):
+    dataset = torchvision.datasets.ImageFolder(image_set_folder, T.Compose([T.Resize((8, 8)), T.ToTensor()]))
+    loader, _ = _made(dataset, batch_size=10, collate_fn=failing_collate, num_workers=2)
+    with pytest.raises(ValueError, match="this collate refuses batches"):
+        next(iter(loader))
+
+
+def test_a_collate_fn_gets_uint8_samples_of_a_uint8_transform(image_set_folder):
+    dataset = torchvision.datasets.ImageFolder(image_set_folder, T.Compose([T.Resize((8, 8)), T.PILToTensor()]))
+    for workers in (0, 2):
+        loader, _ = _made(dataset, batch_size=10, collate_fn=soft_targets, num_workers=workers)
+        images, targets, _ = next(iter(loader))
+        assert images.dtype == torch.uint8 and images.shape == (10, 3, 8, 8) and targets.shape == (10, 3)
