@@ -814,9 +814,8 @@ class DataLoader:
             mean, std = 0.0, 1.0  # the image stage normalises, per channel
         elif image_args[0] is not None or image_args[1] is not None:
             raise ValueError("image_size= and augment= are for encoded images (JPEG, PNG, WebP: a folder, or a "
-                             "Parquet set of image files); this set's images all have one size already: augment "
-                             "them with transform= (a function of each batch), or store them as PNGs "
-                             "(feeder.convert(..., layout='png')) to crop each image as it is decoded")
+                             "Parquet set of image files); this set's images all have one size already: store "
+                             "them as PNGs (feeder.convert(..., layout='png')) to crop each image as it is decoded")
         elif mean is None:
             mean, std = _normalization(normalize)
         return image, mean, std, dtype_name

@@ -64,7 +64,11 @@ def _start_worker(counter, num_workers, work_id):
 
 
 def _end(pool, work_id):
-    pool.terminate()
+    try:
+        pool.terminate()
+    except AssertionError:  # CPython refuses when results are pending and its result thread has stopped
+        for process in pool._pool:
+            process.terminate()
     _WORK.pop(work_id, None)  # kept until now: a worker that dies is forked again, from this process
 
 
