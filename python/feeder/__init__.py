@@ -555,8 +555,10 @@ class DataLoader:
         source: a torchvision dataset as it is (an ImageFolder or a DatasetFolder of images;
             MNIST, FashionMNIST, CIFAR10 and their kin; a Subset or random_split of any of them),
             read from its own file list or arrays, its transform run per sample in C++ with
-            torchvision's semantics or refused by name (feeder/transforms.py), ``loader.dataset``
-            being the dataset itself; a map-style Dataset read once through ``feeder.cached(dataset)``; a folder of images
+            torchvision's semantics (feeder/transforms.py), the steps after the crop that have no
+            C++ form in Python, ``loader.dataset`` being the dataset itself; any other torch
+            Dataset (its items made by torch's DataLoader, feeder/torch_run.py), or one read once
+            through ``feeder.cached(dataset)``; a folder of images
             (see image_size below), a path (an IDX ``*-images-idx3-ubyte[.gz]`` file, a CSV, a Parquet file, a directory
             of Parquet shards, or a glob), or in-memory data: uint8 images (N,C,H,W) or (N,H,W) as a
             torch tensor or NumPy array, with labels as ``(images, labels)`` or ``labels=``. A
@@ -578,10 +580,12 @@ class DataLoader:
             DistributedSampler's repeats (its padding) are counted in ``batch.num_padding``. The set
             must be in memory (a stream reads in an order of its own).
         batch_sampler: torch's BatchSampler: its sampler, batch_size and drop_last, as above.
-        collate_fn: None or torch's default_collate (what feeder's batches are); others are refused.
+        collate_fn: torch's default_collate (what feeder's batches are), or the script's own, called
+            on each batch's samples (in worker processes with num_workers > 0).
         drop_last: drop the last, smaller batch.
         num_workers: C++ threads assembling batches (0: on the calling thread, inside next()).
-            Threads, not processes: nothing is pickled or copied per worker.
+            Threads, not processes: nothing is pickled or copied per worker; the Python part of
+            the work (a transform's tail, a collate_fn) runs in as many worker processes.
         prefetch: batches assembled ahead of the training loop, at most (4 by default).
         prefetch_factor: torch's spelling, per worker: prefetch = prefetch_factor * num_workers.
         persistent_workers: feeder's workers are threads that always persist across epochs
@@ -630,10 +634,13 @@ class DataLoader:
             stored or decoded, cropped, resized (rounded to the nearest level) and flipped, but not
             normalised (normalize must be None), for a model that normalises on its device: a
             quarter of the memory and of the copy to it.
-        timeout, pin_memory_device, in_order: torch's, accepted at their defaults only.
+        timeout, worker_init_fn, multiprocessing_context, pin_memory_device, in_order: torch's; other
+            than their defaults, the items are made by torch's DataLoader (below).
 
-    torch.utils.data.DataLoader's custom collate_fn, worker_init_fn and multiprocessing_context are
-    refused with a ValueError that says what to use instead. torch's attributes are there:
+    What feeder cannot translate exactly (a Dataset of the script's own, worker_init_fn,
+    multiprocessing_context, timeout, a transform with no C++ or tensor form) runs as torch's
+    DataLoader runs it, in feeder's order; ``loader.plan`` and one PlanWarning say what runs where.
+    torch's attributes are there:
     ``sampler``, ``batch_sampler``, ``batch_size``, ``drop_last``, ``collate_fn``, ``pin_memory``,
     ``prefetch_factor``, ``persistent_workers``, ``generator``; a loader pickles and copies (made
     again from its arguments), and one rebuilt from its attributes equals it.
