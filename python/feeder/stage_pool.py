@@ -24,6 +24,10 @@ import torch.multiprocessing as multiprocessing
 
 __all__ = ["BatchWork", "StagePool"]
 
+# Mixed into a collate's seed in place of a row number (rows are >= 0): a stream of its own. An int,
+# not a string, whose hash Python salts per process.
+_COLLATE_STREAM = -1
+
 # What each pool's workers run, registered before the pool forks so that they inherit it.
 _WORK = {}
 _WORK_IDS = iter(range(1 << 62))
@@ -46,7 +50,7 @@ class BatchWork:
             return images, labels
         samples = list(zip(images, labels.tolist()))
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(hash((seed, epoch, rank, index, "collate")) & (2**63 - 1))
+            torch.manual_seed(hash((seed, epoch, rank, index, _COLLATE_STREAM)) & (2**63 - 1))
             return self.collate(samples)
 
 

@@ -21,10 +21,14 @@ from . import _feeder
 
 __all__ = ["TorchRun", "own_order", "own_padding", "pass_generator", "rank_samples"]
 
+# Mixed into the seed of a pass's workers: a stream of its own. An int, not a string, whose hash
+# Python salts per process.
+_WORKERS_STREAM = -2
+
 
 def pass_generator(seed, epoch):
     """The generator torch's DataLoader draws a pass's base seed from: a function of (seed, epoch)."""
-    return torch.Generator().manual_seed(hash((seed, epoch, "workers")) & (2**63 - 1))
+    return torch.Generator().manual_seed(hash((seed, epoch, _WORKERS_STREAM)) & (2**63 - 1))
 
 
 class _PassIndices(torch.utils.data.Sampler):
