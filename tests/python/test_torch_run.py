@@ -229,3 +229,25 @@ def test_a_collate_fn_gets_uint8_samples_of_a_uint8_transform(image_set_folder):
         loader, _ = _made(dataset, batch_size=10, collate_fn=soft_targets, num_workers=workers)
         images, targets, _ = next(iter(loader))
         assert images.dtype == torch.uint8 and images.shape == (10, 3, 8, 8) and targets.shape == (10, 3)
+
+
+def test_the_python_parts_draws_are_the_same_in_every_run(image_set_folder):
+    # Two processes (Python salts string hashes per process): the same seed, the same draws.
+    import subprocess
+    import sys
+    script = """
+import sys, torch, torchvision, warnings
+from torchvision import transforms as T
+import feeder
+warnings.simplefilter("ignore")
+dataset = torchvision.datasets.ImageFolder(sys.argv[1], T.Compose([T.RandomResizedCrop(8), T.ColorJitter(0.5),
+                                                                    T.ToTensor()]))
+def collate(samples):
+    images, labels = torch.utils.data.default_collate(samples)
+    return images, labels, torch.rand(())
+for images, _, draw in feeder.DataLoader(dataset, batch_size=10, seed=5, collate_fn=collate, num_workers=0):
+    print(round(float(draw), 6), round(float(images.sum()), 3))
+"""
+    runs = [subprocess.run([sys.executable, "-c", script, str(image_set_folder)], capture_output=True, text=True,
+                           timeout=120, check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0].split()) == 6
