@@ -27,12 +27,22 @@ S3Path parse_s3_path(const std::string& path) {
   return parts;
 }
 
-// An S3 error's code and message from its XML body ("NoSuchBucket: The specified bucket does not exist").
+// At most a line of a server's text, for a message: whatever the server sent, a message stays short.
+std::string one_line(std::string text) {
+  constexpr size_t kMaxChars = 200;
+  const size_t end = text.find_first_of("\r\n");
+  if (end != std::string::npos) text.resize(end);
+  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
+  return text;
+}
+
+// An S3 error's code and message from its XML body ("NoSuchBucket: The specified bucket does not
+// exist"), each at most a line.
 std::pair<std::string, std::string> s3_error(const HttpResponse& response) {
   pugi::xml_document document;
   if (response.body.empty() || !document.load_buffer(response.body.data(), response.body.size())) return {};
   const pugi::xml_node error = document.child("Error");
-  return {error.child_value("Code"), error.child_value("Message")};
+  return {one_line(error.child_value("Code")), one_line(error.child_value("Message"))};
 }
 
 class S3Objects final : public RemoteObjects {

@@ -48,6 +48,13 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
       return 0;  // libcurl stops the transfer
     }
     std::memcpy(into.data() + response.body_bytes, data, bytes);
+  } else if (response.status / 100 != 2 && response.body.size() + bytes > kErrorBodyPrefixBytes) {
+    // An error page past the prefix: what is kept says enough; the rest is not read.
+    const size_t kept = kErrorBodyPrefixBytes - response.body.size();
+    response.body.insert(response.body.end(), data, data + kept);
+    response.body_bytes += static_cast<int64_t>(kept);
+    response.body_cut = true;
+    return 0;  // libcurl ends the transfer (CURLE_WRITE_ERROR), which perform() takes as the reply
   } else {
     response.body.insert(response.body.end(), data, data + bytes);
   }
@@ -227,7 +234,7 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
     if (request_abort_asked()) throw RequestAborted();
     throw Interrupted();
   }
-  if (code != CURLE_OK) {
+  if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && response.body_cut)) {
     const std::string what = error_text[0] ? error_text : curl_easy_strerror(code);
     if (transient_code(code)) throw TransientError(name + ": " + what);
     throw DataError(name + ": " + what);

@@ -41,10 +41,17 @@ struct HttpRequest {
   std::span<uint8_t> into;
 };
 
+// The most of an error reply's body (a status other than 2xx) kept, to be read for an S3 error's
+// code or quoted: a server that sends a huge error page (a misconfigured endpoint, a hostile one)
+// costs this much memory at most, and the transfer is ended there.
+constexpr size_t kErrorBodyPrefixBytes = 16 * 1024;
+
 struct HttpResponse {
   long status = 0;
   std::map<std::string, std::string> headers;  // lowercase names
+  // The reply's body, or of an error reply its first kErrorBodyPrefixBytes (then body_cut).
   std::vector<uint8_t> body;
+  bool body_cut = false;
   int64_t body_bytes = 0;  // received, into `into` or `body`
   std::string header(const std::string& name) const;
   std::string body_text() const { return {body.begin(), body.end()}; }

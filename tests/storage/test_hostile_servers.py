@@ -1,0 +1,133 @@
+"""Servers that misbehave as real infrastructure does, started by each test on loopback, bounded in
+requests, bytes and time: what they cost the loader is bounded too, and its errors stay short."""
+
+import http.server
+import threading
+import time
+
+import pytest
+
+import feeder
+
+
+class HostileServer:
+    """An HTTP server on 127.0.0.1 whose replies `reply(handler)` writes; counts the body bytes sent."""
+
+    def __init__(self, reply):
+        self.sent = 0
+        self.requests = 0
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server.requests += 1
+                reply(self, server)
+
+            do_HEAD = do_GET
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _send_body(handler, server, total, chunk=b"x" * 65536):
+    """Up to `total` bytes of body, until the client hangs up."""
+    sent = 0
+    try:
+        while sent < total:
+            handler.wfile.write(chunk)
+            sent += len(chunk)
+            server.sent += len(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
+@pytest.fixture
+def huge_error_page():
+    """A file of 4,096 bytes by HEAD, whose every GET is a 403 with a 512 MiB page; nothing else is there."""
+    def reply(handler, server):
+        if not handler.path.endswith(".parquet"):
+            handler.send_response(404)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        if handler.command == "HEAD":
+            handler.send_response(200)
+            handler.send_header("Content-Length", "4096")
+            handler.send_header("ETag", '"v1"')
+            handler.end_headers()
+            return
+        handler.send_response(403)
+        handler.send_header("Content-Length", str(512 << 20))
+        handler.end_headers()
+        _send_body(handler, server, 512 << 20)
+
+    server = HostileServer(reply)
+    yield server
+    server.close()
+
+
+def test_a_huge_error_page_is_read_only_to_its_prefix(huge_error_page):
+    feeder.set_storage_options(max_retries=1)
+    try:
+        start = time.monotonic()
+        with pytest.raises(feeder.DataError) as raised:
+            feeder.DataLoader(huge_error_page.url("set/train.parquet"))
+        took = time.monotonic() - start
+    finally:
+        feeder.set_storage_options()
+    message = str(raised.value)
+    assert "403" in message and len(message) < 1000, message
+    # What the server got out before the loader hung up: the prefix, and what the sockets buffer.
+    assert huge_error_page.sent < 32 << 20, huge_error_page.sent
+    assert took < 20
+
+
+@pytest.fixture
+def long_s3_error():
+    """An S3 endpoint whose object is there by HEAD, and whose GETs are refused with a 10,000-character
+    message (a 503 on every other request, retried)."""
+    body = (b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>" + b"y" * 10000 +
+            b"</Message></Error>")
+
+    def reply(handler, server):
+        if handler.command == "HEAD":
+            handler.send_response(200 if handler.path.split("?")[0].endswith(".parquet") else 404)
+            handler.send_header("Content-Length", "4096" if handler.path.endswith(".parquet") else "0")
+            handler.send_header("ETag", '"v1"')
+            handler.end_headers()
+            return
+        handler.send_response(403)
+        handler.send_header("Content-Type", "application/xml")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    server = HostileServer(reply)
+    yield server
+    server.close()
+
+
+def test_an_s3_error_message_is_quoted_to_a_line(long_s3_error):
+    feeder.set_storage_options(endpoint=long_s3_error.url("")[:-1], anonymous=True, max_retries=1)
+    try:
+        with pytest.raises(feeder.DataError) as raised:
+            feeder.DataLoader("s3://bucket/set/train.parquet")
+    finally:
+        feeder.set_storage_options()
+    message = str(raised.value)
+    assert "AccessDenied" in message and "yyy..." in message and len(message) < 1000, message[:300]
