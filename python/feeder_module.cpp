@@ -819,8 +819,9 @@ void bind_settings(py::module_& m) {
       "set_storage_options",
       [](const std::string& endpoint, const std::string& region, const std::string& profile, bool anonymous,
          const std::string& addressing, const std::string& ca_bundle, int max_connections, int max_retries,
-         double retry_seconds, const std::string& cache_dir, int64_t cache_limit) {
+         double retry_seconds, const std::string& cache_dir, int64_t cache_limit, int64_t max_listed_keys) {
         StorageOptions options;
+        options.max_listed_keys = max_listed_keys;
         options.cache_dir = cache_dir;
         options.cache_limit = cache_limit;
         options.endpoint = endpoint;
@@ -835,13 +836,15 @@ void bind_settings(py::module_& m) {
         set_storage_options(options);
       },
       py::arg("endpoint"), py::arg("region"), py::arg("profile"), py::arg("anonymous"), py::arg("addressing"),
-      py::arg("ca_bundle"), py::arg("max_connections"), py::arg("max_retries"), py::arg("retry_seconds"), py::arg("cache_dir"), py::arg("cache_limit"));
+      py::arg("ca_bundle"), py::arg("max_connections"), py::arg("max_retries"), py::arg("retry_seconds"), py::arg("cache_dir"), py::arg("cache_limit"),
+      py::arg("max_listed_keys"));
   m.def("default_storage_options", [] {
     const StorageOptions defaults;
     py::dict out;
     out["max_connections"] = defaults.max_connections;
     out["max_retries"] = defaults.max_retries;
     out["retry_seconds"] = defaults.retry_seconds;
+    out["max_listed_keys"] = defaults.max_listed_keys;
     return out;
   });
   m.def("storage_stats", [] {

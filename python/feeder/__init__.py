@@ -69,7 +69,7 @@ def recommended_environment(threads=0):
 
 def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=False, addressing="auto",
                         ca_bundle=None, max_connections=None, max_retries=None, retry_seconds=None, cache_dir=None,
-                        cache_limit=None):
+                        cache_limit=None, max_listed_keys=None):
     """Settings of s3:// and http(s):// paths opened from now on, for the whole process.
 
     What is left None is read as the AWS tools read it: endpoint from AWS_ENDPOINT_URL_S3 or
@@ -84,7 +84,8 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     cache_dir: a local directory where what is read is kept, so that later epochs and runs read it
     there (the processes of one node may share it); cache_limit: the most bytes kept there, least
     recently used removed first (an int, or a size such as "50GB"; None: no limit). Without cache_dir
-    nothing is written to disk.
+    nothing is written to disk. max_listed_keys: the most keys one listing of an s3:// prefix may
+    give (None: a million), where a server that lists for ever is stopped.
     """
     if addressing not in ("auto", "path", "virtual"):
         raise ValueError(f"addressing={addressing!r}: expected 'auto', 'path' or 'virtual'")
@@ -92,6 +93,8 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     max_connections = defaults["max_connections"] if max_connections is None else max_connections
     max_retries = defaults["max_retries"] if max_retries is None else max_retries
     retry_seconds = defaults["retry_seconds"] if retry_seconds is None else retry_seconds
+    max_listed_keys = defaults["max_listed_keys"] if max_listed_keys is None else max_listed_keys
+    _check_int("max_listed_keys", max_listed_keys, 1)
     _check_int("max_connections", max_connections, 1)
     _check_int("max_retries", max_retries, 0)
     if not _is_real(retry_seconds) or retry_seconds < 0:
@@ -104,7 +107,8 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
         _check_int("cache_limit", cache_limit, 1)
     _feeder.set_storage_options(endpoint or "", region or "", profile or "", bool(anonymous), addressing,
                                 os.fspath(ca_bundle) if ca_bundle else "", int(max_connections), int(max_retries),
-                                float(retry_seconds), os.fspath(cache_dir) if cache_dir else "", int(cache_limit or 0))
+                                float(retry_seconds), os.fspath(cache_dir) if cache_dir else "", int(cache_limit or 0),
+                                int(max_listed_keys))
 
 
 def storage_stats():

@@ -1,7 +1,10 @@
 #include <pugixml.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <set>
+#include <string>
 
 #include "io/detail/aws_config.h"
 #include "io/detail/remote_file_systems.h"
@@ -144,6 +147,9 @@ class S3Objects final : public RemoteObjects {
     if (!dir.ends_with('/')) dir += '/';
     std::vector<FileEntry> entries;
     std::string token;
+    std::set<std::string> tokens_seen;  // a server that hands one out again would list for ever
+    int64_t counted = 0;                // keys, and one for each page without any
+    const int64_t most = client_.options().max_listed_keys;
     for (int page = 0;; ++page) {
       QueryParams query{{"list-type", "2"}, {"delimiter", "/"}, {"prefix", prefix}};
       if (max_entries > 0) query.emplace_back("max-keys", std::to_string(max_entries));
@@ -165,8 +171,17 @@ class S3Objects final : public RemoteObjects {
         while (name.ends_with('/')) name.pop_back();
         if (!name.empty()) entries.push_back({dir + name, FileKind::kDirectory, 0});
       }
+      counted += std::max<int64_t>(1, static_cast<int64_t>(std::distance(result.children("Contents").begin(),
+                                                                            result.children("Contents").end())));
       token = result.child_value("NextContinuationToken");
       if (std::string(result.child_value("IsTruncated")) != "true" || token.empty() || max_entries > 0) break;
+      if (counted >= most)
+        throw DataError(directory + ": the listing passed " + std::to_string(most) + " keys in " +
+                        std::to_string(page + 1) + " pages and goes on (max_listed_keys: raise it with "
+                        "feeder.set_storage_options(max_listed_keys=...) or --max-listed-keys for a larger set)");
+      if (!tokens_seen.insert(token).second)
+        throw DataError(directory + ": the listing's page " + std::to_string(page + 1) +
+                        " hands out a continuation token it had handed out before: the server would list for ever");
     }
     return entries;
   }

@@ -20,6 +20,7 @@ class HostileServer:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body written apart: no 40 ms wait on each reply
 
             def log_message(self, *args):
                 pass
@@ -131,3 +132,41 @@ def test_an_s3_error_message_is_quoted_to_a_line(long_s3_error):
         feeder.set_storage_options()
     message = str(raised.value)
     assert "AccessDenied" in message and "yyy..." in message and len(message) < 1000, message[:300]
+
+
+def _endless_listing(new_token_each_page):
+    """An S3 endpoint whose listing of any prefix is truncated on every page: with the same
+    continuation token each time, or a new one (and a new key) each page."""
+    def reply(handler, server):
+        page = server.requests
+        token = f"t{page}" if new_token_each_page else "again"
+        endless = "true" if page < 2000 else "false"  # the test's own bound, should a client follow it
+        body = (f"<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>{endless}</IsTruncated>"
+                f"<Contents><Key>set/part-{page:08d}.parquet</Key><Size>4096</Size><ETag>\"e\"</ETag></Contents>"
+                f"<NextContinuationToken>{token}</NextContinuationToken></ListBucketResult>").encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/xml")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        if handler.command == "GET":
+            handler.wfile.write(body)
+
+    return HostileServer(reply)
+
+
+@pytest.mark.parametrize("new_token_each_page", [False, True])
+def test_a_listing_that_never_ends_is_refused(new_token_each_page):
+    server = _endless_listing(new_token_each_page)
+    feeder.set_storage_options(endpoint=server.url("")[:-1], anonymous=True, max_retries=0, max_listed_keys=300)
+    try:
+        start = time.monotonic()
+        with pytest.raises(feeder.DataError) as raised:
+            feeder.DataLoader("s3://bucket/set/")
+        took = time.monotonic() - start
+    finally:
+        feeder.set_storage_options()
+        server.close()
+    message = str(raised.value)
+    assert ("max_listed_keys" in message and "300 keys" in message) if new_token_each_page else (
+        "continuation token it had handed out before" in message), message
+    assert server.requests <= 302 and took < 30

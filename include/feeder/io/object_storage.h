@@ -51,6 +51,10 @@ struct StorageOptions {
   std::string cache_dir;
   // The most bytes kept in cache_dir, the least recently used removed first; 0: no limit.
   int64_t cache_limit = 0;
+  // The most keys one listing of a prefix may give (a page without keys counts as one): a server
+  // that lists for ever (a new continuation token each page) is stopped here, by name. A listing
+  // that repeats a continuation token is refused at once.
+  int64_t max_listed_keys = 1'000'000;
 
   // Every setting left empty read from the environment (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
   // AWS_REGION, AWS_DEFAULT_REGION, AWS_PROFILE, AWS_CA_BUNDLE) and the profile's config.
