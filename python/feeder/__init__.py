@@ -208,6 +208,7 @@ def _open_source(source, labels, memory_budget, train, allow_unlabeled, fields=(
         # Paths cross as os.fsencode gives them: any name a POSIX file system allows. train=: the
         # training or the test split of a directory of IDX files, as torchvision's MNIST takes it.
         opened = _feeder.open_dataset(os.fsencode(path), memory_budget, bool(train), list(fields), piece_bytes)
+        path = opened.name  # as the library names it: a URL without its secrets
         if opened.skipped_unsupported:
             warnings.warn(f"{path}: {opened.skipped_unsupported} images of formats feeder does not decode (.bmp, "
                           f".ppm, .pgm, .tif, .tiff) were skipped; torchvision's ImageFolder would include them. "

@@ -3,6 +3,7 @@
 // Parquet shards of their bytes; the report is a value (convert_report.h).
 
 #include "feeder/convert/convert.h"
+#include "feeder/io/object_storage.h"
 
 #include <algorithm>
 #include <cctype>
@@ -514,7 +515,11 @@ ConvertReport run(Job& job) {
 
 }  // namespace
 
-ConvertReport convert_dataset(const ConvertOptions& options, const ConvertProgress& progress) {
+ConvertReport convert_dataset(const ConvertOptions& given, const ConvertProgress& progress) {
+  // Every name the conversion prints or writes is of the URLs without their secrets.
+  ConvertOptions options = given;
+  options.input = without_url_secrets(given.input.string());
+  options.output = without_url_secrets(given.output.string());
   check_convert_options(options);
   Job job{options, progress, parquet_options(options), {}, std::nullopt, std::nullopt};
   ConvertReport report = run(job);

@@ -2,6 +2,7 @@
 // of a sharded set, tar shards, an image folder or a Parquet set of encoded images.
 
 #include "feeder/convert/inspect.h"
+#include "feeder/io/object_storage.h"
 
 #include <optional>
 #include <ostream>
@@ -127,7 +128,8 @@ std::string folder_report(const std::string& path) {
 
 }  // namespace
 
-std::string inspect_report(const std::string& path) {
+std::string inspect_report(const std::string& given) {
+  const std::string path = without_url_secrets(given);  // printed, never its secrets
   // A file of a name feeder does not know is listed as the Parquet file it may be.
   const DatasetKind kind = find_dataset_kind(path).value_or(DatasetKind::kParquetFile);
   switch (kind) {

@@ -1,4 +1,5 @@
 #include "feeder/dataset/dataset.h"
+#include "feeder/io/object_storage.h"
 
 #include <algorithm>
 #include <string>
@@ -170,7 +171,8 @@ void hold_parquet(Dataset& dataset, int64_t share) {
 
 }  // namespace
 
-Dataset open_dataset(const std::string& spec, const DatasetOptions& options) {
+Dataset open_dataset(const std::string& given, const DatasetOptions& options) {
+  const std::string spec = without_url_secrets(given);  // the set's name everywhere, never its secrets
   const int64_t budget = options.memory_budget > 0 ? options.memory_budget : default_memory_budget();
   Dataset dataset;
   dataset.spec = spec;

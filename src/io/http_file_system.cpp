@@ -15,6 +15,7 @@ class HttpObjects final : public RemoteObjects {
     request.url = path;
     if (!query.empty()) request.url += (path.find('?') == std::string::npos ? "?" : "&") + canonical_query(query);
     request.name = url_without_query(path);
+    request.credentials = url_credentials(path);
     request.headers = std::move(headers);
     request.body = body;
     return request;

@@ -2,7 +2,12 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <cctype>
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <mutex>
 #include <vector>
 
@@ -24,6 +29,8 @@ struct Remote {
   std::unique_ptr<FileSystem> http GUARDED_BY(mutex);
   std::unique_ptr<FileSystem> s3 GUARDED_BY(mutex);
   std::vector<std::unique_ptr<FileSystem>> retired GUARDED_BY(mutex);
+  // "scheme://host:port" -> "user:password", from URLs given with userinfo (without_url_secrets).
+  std::map<std::string, std::string> credentials GUARDED_BY(mutex);
 };
 
 // Never destroyed: files may outlive static destruction. A forked child gets a state of its own
@@ -37,6 +44,7 @@ void renew_in_forked_child() NO_THREAD_SAFETY_ANALYSIS {
   Remote* parent = g_remote;  // locked by this thread (lock_before_fork): its settings are whole
   g_remote = new Remote();
   g_remote->options = parent->options;
+  g_remote->credentials = parent->credentials;
 }
 
 Remote& remote() {
@@ -84,6 +92,58 @@ AddressingStyle parse_addressing_style(std::string_view name) {
 bool is_remote_path(const std::string& path) {
   return path.starts_with("s3://") || path.starts_with("http://") || path.starts_with("https://");
 }
+
+namespace {
+
+// "%61" as "a": userinfo is percent-encoded in a URL, and sent as it reads.
+std::string percent_decoded(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// "scheme://authority" of a URL (no userinfo), and where its authority ends.
+std::pair<std::string, size_t> url_origin(const std::string& url) {
+  const size_t start = url.find("://") + 3;
+  const size_t end = std::min(url.find_first_of("/?#", start), url.size());
+  return {url.substr(0, end), end};
+}
+
+}  // namespace
+
+std::string without_url_secrets(const std::string& path) {
+  if (!is_remote_path(path)) return path;
+  std::string url = path.substr(0, path.find('#'));
+  const size_t start = url.find("://") + 3;
+  const size_t end = std::min(url.find_first_of("/?", start), url.size());
+  const size_t at = url.rfind('@', end);
+  if (at == std::string::npos || at < start || url.starts_with("s3://")) return url;
+  const std::string userinfo = percent_decoded(url.substr(start, at - start));
+  url.erase(start, at + 1 - start);
+  Remote& state = remote();
+  detail::MutexLock lock(state.mutex);
+  state.credentials[url_origin(url).first] = userinfo;
+  return url;
+}
+
+namespace detail {
+
+std::string url_credentials(const std::string& url) {
+  Remote& state = remote();
+  MutexLock lock(state.mutex);
+  const auto found = state.credentials.find(url_origin(url).first);
+  return found == state.credentials.end() ? "" : found->second;
+}
+
+}  // namespace detail
 
 namespace detail {
 

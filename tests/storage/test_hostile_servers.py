@@ -170,3 +170,72 @@ def test_a_listing_that_never_ends_is_refused(new_token_each_page):
     assert ("max_listed_keys" in message and "300 keys" in message) if new_token_each_page else (
         "continuation token it had handed out before" in message), message
     assert server.requests <= 302 and took < 30
+
+
+@pytest.fixture
+def basic_auth_files(tmp_path):
+    """A web server over a small Parquet set (FashionMNIST's first 512 test images) that serves only
+    requests with alice:s3cret's Basic authorization; range reads answered with 206."""
+    import base64
+    import gzip
+    import struct
+    import numpy as np
+    source = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
+    with gzip.open(source) as f:
+        f.read(16)
+        images = np.frombuffer(f.read(512 * 784), dtype=np.uint8)
+    with gzip.open(source.replace("images-idx3", "labels-idx1")) as f:
+        f.read(8)
+        labels = f.read(512)
+    idx = tmp_path / "small-images-idx3-ubyte"
+    idx.write_bytes(struct.pack(">IIII", 0x0803, 512, 28, 28) + images.tobytes())
+    (tmp_path / "small-labels-idx1-ubyte").write_bytes(struct.pack(">II", 0x0801, 512) + labels)
+    feeder.convert(idx, tmp_path / "small.parquet")
+    expected = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+
+    def reply(handler, server):
+        path = tmp_path / handler.path.split("?")[0].lstrip("/")
+        if handler.headers.get("Authorization") != expected:
+            handler.send_response(401)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        if not path.is_file():
+            handler.send_response(404)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        data = path.read_bytes()
+        ranged = handler.headers.get("Range")
+        if ranged:
+            first, last = (int(v) for v in ranged.split("=")[1].split("-"))
+            body = data[first:last + 1]
+            handler.send_response(206)
+            handler.send_header("Content-Range", f"bytes {first}-{first + len(body) - 1}/{len(data)}")
+        else:
+            body = data
+            handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.send_header("ETag", '"v1"')
+        handler.end_headers()
+        if handler.command == "GET":
+            handler.wfile.write(body)
+
+    server = HostileServer(reply)
+    yield server
+    server.close()
+
+
+def test_credentials_in_a_url_are_used_and_never_printed(basic_auth_files):
+    port = basic_auth_files.port
+    url = f"http://alice:s3cret@127.0.0.1:{port}/small.parquet#X-Amz-Signature=abcdef"
+    loader = feeder.DataLoader(url, batch_size=128)
+    assert sum(len(labels) for _, labels in loader) == 512  # the credentials were sent: the server refuses others
+    printed = [repr(loader.dataset), loader.dataset.name, loader.source_description, loader.plan,
+               str(loader.state_dict()), feeder.inspect(url)]
+    with pytest.raises(feeder.DataError) as missing:
+        feeder.DataLoader(f"http://alice:s3cret@127.0.0.1:{port}/missing.parquet")
+    printed.append(str(missing.value))
+    for text in printed:
+        assert "s3cret" not in text and "alice" not in text and "X-Amz-Signature" not in text, text
+    assert f"http://127.0.0.1:{port}/small.parquet" in repr(loader.dataset)

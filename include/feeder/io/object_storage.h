@@ -87,4 +87,11 @@ AddressingStyle parse_addressing_style(std::string_view name);
 // s3://, http:// or https://.
 bool is_remote_path(const std::string& path);
 
+// A path as every name, message, state and checkpoint may carry it: an http(s):// URL without its
+// userinfo (`user:password@`), whose credentials the process keeps for that scheme, host and port
+// and sends as Basic authorization; any remote URL without its fragment (`#...`, never sent to a
+// server). Other paths as they are. The entry points (open_dataset, convert, inspect) take every
+// path through it first, so that a secret in a URL is used and never printed.
+std::string without_url_secrets(const std::string& path);
+
 }  // namespace feeder

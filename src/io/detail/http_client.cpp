@@ -211,6 +211,10 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
   curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(options_.stall_timeout_seconds)));
   curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (!request.credentials.empty()) {
+    curl_easy_setopt(handle, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    curl_easy_setopt(handle, CURLOPT_USERPWD, request.credentials.c_str());
+  }
   curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
   if (!options_.ca_bundle.empty()) curl_easy_setopt(handle, CURLOPT_CAINFO, options_.ca_bundle.c_str());
   if (request.method == "HEAD") {

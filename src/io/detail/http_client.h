@@ -35,6 +35,7 @@ struct HttpRequest {
   // What errors and logs name: the URL without its query (a presigned URL's signature stays out).
   std::string name;
   std::vector<std::string> headers;  // "Name: value"
+  std::string credentials;           // "user:password", sent as Basic authorization when set
   std::span<const uint8_t> body;     // sent with PUT and POST
   // Where the response's body goes when set (a range read straight into the caller's buffer); a
   // longer body is an error. Otherwise HttpResponse::body.
