@@ -172,11 +172,8 @@ def test_a_listing_that_never_ends_is_refused(new_token_each_page):
     assert server.requests <= 302 and took < 30
 
 
-@pytest.fixture
-def basic_auth_files(tmp_path):
-    """A web server over a small Parquet set (FashionMNIST's first 512 test images) that serves only
-    requests with alice:s3cret's Basic authorization; range reads answered with 206."""
-    import base64
+def _small_set(directory):
+    """A small Parquet set in `directory` (FashionMNIST's first 512 test images): small.parquet."""
     import gzip
     import struct
     import numpy as np
@@ -187,15 +184,20 @@ def basic_auth_files(tmp_path):
     with gzip.open(source.replace("images-idx3", "labels-idx1")) as f:
         f.read(8)
         labels = f.read(512)
-    idx = tmp_path / "small-images-idx3-ubyte"
+    idx = directory / "small-images-idx3-ubyte"
     idx.write_bytes(struct.pack(">IIII", 0x0803, 512, 28, 28) + images.tobytes())
-    (tmp_path / "small-labels-idx1-ubyte").write_bytes(struct.pack(">II", 0x0801, 512) + labels)
-    feeder.convert(idx, tmp_path / "small.parquet")
-    expected = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+    (directory / "small-labels-idx1-ubyte").write_bytes(struct.pack(">II", 0x0801, 512) + labels)
+    feeder.convert(idx, directory / "small.parquet")
+    return directory / "small.parquet"
 
+
+def _files_server(directory, refuse=None, answer=None):
+    """A web server over `directory` with range reads (206) and ETag "v1". refuse(handler): True to
+    answer 401 instead; answer(server, data, first, last): (body, Content-Range, ETag) of a range
+    request, to lie with."""
     def reply(handler, server):
-        path = tmp_path / handler.path.split("?")[0].lstrip("/")
-        if handler.headers.get("Authorization") != expected:
+        path = directory / handler.path.split("?")[0].lstrip("/")
+        if refuse is not None and refuse(handler):
             handler.send_response(401)
             handler.send_header("Content-Length", "0")
             handler.end_headers()
@@ -207,21 +209,33 @@ def basic_auth_files(tmp_path):
             return
         data = path.read_bytes()
         ranged = handler.headers.get("Range")
+        etag = '"v1"'
         if ranged:
             first, last = (int(v) for v in ranged.split("=")[1].split("-"))
-            body = data[first:last + 1]
+            body, content_range = data[first:last + 1], f"bytes {first}-{min(last, len(data) - 1)}/{len(data)}"
+            if answer is not None:
+                body, content_range, etag = answer(server, data, first, last)
             handler.send_response(206)
-            handler.send_header("Content-Range", f"bytes {first}-{first + len(body) - 1}/{len(data)}")
+            handler.send_header("Content-Range", content_range)
         else:
             body = data
             handler.send_response(200)
         handler.send_header("Content-Length", str(len(body)))
-        handler.send_header("ETag", '"v1"')
+        handler.send_header("ETag", etag)
         handler.end_headers()
         if handler.command == "GET":
             handler.wfile.write(body)
 
-    server = HostileServer(reply)
+    return HostileServer(reply)
+
+
+@pytest.fixture
+def basic_auth_files(tmp_path):
+    """The small set on a server that serves only requests with alice:s3cret's Basic authorization."""
+    import base64
+    _small_set(tmp_path)
+    expected = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+    server = _files_server(tmp_path, refuse=lambda handler: handler.headers.get("Authorization") != expected)
     yield server
     server.close()
 
@@ -239,3 +253,41 @@ def test_credentials_in_a_url_are_used_and_never_printed(basic_auth_files):
     for text in printed:
         assert "s3cret" not in text and "alice" not in text and "X-Amz-Signature" not in text, text
     assert f"http://127.0.0.1:{port}/small.parquet" in repr(loader.dataset)
+
+
+def _read_all(url):
+    return sum(len(labels) for _, labels in feeder.DataLoader(url, batch_size=128, memory_budget="64MiB"))
+
+
+def test_an_object_replaced_behind_a_proxy_that_ignores_if_match_fails_by_name(tmp_path):
+    # After its first two ranges, every reply is of a new version (ETag "v2", other bytes), If-Match or not.
+    _small_set(tmp_path)
+
+    def answer(server, data, first, last):
+        if server.requests <= 3:
+            return data[first:last + 1], f"bytes {first}-{last}/{len(data)}", '"v1"'
+        return bytes(255 - b for b in data[first:last + 1]), f"bytes {first}-{last}/{len(data)}", '"v2"'
+
+    server = _files_server(tmp_path, answer=answer)
+    try:
+        with pytest.raises(feeder.DataError, match=r"small.parquet: changed since it was opened \(its ETag is \"v2\""):
+            _read_all(server.url("small.parquet"))
+    finally:
+        server.close()
+
+
+def test_a_reply_of_other_bytes_than_asked_fails_by_name(tmp_path):
+    # Every range answered with the bytes one further on (the same length), honestly labelled.
+    _small_set(tmp_path)
+
+    def answer(server, data, first, last):
+        shifted = min(first + 1, len(data) - (last - first + 1))
+        return (data[shifted:shifted + last - first + 1], f"bytes {shifted}-{shifted + last - first}/{len(data)}",
+                '"v1"')
+
+    server = _files_server(tmp_path, answer=answer)
+    try:
+        with pytest.raises(feeder.DataError, match=r"small.parquet: asked for bytes \d+-\d+ of \d+, the server sent"):
+            _read_all(server.url("small.parquet"))
+    finally:
+        server.close()

@@ -1,6 +1,7 @@
 #include "io/detail/remote_file.h"
 
 #include <cstdlib>
+#include <string>
 
 #include "io/detail/disk_cache.h"
 
@@ -33,6 +34,12 @@ class RemoteFile final : public RandomAccessFile {
     if (response.status != 206 && response.status != 200) objects_->fail(name_, response, "reading bytes " + std::to_string(offset) + "-" + std::to_string(offset + wanted - 1));
     if (response.status == 200 && offset != 0)
       throw DataError(name_ + ": the server ignored the range request (answered 200 with the whole object)");
+    // A server (or a proxy) that ignores If-Match still names the version it sent.
+    const std::string etag = response.header("etag");
+    if (!etag_.empty() && !etag.empty() && etag != etag_)
+      throw DataError(name_ + ": changed since it was opened (its ETag is " + etag + ", was " + etag_ +
+                      "): the object was replaced while being read");
+    if (response.status == 206) check_range(response.header("content-range"), offset, wanted);
     if (response.body_bytes != wanted)
       throw TransientError(name_ + ": " + std::to_string(response.body_bytes) + " bytes received of the " +
                            std::to_string(wanted) + " asked at byte " + std::to_string(offset));
@@ -40,6 +47,15 @@ class RemoteFile final : public RandomAccessFile {
   }
 
  private:
+  // A 206's Content-Range must be the range asked of the object opened: a server answering with
+  // other bytes of the same length (another range, another object) is caught here.
+  void check_range(const std::string& range, int64_t offset, int64_t wanted) const {
+    const std::string asked = std::to_string(offset) + "-" + std::to_string(offset + wanted - 1);
+    if (range == "bytes " + asked + "/" + std::to_string(size_) || range == "bytes " + asked + "/*") return;
+    throw DataError(name_ + ": asked for bytes " + asked + " of " + std::to_string(size_) + ", the server sent " +
+                    (range.empty() ? std::string("no Content-Range") : "'" + range.substr(0, 100) + "'"));
+  }
+
   std::shared_ptr<const RemoteObjects> objects_;
   std::string name_;
   int64_t size_ = 0;
