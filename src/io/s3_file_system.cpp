@@ -163,6 +163,11 @@ class S3Objects final : public RemoteObjects {
       for (const pugi::xml_node contents : result.children("Contents")) {
         const std::string key = contents.child_value("Key");
         if (key.size() <= prefix.size()) continue;  // the prefix's own marker object
+        // With the delimiter, keys below the prefix's level come as CommonPrefixes: a server that
+        // lists them here would have another object than the one listed read.
+        if (!key.starts_with(prefix) || key.find('/', prefix.size()) != std::string::npos)
+          throw DataError(directory + ": the listing gives key '" + key.substr(0, 200) + "', which is not one level "
+                          "below the prefix (the server ignores the delimiter '/')");
         entries.push_back({dir + key.substr(prefix.size()), FileKind::kFile, std::strtoll(contents.child_value("Size"), nullptr, 10)});
         entries.back().version = contents.child_value("ETag");
       }

@@ -291,3 +291,46 @@ def test_a_reply_of_other_bytes_than_asked_fails_by_name(tmp_path):
             _read_all(server.url("small.parquet"))
     finally:
         server.close()
+
+
+def test_a_short_reply_is_tried_again(tmp_path):
+    # The first three range replies carry half the bytes asked, with honest headers for them.
+    _small_set(tmp_path)
+
+    shortened = []
+
+    def answer(server, data, first, last):
+        if len(shortened) < 3 and last > first:
+            shortened.append(first)
+            last = first + (last - first) // 2
+        return data[first:last + 1], f"bytes {first}-{last}/{len(data)}", '"v1"'
+
+    server = _files_server(tmp_path, answer=answer)
+    before = feeder.storage_stats()["retries"]
+    try:
+        assert _read_all(server.url("small.parquet")) == 512
+    finally:
+        server.close()
+    assert len(shortened) == 3 and feeder.storage_stats()["retries"] - before >= 3
+
+
+def test_a_listed_key_below_the_prefixs_level_is_refused_by_name():
+    # A server that ignores the delimiter: "set/deeper/part.parquet" among the keys of "set/".
+    def reply(handler, server):
+        body = (b"<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>false</IsTruncated>"
+                b"<Contents><Key>set/deeper/part.parquet</Key><Size>4096</Size><ETag>\"e\"</ETag></Contents>"
+                b"</ListBucketResult>")
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        if handler.command == "GET":
+            handler.wfile.write(body)
+
+    server = HostileServer(reply)
+    feeder.set_storage_options(endpoint=server.url("")[:-1], anonymous=True, max_retries=0)
+    try:
+        with pytest.raises(feeder.DataError, match=r"key 'set/deeper/part.parquet', which is not one level below"):
+            feeder.DataLoader("s3://bucket/set/")
+    finally:
+        feeder.set_storage_options()
+        server.close()

@@ -234,6 +234,10 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
   const std::string& name = request.name.empty() ? url_without_query(request.url) : request.name;
   if (transfer.overflow)
     throw DataError(name + ": the server sent more than the " + std::to_string(request.into.size()) + " bytes asked for");
+  if (code == CURLE_OK && !request.into.empty() && response.status / 100 == 2 &&
+      response.body_bytes < static_cast<int64_t>(request.into.size()))
+    throw TransientError(name + ": " + std::to_string(response.body_bytes) + " bytes received of the " +
+                         std::to_string(request.into.size()) + " asked");  // a short body: tried again
   if (code == CURLE_ABORTED_BY_CALLBACK) {
     if (request_abort_asked()) throw RequestAborted();
     throw Interrupted();

@@ -38,7 +38,8 @@ struct HttpRequest {
   std::string credentials;           // "user:password", sent as Basic authorization when set
   std::span<const uint8_t> body;     // sent with PUT and POST
   // Where the response's body goes when set (a range read straight into the caller's buffer); a
-  // longer body is an error. Otherwise HttpResponse::body.
+  // longer body is an error, a shorter successful one a transient failure (retried). Otherwise
+  // HttpResponse::body.
   std::span<uint8_t> into;
 };
 
