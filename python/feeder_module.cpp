@@ -53,15 +53,46 @@ namespace py = pybind11;
 namespace feeder::python {
 namespace {
 
+// Runs `work` (which touches nothing of Python's) on a thread of its own while this thread waits
+// without the GIL, in slices, checking for Ctrl-C: on one, the work is asked to stop (its requests
+// end, its loops throw Interrupted: request_interrupt), waited for, and KeyboardInterrupt raised.
+// Otherwise its result or its error. For calls that may wait on a server: opening, reading a
+// state's blocks, converting, inspecting.
+template <class Work>
+auto interruptible(Work work) -> decltype(work()) {
+  auto done = std::async(std::launch::async, std::move(work));
+  bool interrupted = false;
+  for (;;) {
+    std::future_status status;
+    {
+      py::gil_scoped_release release;
+      status = done.wait_for(std::chrono::milliseconds(50));
+    }
+    if (status == std::future_status::ready) break;
+    if (!interrupted && PyErr_CheckSignals() != 0) {  // the KeyboardInterrupt stays set
+      interrupted = true;
+      request_interrupt();
+    }
+  }
+  if (interrupted) {
+    clear_interrupt();
+    try {
+      done.get();
+    } catch (...) {  // Interrupted, or whatever the work failed with while stopping
+    }
+    throw py::error_already_set();
+  }
+  return done.get();  // or its error
+}
+
 Dataset open_path(const std::string& spec, int64_t memory_budget, bool train, std::vector<std::string> fields,
                   int64_t piece_bytes) {
-  py::gil_scoped_release release;
   DatasetOptions options;
   options.memory_budget = memory_budget;
   options.piece_bytes = piece_bytes;
   options.split = train ? Split::kTrain : Split::kTest;
   options.fields = std::move(fields);
-  return open_dataset(spec, options);
+  return interruptible([&] { return open_dataset(spec, options); });
 }
 
 // An in-memory set over the caller's array: `images` is a C-contiguous (N,C,H,W) array of uint8
@@ -207,8 +238,8 @@ constexpr std::chrono::milliseconds kSignalCheckInterval{20};
 class PyLoader {
  public:
   PyLoader(std::shared_ptr<const SampleSource> source, const LoaderOptions& options) {
-    py::gil_scoped_release release;  // a streaming loader reads epoch 0's first blocks here
-    loader_ = std::make_unique<Loader>(std::move(source), options);
+    // A streaming loader asks for epoch 0's first blocks here: Ctrl-C is watched meanwhile.
+    loader_ = interruptible([&] { return std::make_unique<Loader>(std::move(source), options); });
   }
   ~PyLoader() {
     // In a forked child the mutex may be held by a thread of the parent; ~Loader keeps its parts.
@@ -437,40 +468,10 @@ ConvertReport convert(const ConvertOptions& options, const py::object& progress)
       }
     };
   }
-  std::future<ConvertReport> done =
-      std::async(std::launch::async, [&options, &on_progress] { return convert_dataset(options, on_progress); });
-  bool interrupted = false;
-  for (;;) {
-    std::future_status status;
-    {
-      py::gil_scoped_release release;
-      status = done.wait_for(std::chrono::milliseconds(50));
-    }
-    if (status == std::future_status::ready) break;
-    if (!interrupted && PyErr_CheckSignals() != 0) {  // the KeyboardInterrupt stays set
-      interrupted = true;
-      request_interrupt();
-    }
-  }
-  clear_interrupt();
-  if (interrupted) {
-    try {
-      done.get();
-    } catch (...) {  // Interrupted, or whatever the conversion failed with while stopping
-    }
-    throw py::error_already_set();
-  }
-  return done.get();  // or its error
+  return interruptible([&options, &on_progress] { return convert_dataset(options, on_progress); });
 }
 
-py::str inspect(const std::string& path) {
-  std::string report;
-  {
-    py::gil_scoped_release release;
-    report = inspect_report(path);
-  }
-  return fs_str(report);
-}
+py::str inspect(const std::string& path) { return fs_str(interruptible([&] { return inspect_report(path); })); }
 
 }  // namespace
 }  // namespace feeder::python
@@ -538,12 +539,11 @@ void bind_datasets(py::module_& m) {
       "open_image_files",
       [](const std::string& name, const std::vector<std::string>& paths, std::vector<int64_t> labels,
          std::vector<std::string> classes, int64_t memory_budget, bool mix_streamed) {
-        py::gil_scoped_release release;
         ImageFiles files{name, std::vector<std::filesystem::path>(paths.begin(), paths.end()), std::move(labels),
                          std::move(classes), mix_streamed};
         DatasetOptions options;
         options.memory_budget = memory_budget;
-        return open_dataset(std::move(files), options);
+        return interruptible([&] { return open_dataset(std::move(files), options); });
       },
       py::arg("name"), py::arg("paths"), py::arg("labels"), py::arg("classes"), py::arg("memory_budget"),
       py::arg("mix_streamed"));
