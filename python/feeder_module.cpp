@@ -819,9 +819,12 @@ void bind_settings(py::module_& m) {
       "set_storage_options",
       [](const std::string& endpoint, const std::string& region, const std::string& profile, bool anonymous,
          const std::string& addressing, const std::string& ca_bundle, int max_connections, int max_retries,
-         double retry_seconds, const std::string& cache_dir, int64_t cache_limit, int64_t max_listed_keys) {
+         double retry_seconds, const std::string& cache_dir, int64_t cache_limit, int64_t max_listed_keys,
+         double stall_seconds, double min_bytes_per_second) {
         StorageOptions options;
         options.max_listed_keys = max_listed_keys;
+        options.stall_timeout_seconds = stall_seconds;
+        options.min_bytes_per_second = min_bytes_per_second;
         options.cache_dir = cache_dir;
         options.cache_limit = cache_limit;
         options.endpoint = endpoint;
@@ -837,7 +840,7 @@ void bind_settings(py::module_& m) {
       },
       py::arg("endpoint"), py::arg("region"), py::arg("profile"), py::arg("anonymous"), py::arg("addressing"),
       py::arg("ca_bundle"), py::arg("max_connections"), py::arg("max_retries"), py::arg("retry_seconds"), py::arg("cache_dir"), py::arg("cache_limit"),
-      py::arg("max_listed_keys"));
+      py::arg("max_listed_keys"), py::arg("stall_seconds"), py::arg("min_bytes_per_second"));
   m.def("default_storage_options", [] {
     const StorageOptions defaults;
     py::dict out;
@@ -845,6 +848,8 @@ void bind_settings(py::module_& m) {
     out["max_retries"] = defaults.max_retries;
     out["retry_seconds"] = defaults.retry_seconds;
     out["max_listed_keys"] = defaults.max_listed_keys;
+    out["stall_seconds"] = defaults.stall_timeout_seconds;
+    out["min_bytes_per_second"] = defaults.min_bytes_per_second;
     return out;
   });
   m.def("storage_stats", [] {

@@ -69,7 +69,7 @@ def recommended_environment(threads=0):
 
 def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=False, addressing="auto",
                         ca_bundle=None, max_connections=None, max_retries=None, retry_seconds=None, cache_dir=None,
-                        cache_limit=None, max_listed_keys=None):
+                        cache_limit=None, max_listed_keys=None, stall_seconds=None, min_bytes_per_second=None):
     """Settings of s3:// and http(s):// paths opened from now on, for the whole process.
 
     What is left None is read as the AWS tools read it: endpoint from AWS_ENDPOINT_URL_S3 or
@@ -85,7 +85,10 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     there (the processes of one node may share it); cache_limit: the most bytes kept there, least
     recently used removed first (an int, or a size such as "50GB"; None: no limit). Without cache_dir
     nothing is written to disk. max_listed_keys: the most keys one listing of an s3:// prefix may
-    give (None: a million), where a server that lists for ever is stopped.
+    give (None: a million), where a server that lists for ever is stopped. Deadlines: a transfer that
+    moves no byte for stall_seconds (None: 30) fails, and so does a request that takes longer than
+    10 s (to connect) + stall_seconds + its bytes / min_bytes_per_second (None: 64 KiB a second);
+    both are transient failures, retried.
     """
     if addressing not in ("auto", "path", "virtual"):
         raise ValueError(f"addressing={addressing!r}: expected 'auto', 'path' or 'virtual'")
@@ -95,6 +98,11 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     retry_seconds = defaults["retry_seconds"] if retry_seconds is None else retry_seconds
     max_listed_keys = defaults["max_listed_keys"] if max_listed_keys is None else max_listed_keys
     _check_int("max_listed_keys", max_listed_keys, 1)
+    stall_seconds = defaults["stall_seconds"] if stall_seconds is None else stall_seconds
+    min_bytes_per_second = defaults["min_bytes_per_second"] if min_bytes_per_second is None else min_bytes_per_second
+    for name, value in (("stall_seconds", stall_seconds), ("min_bytes_per_second", min_bytes_per_second)):
+        if not _is_real(value) or value <= 0:
+            raise ValueError(f"{name}={value!r}: expected a positive number")
     _check_int("max_connections", max_connections, 1)
     _check_int("max_retries", max_retries, 0)
     if not _is_real(retry_seconds) or retry_seconds < 0:
@@ -108,7 +116,7 @@ def set_storage_options(*, endpoint=None, region=None, profile=None, anonymous=F
     _feeder.set_storage_options(endpoint or "", region or "", profile or "", bool(anonymous), addressing,
                                 os.fspath(ca_bundle) if ca_bundle else "", int(max_connections), int(max_retries),
                                 float(retry_seconds), os.fspath(cache_dir) if cache_dir else "", int(cache_limit or 0),
-                                int(max_listed_keys))
+                                int(max_listed_keys), float(stall_seconds), float(min_bytes_per_second))
 
 
 def storage_stats():

@@ -41,6 +41,8 @@ void add_storage_options(CLI::App& app) {
   app.add_option("--max-connections", options->max_connections, "connections open at once")->check(sane_range(1, 1024))->capture_default_str()->group(group);
   app.add_option("--max-retries", options->max_retries, "retries of a transient failure (with backoff, within --retry-seconds)")->check(sane_range(0, 100))->capture_default_str()->group(group);
   app.add_option("--max-listed-keys", options->max_listed_keys, "most keys one listing of an s3:// prefix may give (a server that lists for ever is stopped there)")->check(sane_range(1, int64_t{1} << 40))->capture_default_str()->group(group);
+  app.add_option("--stall-seconds", options->stall_timeout_seconds, "a transfer that moves no byte this long fails (and is retried)")->check(CLI::Range(0.1, 3600.0))->capture_default_str()->group(group);
+  app.add_option("--min-bytes-per-second", options->min_bytes_per_second, "a request fails (and is retried) past 10 s + --stall-seconds + its bytes at this rate")->check(CLI::Range(1.0, 1e12))->capture_default_str()->group(group);
   app.add_option("--retry-seconds", options->retry_seconds, "time a request may take over its retries")->check(CLI::Range(0.0, 3600.0))->capture_default_str()->group(group);
   app.add_option("--cache-dir", options->cache_dir, "keep what is read in this local directory, so that later epochs and runs read it there (shared by the node's processes)")->group(group);
   app.add_option("--cache-limit", *cache_limit, "most bytes kept in --cache-dir, least recently used removed first (\"50GB\", \"200GiB\"; default: no limit)")->group(group);

@@ -364,3 +364,50 @@ except KeyboardInterrupt:
         server.close()
     assert done.stdout.startswith("interrupted after"), (done.stdout, done.stderr[-2000:])
     assert float(done.stdout.split()[-1]) < 2.5
+
+
+def test_a_body_that_trickles_meets_its_deadline(tmp_path):
+    # Range replies announce their length, then send 10 bytes a second: never a stall, never done.
+    _small_set(tmp_path)
+    data = (tmp_path / "small.parquet").read_bytes()
+    stop = threading.Event()
+
+    def reply(handler, server):
+        if not handler.path.endswith("small.parquet"):
+            handler.send_response(404)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        if handler.command == "HEAD":
+            handler.send_response(200)
+            handler.send_header("Content-Length", str(len(data)))
+            handler.send_header("ETag", '"v1"')
+            handler.end_headers()
+            return
+        first, last = (int(v) for v in handler.headers["Range"].split("=")[1].split("-"))
+        handler.send_response(206)
+        handler.send_header("Content-Range", f"bytes {first}-{last}/{len(data)}")
+        handler.send_header("Content-Length", str(last - first + 1))
+        handler.send_header("ETag", '"v1"')
+        handler.end_headers()
+        try:
+            for offset in range(first, min(last + 1, first + 600)):  # at most a minute of it
+                if stop.wait(0.1):
+                    return
+                handler.wfile.write(data[offset:offset + 1])
+                handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    server = HostileServer(reply)
+    feeder.set_storage_options(max_retries=0, stall_seconds=1, min_bytes_per_second=1 << 20)
+    try:
+        start = time.monotonic()
+        with pytest.raises(feeder.DataError, match=r"took over its deadline of 11\.\d s .*gave up after 1 attempts"):
+            feeder.DataLoader(server.url("small.parquet"))
+        took = time.monotonic() - start
+    finally:
+        feeder.set_storage_options()
+        stop.set()
+        server.close()
+    assert took < 20, took  # an attempt of 10 + 1 + (at most 1) s: a transient failure, not retried here

@@ -45,6 +45,10 @@ struct StorageOptions {
   // is a transient failure.
   double connect_timeout_seconds = 10;
   double stall_timeout_seconds = 30;
+  // Every request has a deadline: connect_timeout_seconds + stall_timeout_seconds + its bytes (those
+  // asked, or the Content-Length announced, or those received) / min_bytes_per_second. A body that
+  // trickles (2 bytes a second never stalls) is then a transient failure, retried.
+  double min_bytes_per_second = 64 * 1024;
   // A directory on local disk where what is read is kept, so that later epochs (and later runs)
   // read it there instead of from the store; shared by every process of the node naming it. Empty:
   // nothing is written to disk. Objects without an ETag are not kept.

@@ -34,6 +34,12 @@ struct Transfer {
   const HttpRequest* request = nullptr;
   HttpResponse* response = nullptr;
   bool overflow = false;
+  // The deadline (StorageOptions::min_bytes_per_second): fixed seconds, and one more for each
+  // min_bytes_per_second of the reply.
+  std::chrono::steady_clock::time_point started;
+  double fixed_seconds = 0;
+  double min_bytes_per_second = 1;
+  double limit_seconds = 0;  // when the deadline passed: the one it was
 };
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
@@ -89,8 +95,15 @@ thread_local const RequestAbortScope* t_abort_scope = nullptr;
 // Stops a transfer when the process is asked to stop (Ctrl-C), except while unwinding: then the
 // request is part of removing what the stopped work wrote (a shard, an unfinished upload).
 bool stop_requested() { return interrupt_requested() && std::uncaught_exceptions() == 0; }
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  return stop_requested() || request_abort_asked() ? 1 : 0;
+int on_progress(void* user, curl_off_t download_total, curl_off_t downloaded, curl_off_t, curl_off_t) {
+  if (stop_requested() || request_abort_asked()) return 1;
+  auto& transfer = *static_cast<Transfer*>(user);
+  const double bytes = static_cast<double>(std::max<int64_t>(
+      {static_cast<int64_t>(transfer.request->into.size()), download_total, downloaded}));
+  const double limit = transfer.fixed_seconds + bytes / transfer.min_bytes_per_second;
+  if (std::chrono::duration<double>(std::chrono::steady_clock::now() - transfer.started).count() <= limit) return 0;
+  transfer.limit_seconds = limit;
+  return 1;
 }
 
 bool transient_code(CURLcode code) {
@@ -206,6 +219,10 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
   curl_easy_setopt(handle, CURLOPT_HEADERDATA, &transfer);
   curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, &on_progress);
+  curl_easy_setopt(handle, CURLOPT_XFERINFODATA, &transfer);
+  transfer.fixed_seconds = options_.connect_timeout_seconds + options_.stall_timeout_seconds;
+  transfer.min_bytes_per_second = std::max(1.0, options_.min_bytes_per_second);
+  transfer.started = std::chrono::steady_clock::now();
   curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_seconds * 1000));
   // A transfer moving less than one byte a second for the stall timeout is given up (and retried).
   curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -238,6 +255,14 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
       response.body_bytes < static_cast<int64_t>(request.into.size()))
     throw TransientError(name + ": " + std::to_string(response.body_bytes) + " bytes received of the " +
                          std::to_string(request.into.size()) + " asked");  // a short body: tried again
+  if (code == CURLE_ABORTED_BY_CALLBACK && transfer.limit_seconds > 0) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.1f", transfer.limit_seconds);
+    throw TransientError(name + ": the reply took over its deadline of " + seconds + " s (" +
+                         std::to_string(response.body_bytes) + " bytes received; at least " +
+                         std::to_string(static_cast<int64_t>(transfer.min_bytes_per_second)) +
+                         " bytes a second are expected after the connection and first-byte limits)");
+  }
   if (code == CURLE_ABORTED_BY_CALLBACK) {
     if (request_abort_asked()) throw RequestAborted();
     throw Interrupted();
