@@ -594,11 +594,10 @@ class DataLoader:
             must be in memory (a stream reads in an order of its own).
         batch_sampler: torch's BatchSampler: its sampler, batch_size and drop_last, as above.
         collate_fn: torch's default_collate (what feeder's batches are), or the script's own, called
-            on each batch's samples (in worker processes with num_workers > 0).
+            on each batch's samples (see python_workers).
         drop_last: drop the last, smaller batch.
         num_workers: C++ threads assembling batches (0: on the calling thread, inside next()).
-            Threads, not processes: nothing is pickled or copied per worker; the Python part of
-            the work (a transform's tail, a collate_fn) runs in as many worker processes.
+            Threads, not processes: nothing is pickled or copied per worker.
         prefetch: batches assembled ahead of the training loop, at most (4 by default).
         prefetch_factor: torch's spelling, per worker: prefetch = prefetch_factor * num_workers.
         persistent_workers: feeder's workers are threads that always persist across epochs
@@ -647,6 +646,10 @@ class DataLoader:
             stored or decoded, cropped, resized (rounded to the nearest level) and flipped, but not
             normalised (normalize must be None), for a model that normalises on its device: a
             quarter of the memory and of the copy to it.
+        python_workers: processes for the Python part of the work on each batch (a transform's steps
+            after the C++ crop, a collate_fn): 0 (the default) runs it on the thread that iterates,
+            where torch's intra-op threads share its tensor work; on a machine with cores to spare
+            beside the C++ threads, N forked processes (feeder/stage_pool.py) run it N at a time.
         timeout, worker_init_fn, multiprocessing_context, pin_memory_device, in_order: torch's; other
             than their defaults, the items are made by torch's DataLoader (below).
 
@@ -686,7 +689,7 @@ class DataLoader:
                  pin_memory_device="", in_order=True, sampler=None, batch_sampler=None, collate_fn=None,
                  worker_init_fn=None, multiprocessing_context=None, image_size=None, augment=None, channels=3,
                  resize=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=True, dct_scaling=True,
-                 on_error="raise", dtype=torch.float32, fields=None, piece_size=None):
+                 on_error="raise", dtype=torch.float32, fields=None, piece_size=None, python_workers=0):
         # Everything given, to re-open the loader when it is pickled or copied.
         self._arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         _check_transform(transform)
@@ -749,6 +752,7 @@ class DataLoader:
         if tail is not None:
             self._batch_stage = None
         self._work = _stage_pool.BatchWork(tail, collate) if tail is not None or collate is not None else None
+        self._python_workers = _check_int("python_workers", python_workers, 0)
         self._pool = None
         if self._work is not None:
             warnings.warn(f"feeder.DataLoader: {self.plan}", PlanWarning, stacklevel=2)
@@ -956,20 +960,20 @@ class DataLoader:
         return self._loader.buffers_allocated
 
     def _stage_pool(self):
-        """The worker processes of the Python part of the work, or None when it runs on the thread that
-        iterates (no Python part, or num_workers=0, as torch's DataLoader runs everything there)."""
-        if self._work is None or self.num_workers == 0:
+        """The worker processes of the Python part of the work (python_workers), or None when it runs
+        on the thread that iterates."""
+        if self._work is None or self._python_workers == 0:
             return None
         if self._pool is None:
             channels, height, width = self._loader.sample_shape
-            self._pool = _stage_pool.StagePool(self._work, self.num_workers, self,
+            self._pool = _stage_pool.StagePool(self._work, self._python_workers, self,
                                                (self.batch_size, channels, height, width), self._cpp_dtype,
-                                               self.prefetch + self.num_workers)
+                                               self.prefetch + self._python_workers)
         return self._pool
 
     def _python_plan(self, tail, collate):
-        where = (f"in {self.num_workers} worker processes (as torch's DataLoader runs them)" if self.num_workers
-                 else "on the thread that iterates")
+        where = (f"in {self._python_workers} worker processes (python_workers)" if self._python_workers
+                 else "on the thread that iterates (with torch's intra-op threads)")
         steps = []
         if tail is not None:
             steps.append(f"{', '.join(tail.names)} on each crop, as torchvision runs them on tensors (they have no "

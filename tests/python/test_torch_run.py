@@ -107,7 +107,7 @@ def test_a_collate_fn_gets_the_samples_as_torch_gives_them(image_set_folder):
     # The images made in C++ (a torchvision dataset feeder reads), the collate in worker processes.
     runs = []
     for workers in (2, 0):
-        loader, said = _made(dataset, batch_size=10, collate_fn=soft_targets, num_workers=workers, seed=6)
+        loader, said = _made(dataset, batch_size=10, collate_fn=soft_targets, python_workers=workers, seed=6)
         assert loader.collate_fn is soft_targets and "C++" in loader.plan and "soft_targets" in said
         assert ("2 worker processes" if workers else "the thread that iterates") in said
         before = torch.get_rng_state()
@@ -137,7 +137,8 @@ def test_a_transform_split_runs_the_crop_in_cpp_and_the_rest_per_sample(image_se
     dataset = torchvision.datasets.ImageFolder(image_set_folder, transform)
     runs = []
     for workers in (0, 2):
-        loader, said = _made(dataset, batch_size=15, shuffle=True, seed=3, num_workers=workers)
+        loader, said = _made(dataset, batch_size=15, shuffle=True, seed=3, num_workers=workers,
+                             python_workers=workers)
         assert "TrivialAugmentWide, PILToTensor, ConvertImageDtype, Normalize, RandomErasing" in said
         assert "C++" in loader.plan
         runs.append([(images.clone(), labels) for images, labels in loader])
@@ -197,14 +198,14 @@ def test_a_pass_whose_python_part_runs_in_workers_resumes_exactly(image_set_fold
     # The C++ loader runs ahead of the batches the workers hand back: a state says where the script is.
     transform = T.Compose([T.RandomResizedCrop(12), T.TrivialAugmentWide(), T.ToTensor()])
     dataset = torchvision.datasets.ImageFolder(image_set_folder, transform)
-    loader, _ = _made(dataset, batch_size=4, shuffle=True, seed=2, num_workers=2)
+    loader, _ = _made(dataset, batch_size=4, shuffle=True, seed=2, num_workers=2, python_workers=2)
     whole = [(x.clone(), y) for x, y in loader]
     loader.set_epoch(0)
     batches = iter(loader)
     head = [next(batches) for _ in range(2)]
     state = loader.state_dict()
     assert state["loader_state"]["batches_delivered"] == 2
-    resumed, _ = _made(dataset, batch_size=4, shuffle=True, seed=2, num_workers=1)
+    resumed, _ = _made(dataset, batch_size=4, shuffle=True, seed=2, num_workers=1, python_workers=1)
     resumed.load_state_dict(state)
     rest = list(resumed)
     assert len(head) + len(rest) == len(whole)
@@ -218,7 +219,7 @@ def failing_collate(samples):
 
 def test_an_error_in_a_worker_is_raised_by_next(image_set_folder):
     dataset = torchvision.datasets.ImageFolder(image_set_folder, T.Compose([T.Resize((8, 8)), T.ToTensor()]))
-    loader, _ = _made(dataset, batch_size=10, collate_fn=failing_collate, num_workers=2)
+    loader, _ = _made(dataset, batch_size=10, collate_fn=failing_collate, python_workers=2)
     with pytest.raises(ValueError, match="this collate refuses batches"):
         next(iter(loader))
 
@@ -226,7 +227,7 @@ def test_an_error_in_a_worker_is_raised_by_next(image_set_folder):
 def test_a_collate_fn_gets_uint8_samples_of_a_uint8_transform(image_set_folder):
     dataset = torchvision.datasets.ImageFolder(image_set_folder, T.Compose([T.Resize((8, 8)), T.PILToTensor()]))
     for workers in (0, 2):
-        loader, _ = _made(dataset, batch_size=10, collate_fn=soft_targets, num_workers=workers)
+        loader, _ = _made(dataset, batch_size=10, collate_fn=soft_targets, python_workers=workers)
         images, targets, _ = next(iter(loader))
         assert images.dtype == torch.uint8 and images.shape == (10, 3, 8, 8) and targets.shape == (10, 3)
 
