@@ -71,7 +71,8 @@ def main():
     parser.add_argument("--loaders", nargs="+", default=["feeder", "torch"])
     parser.add_argument("--cache", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "bench-images"))
     args = parser.parse_args()
-    root = build_set(os.path.join(args.cache, f"wallpapers-{args.images}"), args.images)
+    # Absolute: the data folder links to it from a temporary folder.
+    root = os.path.abspath(build_set(os.path.join(args.cache, f"wallpapers-{args.images}"), args.images))
     failures = 0
     with tempfile.TemporaryDirectory() as work:
         data = os.path.join(work, "data")

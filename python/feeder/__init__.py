@@ -980,8 +980,10 @@ class DataLoader:
                          f"C++ form)")
         if collate is not None:
             steps.append(f"collate_fn {getattr(collate, '__qualname__', type(collate).__name__)} on the samples")
-        return (f"feeder decodes, crops and flips the images in C++ ({self.num_workers} threads), then runs "
-                f"{' and '.join(steps)} in Python, {where}")
+        threads = f"{self.num_workers} threads" if self.num_workers else "on the thread that iterates"
+        reuse = " (its large tensors reused from batch to batch)" if self._work.reuse_memory else ""
+        return (f"feeder decodes, crops and flips the images in C++ ({threads}), then runs "
+                f"{' and '.join(steps)} in Python, {where}{reuse}")
 
     @property
     def plan(self):

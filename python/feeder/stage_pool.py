@@ -22,6 +22,8 @@ import weakref
 import torch
 import torch.multiprocessing as multiprocessing
 
+from . import torch_memory
+
 __all__ = ["BatchWork", "StagePool"]
 
 # Mixed into a collate's seed in place of a row number (rows are >= 0): a stream of its own. An int,
@@ -42,16 +44,18 @@ class BatchWork:
     def __init__(self, tail, collate):
         self.tail = tail
         self.collate = collate
+        self.reuse_memory = torch_memory.hold(self)
 
     def __call__(self, images, labels, seed, epoch, rank, index):
-        if self.tail is not None:
-            images = self.tail(images, seed, epoch, rank, index)
-        if self.collate is None:
-            return images, labels
-        samples = list(zip(images, labels.tolist()))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(hash((seed, epoch, rank, index, _COLLATE_STREAM)) & (2**63 - 1))
-            return self.collate(samples)
+        with torch_memory.scope(self.reuse_memory):
+            if self.tail is not None:
+                images = self.tail(images, seed, epoch, rank, index)
+            if self.collate is None:
+                return images, labels
+            samples = list(zip(images, labels.tolist()))
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(hash((seed, epoch, rank, index, _COLLATE_STREAM)) & (2**63 - 1))
+                return self.collate(samples)
 
 
 def _start_worker(counter, num_workers, work_id):
