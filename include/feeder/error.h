@@ -16,6 +16,14 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A DataError of storage that stopped answering, or kept failing, for longer than its retries allow
+// (a server down, hung or too slow). The message says how many attempts were made in how long;
+// nothing else is asked of that storage before it is thrown.
+class UnreachableError : public DataError {
+ public:
+  using DataError::DataError;
+};
+
 // Thrown when distributed training cannot go on: a rank that died or never came, a master that is
 // not reachable, a collective past its timeout, ranks run with different settings. The message
 // starts with "rank R: " and says what happened.

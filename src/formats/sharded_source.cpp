@@ -358,6 +358,8 @@ class ParquetShardSource final : public SampleSource {
     std::optional<ParquetRowGroupReader> opened;
     try {
       opened.emplace(ParquetRowGroupReader::open(shard.path, options_));
+    } catch (const UnreachableError&) {
+      throw;  // asking the storage what became of the file would wait out its retries again
     } catch (const DataError& error) {
       // Say what happened to the file rather than what its remains look like.
       const FileEntry now = file_system_for(shard.path).stat(shard.path);

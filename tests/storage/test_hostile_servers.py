@@ -195,6 +195,11 @@ def _files_server(directory, refuse=None, answer=None):
     """A web server over `directory` with range reads (206) and ETag "v1". refuse(handler): True to
     answer 401 instead; answer(server, data, first, last): (body, Content-Range, ETag) of a range
     request, to lie with."""
+    return HostileServer(_files_reply(directory, refuse, answer))
+
+
+def _files_reply(directory, refuse=None, answer=None):
+    """_files_server's replies."""
     def reply(handler, server):
         path = directory / handler.path.split("?")[0].lstrip("/")
         if refuse is not None and refuse(handler):
@@ -226,7 +231,7 @@ def _files_server(directory, refuse=None, answer=None):
         if handler.command == "GET":
             handler.wfile.write(body)
 
-    return HostileServer(reply)
+    return reply
 
 
 @pytest.fixture
@@ -336,6 +341,35 @@ def test_a_listed_key_below_the_prefixs_level_is_refused_by_name():
         server.close()
 
 
+def test_ctrl_c_stops_the_opening_of_a_set_on_a_server_that_does_not_answer():
+    # The server takes a request and says nothing (for at most 60 s); Ctrl-C comes 1 s into the open.
+    # The time is measured in the child, from the open: importing torch takes seconds on a busy machine.
+    import subprocess
+    import sys
+    release = threading.Event()
+
+    def reply(handler, server):
+        release.wait(60)
+
+    server = HostileServer(reply)
+    script = f"""
+import os, signal, threading, time, feeder
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+start = time.monotonic()
+try:
+    feeder.DataLoader("{server.url('set/train.parquet')}")
+except KeyboardInterrupt:
+    print("interrupted after", round(time.monotonic() - start, 2))
+"""
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=55)
+    finally:
+        release.set()
+        server.close()
+    assert done.stdout.startswith("interrupted after"), (done.stdout, done.stderr[-2000:])
+    assert float(done.stdout.split()[-1]) < 1.8  # within a second of the Ctrl-C
+
+
 def test_a_body_that_trickles_meets_its_deadline(tmp_path):
     # Range replies announce their length, then send 10 bytes a second: never a stall, never done.
     _small_set(tmp_path)
@@ -381,3 +415,38 @@ def test_a_body_that_trickles_meets_its_deadline(tmp_path):
         stop.set()
         server.close()
     assert took < 20, took  # an attempt of 10 + 1 + (at most 1) s: a transient failure, not retried here
+
+
+def test_giving_up_takes_the_time_the_message_says(tmp_path):
+    # The set is listed and read; when its shard is opened again to be read row group by row group,
+    # the server takes every request and says nothing. Giving up on that must not be followed by
+    # asking the same server what became of the file (another attempt's wait the message omits).
+    import re
+    _small_set(tmp_path)
+    files = _files_reply(tmp_path)
+    stop = threading.Event()
+    hung = threading.Event()
+    read = threading.Event()
+
+    def reply(handler, server):
+        if handler.command == "HEAD" and read.is_set():
+            hung.set()
+        if hung.is_set():
+            stop.wait(40)  # at most
+            return
+        read.set() if handler.command == "GET" else None
+        files(handler, server)
+
+    server = HostileServer(reply)
+    feeder.set_storage_options(max_retries=0, stall_seconds=3)
+    try:
+        start = time.monotonic()
+        with pytest.raises(feeder.DataError, match=r"gave up after 1 attempts in \d+\.\d s") as raised:
+            feeder.DataLoader(server.url("small.parquet"), batch_size=128)
+        took = time.monotonic() - start
+    finally:
+        feeder.set_storage_options()
+        stop.set()
+        server.close()
+    said = float(re.search(r"gave up after 1 attempts in (\d+\.\d) s", str(raised.value)).group(1))
+    assert said >= 3 and took < said + 1.5, (took, str(raised.value))  # no other request waited out after it

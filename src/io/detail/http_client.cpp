@@ -36,7 +36,7 @@ struct Transfer {
   bool overflow = false;
   // The deadline (StorageOptions::min_bytes_per_second): fixed seconds, and one more for each
   // min_bytes_per_second of the reply.
-  std::chrono::steady_clock::time_point started;
+  std::chrono::steady_clock::time_point started{};
   double fixed_seconds = 0;
   double min_bytes_per_second = 1;
   double limit_seconds = 0;  // when the deadline passed: the one it was
@@ -128,37 +128,83 @@ bool transient_status(long status) {
 
 }  // namespace
 
+// A transfer's handle and the multi handle it runs in: the multi handle keeps the connection alive
+// between requests, and lets perform() wait in short slices, so that a Ctrl-C stops a transfer at
+// once (libcurl calls the progress callback only about once a second while nothing arrives).
+struct CurlHandles {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+};
+
 // Idle handles, each with its connection kept alive; at most max_connections handles exist.
 struct HttpClient::Pool {
   std::mutex mutex;
   std::condition_variable returned;
-  std::vector<CURL*> idle;  // guarded by mutex
-  int made = 0;             // guarded by mutex
+  std::vector<CurlHandles> idle;  // guarded by mutex
+  int made = 0;                   // guarded by mutex
 
   ~Pool() {
-    for (CURL* handle : idle) curl_easy_cleanup(handle);
+    for (CurlHandles& handles : idle) {
+      curl_multi_cleanup(handles.multi);
+      curl_easy_cleanup(handles.easy);
+    }
   }
-  CURL* take(int limit) {
+  CurlHandles take(int limit) {
     std::unique_lock lock(mutex);
     returned.wait(lock, [&] { return !idle.empty() || made < limit; });
     if (!idle.empty()) {
-      CURL* handle = idle.back();
+      CurlHandles handles = idle.back();
       idle.pop_back();
-      return handle;
+      return handles;
     }
-    CURL* handle = curl_easy_init();
-    if (!handle) throw std::bad_alloc();
+    CurlHandles handles{curl_easy_init(), curl_multi_init()};
+    if (!handles.easy || !handles.multi) {
+      if (handles.easy) curl_easy_cleanup(handles.easy);
+      if (handles.multi) curl_multi_cleanup(handles.multi);
+      throw std::bad_alloc();
+    }
     ++made;
-    return handle;
+    return handles;
   }
-  void give_back(CURL* handle) {
+  void give_back(CurlHandles handles) {
     {
       std::lock_guard lock(mutex);
-      idle.push_back(handle);
+      idle.push_back(handles);
     }
     returned.notify_one();
   }
 };
+
+namespace {
+
+// curl_easy_perform in slices of at most 100 ms, stopping when the process is asked to stop (or the
+// request's abort scope asks): then CURLE_ABORTED_BY_CALLBACK, as the progress callback gives.
+CURLcode run_transfer(const CurlHandles& handles) {
+  if (curl_multi_add_handle(handles.multi, handles.easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
+  CURLcode code = CURLE_OK;
+  for (;;) {
+    int running = 0;
+    if (curl_multi_perform(handles.multi, &running) != CURLM_OK) {
+      code = CURLE_OUT_OF_MEMORY;
+      break;
+    }
+    if (running == 0) {
+      int left = 0;
+      CURLMsg* message = curl_multi_info_read(handles.multi, &left);
+      code = message && message->msg == CURLMSG_DONE ? message->data.result : CURLE_RECV_ERROR;
+      break;
+    }
+    if (stop_requested() || request_abort_asked()) {
+      code = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    curl_multi_poll(handles.multi, nullptr, 0, 100, nullptr);
+  }
+  curl_multi_remove_handle(handles.multi, handles.easy);
+  return code;
+}
+
+}  // namespace
 
 RequestAbortScope::RequestAbortScope(std::function<bool()> abort) : abort_(std::move(abort)), outer_(t_abort_scope) {
   t_abort_scope = this;
@@ -189,12 +235,13 @@ HttpClient::HttpClient(const StorageOptions& options) : options_(options), pool_
 HttpClient::~HttpClient() = default;
 
 HttpResponse HttpClient::perform(const HttpRequest& request) const {
-  CURL* handle = pool_->take(options_.max_connections);
+  const CurlHandles handles = pool_->take(options_.max_connections);
   struct Return {
     Pool& pool;
-    CURL* handle;
-    ~Return() { pool.give_back(handle); }
-  } give_back{*pool_, handle};
+    CurlHandles handles;
+    ~Return() { pool.give_back(handles); }
+  } give_back{*pool_, handles};
+  CURL* handle = handles.easy;
   // A reset keeps the handle's connection alive for the next request.
   curl_easy_reset(handle);
   HttpResponse response;
@@ -246,7 +293,7 @@ HttpResponse HttpClient::perform(const HttpRequest& request) const {
   } else if (request.method != "GET") {
     curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
-  const CURLcode code = curl_easy_perform(handle);
+  const CURLcode code = run_transfer(handles);
   count_storage_request(response.body_bytes);
   const std::string& name = request.name.empty() ? url_without_query(request.url) : request.name;
   if (transfer.overflow)
@@ -301,7 +348,7 @@ HttpResponse HttpClient::perform_with_retries(const std::function<HttpRequest()>
       count_storage_failure();
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%.1f", elapsed);
-      throw DataError(name + ": " + last_error + " (gave up after " + std::to_string(attempt + 1) + " attempts in " +
+      throw UnreachableError(name + ": " + last_error + " (gave up after " + std::to_string(attempt + 1) + " attempts in " +
                       seconds + " s)");
     }
     count_storage_retry();
