@@ -43,12 +43,14 @@ class CountingFile final : public RandomAccessFile {
     reads++;
     const int64_t n = std::min<int64_t>(static_cast<int64_t>(out.size()), size() - offset);
     std::copy_n(bytes_.begin() + offset, n, out.begin());
+    bytes_read += n;
     return n;
   }
   std::vector<uint8_t> expected(int64_t offset, int64_t size) const {
     return {bytes_.begin() + offset, bytes_.begin() + offset + size};
   }
   mutable std::atomic<int> reads{0};
+  mutable std::atomic<int64_t> bytes_read{0};
 
  private:
   std::string name_ = "s3://bucket/object";
@@ -127,6 +129,23 @@ TEST_F(DiskCacheTest, NeighbouringMissingBlocksComeInOneRead) {
   EXPECT_EQ(read(*file, 7 * kBlock - 100, 100), source->expected(7 * kBlock - 100, 100));
   EXPECT_EQ(source->reads.load(), 4);
   EXPECT_EQ(block_files().size(), 5u);  // blocks 1, 2, 3, 4 and 6
+}
+
+TEST_F(DiskCacheTest, WhenNothingCanBeKeptOnlyWhatIsAskedIsRead) {
+  // The cache's folder of blocks replaced by a file: every block written fails, as on a full disk.
+  auto source = std::make_shared<CountingFile>(2 * kBlock);
+  DiskCache cache(directory_, 0);
+  auto file = cache.wrap(source, "object");
+  fs::remove_all(directory_ / "blocks");
+  std::ofstream(directory_ / "blocks") << "not a folder";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(read(*file, 10, 100), source->expected(10, 100));  // a block fetched, and not kept
+  for (int64_t i = 1; i <= 50; ++i) EXPECT_EQ(read(*file, i * 1000, 100), source->expected(i * 1000, 100));
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("cannot keep remote data in the cache"), std::string::npos) << said;
+  EXPECT_EQ(said.find("cannot keep", said.find("cannot keep") + 1), std::string::npos) << "said twice: " << said;
+  // One block for the first read, then the 50 reads' own bytes: not 50 blocks more.
+  EXPECT_EQ(source->bytes_read.load(), kBlock + 50 * 100);
 }
 
 TEST_F(DiskCacheTest, ADamagedBlockIsReadAgainNeverHandedOn) {

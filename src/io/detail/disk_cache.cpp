@@ -264,8 +264,15 @@ class CachedFile final : public RandomAccessFile {
       const int64_t block = at / DiskCache::kBlockBytes;
       const int64_t block_begin = block * DiskCache::kBlockBytes;
       const int64_t bytes = std::min(end, block_begin + block_bytes(block)) - at;
-      if (state_->read_block(state_->block_path(object_, block), block_bytes(block), at - block_begin,
-                             out.subspan(static_cast<size_t>(at - offset), static_cast<size_t>(bytes)))) {
+      const std::span<uint8_t> piece = out.subspan(static_cast<size_t>(at - offset), static_cast<size_t>(bytes));
+      if (state_->read_block(state_->block_path(object_, block), block_bytes(block), at - block_begin, piece)) {
+        at += bytes;
+        continue;
+      }
+      if (state_->write_failure_said.load(std::memory_order_relaxed)) {
+        // Nothing can be kept (the disk is full, the directory gone): a whole block fetched for a
+        // small read would be thrown away, so only what was asked is read.
+        file_->read_exactly(at, piece, "bytes " + std::to_string(at) + "-" + std::to_string(at + bytes - 1));
         at += bytes;
         continue;
       }
