@@ -191,14 +191,15 @@ def _small_set(directory):
     return directory / "small.parquet"
 
 
-def _files_server(directory, refuse=None, answer=None):
+def _files_server(directory, refuse=None, answer=None, validator="ETag"):
     """A web server over `directory` with range reads (206) and ETag "v1". refuse(handler): True to
-    answer 401 instead; answer(server, data, first, last): (body, Content-Range, ETag) of a range
-    request, to lie with."""
-    return HostileServer(_files_reply(directory, refuse, answer))
+    answer 401 instead; answer(server, data, first, last): (body, Content-Range, version) of a range
+    request, to lie with; validator: the header that names the version ("ETag", "Last-Modified"
+    or None)."""
+    return HostileServer(_files_reply(directory, refuse, answer, validator))
 
 
-def _files_reply(directory, refuse=None, answer=None):
+def _files_reply(directory, refuse=None, answer=None, validator="ETag"):
     """_files_server's replies."""
     def reply(handler, server):
         path = directory / handler.path.split("?")[0].lstrip("/")
@@ -226,12 +227,17 @@ def _files_reply(directory, refuse=None, answer=None):
             body = data
             handler.send_response(200)
         handler.send_header("Content-Length", str(len(body)))
-        handler.send_header("ETag", etag)
+        if validator is not None:
+            handler.send_header(validator, etag if validator == "ETag" else _LAST_MODIFIED[etag])
         handler.end_headers()
         if handler.command == "GET":
             handler.wfile.write(body)
 
     return reply
+
+
+# The dates _files_reply gives as Last-Modified for the versions "v1" and "v2".
+_LAST_MODIFIED = {'"v1"': "Mon, 07 Dec 2026 10:00:00 GMT", '"v2"': "Mon, 07 Dec 2026 10:00:05 GMT"}
 
 
 @pytest.fixture
@@ -276,6 +282,35 @@ def test_an_object_replaced_behind_a_proxy_that_ignores_if_match_fails_by_name(t
     server = _files_server(tmp_path, answer=answer)
     try:
         with pytest.raises(feeder.DataError, match=r"small.parquet: changed since it was opened \(its ETag is \"v2\""):
+            _read_all(server.url("small.parquet"))
+    finally:
+        server.close()
+
+
+def test_an_object_replaced_on_a_server_without_etags_fails_by_its_last_modified(tmp_path):
+    # As above, with Last-Modified the only validator (as Python's http.server gives).
+    _small_set(tmp_path)
+
+    def answer(server, data, first, last):
+        if server.requests <= 3:
+            return data[first:last + 1], f"bytes {first}-{last}/{len(data)}", '"v1"'
+        return bytes(255 - b for b in data[first:last + 1]), f"bytes {first}-{last}/{len(data)}", '"v2"'
+
+    server = _files_server(tmp_path, answer=answer, validator="Last-Modified")
+    try:
+        with pytest.raises(feeder.DataError, match=r"small.parquet: changed since it was opened \(its Last-Modified "
+                                                   r"is Mon, 07 Dec 2026 10:00:05 GMT, was Mon, 07 Dec 2026 10:00:00"):
+            _read_all(server.url("small.parquet"))
+    finally:
+        server.close()
+
+
+def test_an_object_that_names_no_version_is_not_read_in_ranges(tmp_path):
+    _small_set(tmp_path)
+    server = _files_server(tmp_path, validator=None)
+    try:
+        with pytest.raises(feeder.DataError, match=r"small.parquet: the server names no version of it \(neither ETag "
+                                                   r"nor Last-Modified\)"):
             _read_all(server.url("small.parquet"))
     finally:
         server.close()

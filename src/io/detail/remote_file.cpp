@@ -8,7 +8,23 @@
 namespace feeder::detail {
 namespace {
 
-// An opened object: its size and ETag then; every read a range request made with If-Match.
+// A version named by Last-Modified (a server that gives no ETag: Python's http.server, some
+// proxies) reads "last-modified: <date>"; one named by its ETag is the ETag itself.
+constexpr std::string_view kLastModified = "last-modified: ";
+
+std::string version_of(const HttpResponse& response) {
+  const std::string etag = response.header("etag");
+  if (!etag.empty()) return etag;
+  const std::string modified = response.header("last-modified");
+  return modified.empty() ? "" : std::string(kLastModified) + modified;
+}
+
+std::string version_name(const std::string& version) {
+  return version.starts_with(kLastModified) ? "Last-Modified" : "ETag";
+}
+
+// An opened object: its size and version then (its ETag, else its Last-Modified); every read a range
+// request made with If-Match (or If-Unmodified-Since), its reply's version compared with the one opened.
 class RemoteFile final : public RandomAccessFile {
  public:
   RemoteFile(std::shared_ptr<const RemoteObjects> objects, std::string name, int64_t size, std::string etag)
@@ -24,21 +40,26 @@ class RemoteFile final : public RandomAccessFile {
     if (offset >= size_ || out.empty()) return 0;
     const int64_t wanted = std::min<int64_t>(static_cast<int64_t>(out.size()), size_ - offset);
     std::vector<std::string> headers{"Range: bytes=" + std::to_string(offset) + "-" + std::to_string(offset + wanted - 1)};
-    if (!etag_.empty()) headers.push_back("If-Match: " + etag_);
+    if (etag_.starts_with(kLastModified))
+      headers.push_back("If-Unmodified-Since: " + etag_.substr(kLastModified.size()));
+    else
+      headers.push_back("If-Match: " + etag_);
     const HttpResponse response =
         objects_->send(name_, "GET", headers, {}, {}, out.first(static_cast<size_t>(wanted)));
     if (response.status == 412)
-      throw DataError(name_ + ": changed since it was opened (its ETag is no longer " + etag_ +
+      throw DataError(name_ + ": changed since it was opened (its " + version_name(etag_) + " is no longer " + without_prefix(etag_) +
                       "): the object was replaced while being read");
     if (response.status == 416) return 0;
     if (response.status != 206 && response.status != 200) objects_->fail(name_, response, "reading bytes " + std::to_string(offset) + "-" + std::to_string(offset + wanted - 1));
     if (response.status == 200 && offset != 0)
       throw DataError(name_ + ": the server ignored the range request (answered 200 with the whole object)");
-    // A server (or a proxy) that ignores If-Match still names the version it sent.
-    const std::string etag = response.header("etag");
-    if (!etag_.empty() && !etag.empty() && etag != etag_)
-      throw DataError(name_ + ": changed since it was opened (its ETag is " + etag + ", was " + etag_ +
-                      "): the object was replaced while being read");
+    // A server (or a proxy) that ignores If-Match or If-Unmodified-Since still names the version it
+    // sent; one that names none cannot be told from the version opened.
+    const std::string version = version_of(response);
+    if (version != etag_)
+      throw DataError(name_ + ": changed since it was opened (its " + version_name(etag_) + " is " +
+                      (version.empty() ? std::string("not given") : without_prefix(version)) + ", was " +
+                      without_prefix(etag_) + "): the object was replaced while being read");
     if (response.status == 206) check_range(response.header("content-range"), offset, wanted);
     if (response.body_bytes != wanted)
       throw TransientError(name_ + ": " + std::to_string(response.body_bytes) + " bytes received of the " +
@@ -56,10 +77,14 @@ class RemoteFile final : public RandomAccessFile {
                     (range.empty() ? std::string("no Content-Range") : "'" + range.substr(0, 100) + "'"));
   }
 
+  static std::string without_prefix(const std::string& version) {
+    return version.starts_with(kLastModified) ? version.substr(kLastModified.size()) : version;
+  }
+
   std::shared_ptr<const RemoteObjects> objects_;
   std::string name_;
   int64_t size_ = 0;
-  std::string etag_;
+  std::string etag_;  // the version opened: an ETag, or "last-modified: <date>"; never empty
 };
 
 }  // namespace
@@ -88,7 +113,7 @@ FileEntry RemoteObjects::head(const std::string& path) const {
   if (length.empty()) throw DataError(path + ": the server gives no Content-Length: its size is not known");
   entry.kind = FileKind::kFile;
   entry.size = std::strtoll(length.c_str(), nullptr, 10);
-  entry.version = response.header("etag");
+  entry.version = version_of(response);
   return entry;
 }
 
@@ -104,6 +129,12 @@ std::shared_ptr<const RandomAccessFile> RemoteObjects::open_listed(const FileEnt
 }
 
 std::shared_ptr<const RandomAccessFile> RemoteObjects::opened(const std::string& path, const FileEntry& entry) const {
+  // Read in ranges, an object must name its version: else one replaced between two reads would be
+  // read half old, half new, and nothing could tell.
+  if (entry.version.empty())
+    throw DataError(path + ": the server names no version of it (neither ETag nor Last-Modified), so an object "
+                    "replaced while it is read in ranges could not be told from the one opened: serve it with "
+                    "ETags (nginx, S3 and its kin do) or Last-Modified");
   auto file = std::make_shared<const RemoteFile>(shared_from_this(), path, entry.size, entry.version);
   const StorageOptions& options = client().options();
   if (options.cache_dir.empty() || entry.version.empty()) return file;
