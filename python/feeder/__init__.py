@@ -980,7 +980,8 @@ class DataLoader:
                          f"C++ form)")
         if collate is not None:
             steps.append(f"collate_fn {getattr(collate, '__qualname__', type(collate).__name__)} on the samples")
-        threads = f"{self.num_workers} threads" if self.num_workers else "on the thread that iterates"
+        threads = (f"{self.num_workers} thread{'s' if self.num_workers > 1 else ''}" if self.num_workers
+                   else "on the thread that iterates")
         reuse = " (its large tensors reused from batch to batch)" if self._work.reuse_memory else ""
         return (f"feeder decodes, crops and flips the images in C++ ({threads}), then runs "
                 f"{' and '.join(steps)} in Python, {where}{reuse}")
