@@ -4,6 +4,7 @@
 // again, never handed on; the limit holds, evicting the least recently used; threads missing the
 // same block make one read.
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -19,6 +21,7 @@
 
 #include "feeder/error.h"
 #include "feeder/io/object_storage.h"
+#include "io/detail/cache_key.h"
 #include "io/detail/disk_cache.h"
 
 namespace feeder::detail {
@@ -64,8 +67,15 @@ class DiskCacheTest : public ::testing::Test {
     directory_ = fs::temp_directory_path() / ("feeder-disk-cache-" + std::to_string(::getpid()) + "-" +
                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(directory_);
+    key_ = directory_.string() + "-key";  // the signing key, kept out of the user's home
+    fs::remove(key_);
+    ::setenv("FEEDER_CACHE_KEY", key_.c_str(), 1);
   }
-  void TearDown() override { fs::remove_all(directory_); }
+  void TearDown() override {
+    fs::remove_all(directory_);
+    fs::remove(key_);
+    ::unsetenv("FEEDER_CACHE_KEY");
+  }
 
   static std::vector<uint8_t> read(const RandomAccessFile& file, int64_t offset, int64_t size) {
     std::vector<uint8_t> out(static_cast<size_t>(size));
@@ -85,6 +95,7 @@ class DiskCacheTest : public ::testing::Test {
   }
 
   fs::path directory_;
+  fs::path key_;
 };
 
 TEST_F(DiskCacheTest, WhatWasReadOnceIsReadFromTheDiskAfterwardsAlsoByAnotherCache) {
@@ -148,6 +159,49 @@ TEST_F(DiskCacheTest, WhenNothingCanBeKeptOnlyWhatIsAskedIsRead) {
   EXPECT_EQ(source->bytes_read.load(), kBlock + 50 * 100);
 }
 
+// Rewrites block file `path` (of a 1 MiB block) with byte 100 changed and its XXH3s recomputed, as
+// someone who can write the cache directory and knows the format can.
+void forge(const fs::path& path) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(fs::file_size(path)));
+  std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  bytes[100] ^= 0xff;
+  for (int64_t chunk = 0; chunk < kBlock / (64 << 10); ++chunk) {
+    const uint64_t sum = XXH3_64bits(bytes.data() + chunk * (64 << 10), 64 << 10);
+    std::memcpy(bytes.data() + kBlock + 8 * chunk, &sum, 8);
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()),
+                                                                 static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST_F(DiskCacheTest, AForgedBlockWithItsChecksumsRecomputedIsReadAgain) {
+  auto source = std::make_shared<CountingFile>(3 * kBlock);
+  {
+    DiskCache cache(directory_, 0);
+    auto file = cache.wrap(source, "object");
+    EXPECT_EQ(read(*file, 0, 3 * kBlock), source->expected(0, 3 * kBlock));
+  }
+  ASSERT_EQ(block_files().size(), 3u);
+  EXPECT_EQ((fs::status(key_).permissions() & fs::perms::all), fs::perms::owner_read | fs::perms::owner_write);
+  const int reads = source->reads.load();
+  std::vector<fs::path> blocks = block_files();
+  std::sort(blocks.begin(), blocks.end());
+  forge(blocks[0]);
+  // Block 2's file put in place of block 1's, whole and with its own good XXH3s and signature.
+  fs::copy_file(blocks[2], blocks[1], fs::copy_options::overwrite_existing);
+  DiskCache again(directory_, 0);  // as another process would open it
+  auto file = again.wrap(source, "object");
+  EXPECT_EQ(read(*file, 0, 3 * kBlock), source->expected(0, 3 * kBlock));
+  EXPECT_EQ(source->reads.load(), reads + 2) << "blocks 0 and 1 each read from the store again";
+  // Read again from the store, they are kept again, signed.
+  EXPECT_EQ(read(*file, 0, 3 * kBlock), source->expected(0, 3 * kBlock));
+  EXPECT_EQ(source->reads.load(), reads + 2);
+  // Another key (another user) takes none of them.
+  fs::remove(key_);
+  DiskCache other_key(directory_, 0);
+  EXPECT_EQ(read(*other_key.wrap(source, "object"), 0, 10), source->expected(0, 10));
+  EXPECT_EQ(source->reads.load(), reads + 3);
+}
+
 TEST_F(DiskCacheTest, ADamagedBlockIsReadAgainNeverHandedOn) {
   auto source = std::make_shared<CountingFile>(2 * kBlock);
   DiskCache cache(directory_, 0);
@@ -180,7 +234,7 @@ TEST_F(DiskCacheTest, ADamagedBlockIsReadAgainNeverHandedOn) {
 
 TEST_F(DiskCacheTest, TheLimitHoldsAndTheLeastRecentlyUsedGoFirst) {
   auto source = std::make_shared<CountingFile>(12 * kBlock);
-  const int64_t block_file = kBlock + 8 * (kBlock / (64 << 10));
+  const int64_t block_file = kBlock + 8 * (kBlock / (64 << 10)) + 32;  // data, XXH3s, signature
   DiskCache cache(directory_, 6 * block_file);
   auto file = cache.wrap(source, "object");
   for (int64_t block = 0; block < 6; ++block) read(*file, block * kBlock, 1);

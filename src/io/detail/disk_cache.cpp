@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "feeder/error.h"
+#include "io/detail/cache_key.h"
 #include "io/detail/http_client.h"
 #include "io/detail/request_abort.h"
 #include "util/mutex.h"
@@ -30,8 +31,13 @@ namespace feeder::detail {
 namespace {
 
 // Each block carries an XXH3-64 of every kChunkBytes of it, after its data: a read checks only
-// the chunks it covers, so a small read from a large block costs little more than its bytes.
+// the chunks it covers, so a small read from a large block costs little more than its bytes. Then
+// its signature (cache_key.h), checked over the whole block the first time this process reads the
+// block's file (and again whenever the file changed since: its inode or ctime).
 constexpr int64_t kChunkBytes = int64_t{64} << 10;
+constexpr int64_t kSignatureBytes = 32;
+// Files whose signature this process checked, remembered at most (then forgotten and checked again).
+constexpr size_t kMaxVerifiedBlocks = size_t{1} << 20;
 // A block not read for this long has its time renewed when read (the order eviction follows).
 constexpr int64_t kTouchSeconds = 60;
 // Temporary files older than this were left by a process that died writing them.
@@ -42,7 +48,20 @@ int64_t seconds_now() {
 }
 
 int64_t chunk_count(int64_t block_bytes) { return (block_bytes + kChunkBytes - 1) / kChunkBytes; }
-int64_t block_file_bytes(int64_t block_bytes) { return block_bytes + 8 * chunk_count(block_bytes); }
+int64_t block_file_bytes(int64_t block_bytes) { return block_bytes + 8 * chunk_count(block_bytes) + kSignatureBytes; }
+
+// What a block's file was when its signature was checked: another file, or the same one written to
+// since, is checked again.
+struct FileStamp {
+  dev_t device = 0;
+  ino_t inode = 0;
+  int64_t changed_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stamp_of(const struct stat& info) {
+  return {info.st_dev, info.st_ino, int64_t{info.st_ctim.tv_sec} * 1000000000 + info.st_ctim.tv_nsec};
+}
 
 std::string hex128(const std::string& text) {
   const XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
@@ -101,6 +120,30 @@ struct DiskCache::State {
   int64_t limit = 0;
   std::atomic<uint64_t> temp_counter{0};
   std::atomic<bool> write_failure_said{false};
+  CacheKey key{};
+
+  mutable Mutex verified_mutex;
+  mutable std::map<std::string, FileStamp> verified GUARDED_BY(verified_mutex);  // block file -> as checked
+
+  // True when the file at `path` (open as `fd`, `info`) carries a good signature: checked once per
+  // file as it is now.
+  bool signed_by_key(const fs::path& path, int fd, const struct stat& info, int64_t block_bytes) const {
+    const FileStamp stamp = stamp_of(info);
+    {
+      MutexLock lock(verified_mutex);
+      auto found = verified.find(path.string());
+      if (found != verified.end() && found->second == stamp) return true;
+    }
+    std::vector<uint8_t> whole(static_cast<size_t>(block_file_bytes(block_bytes)));
+    if (!read_fully(fd, 0, whole.data(), static_cast<int64_t>(whole.size()))) return false;
+    const std::span<const uint8_t> data(whole.data(), static_cast<size_t>(block_bytes));
+    const auto signature = sign_block(key, path.filename().string(), data);
+    if (std::memcmp(signature.data(), whole.data() + whole.size() - kSignatureBytes, kSignatureBytes) != 0) return false;
+    MutexLock lock(verified_mutex);
+    if (verified.size() >= kMaxVerifiedBlocks) verified.clear();
+    verified[path.string()] = stamp;
+    return true;
+  }
 
   // The lock file holds the bytes of blocks in the directory (8 bytes, host order), read and
   // written under its flock; `lock_mutex` keeps this process's threads to one holder at a time.
@@ -125,6 +168,7 @@ struct DiskCache::State {
     if (file.fd < 0) return false;
     struct stat info {};
     if (::fstat(file.fd, &info) != 0 || info.st_size != block_file_bytes(block_bytes)) return damaged(path);
+    if (!signed_by_key(path, file.fd, info, block_bytes)) return damaged(path);
     const int64_t first = in_block / kChunkBytes;
     const int64_t last = (in_block + static_cast<int64_t>(out.size()) - 1) / kChunkBytes;
     const int64_t begin = first * kChunkBytes, end = std::min(block_bytes, (last + 1) * kChunkBytes);
@@ -140,6 +184,9 @@ struct DiskCache::State {
       if (XXH3_64bits(scratch.data() + from, static_cast<size_t>(bytes)) != sums[static_cast<size_t>(chunk - first)])
         return damaged(path);
     }
+    // Written to while it was read (after its signature was checked): not handed on.
+    struct stat after {};
+    if (::fstat(file.fd, &after) != 0 || !(stamp_of(after) == stamp_of(info))) return damaged(path);
     std::memcpy(out.data(), scratch.data() + (in_block - begin), out.size());
     if (seconds_now() - info.st_mtim.tv_sec > kTouchSeconds)
       ::futimens(file.fd, nullptr);  // recently used: evicted after the blocks not read since
@@ -169,8 +216,10 @@ struct DiskCache::State {
     }
     // The first failure's errno: opening, writing, closing or renaming.
     int error = file.fd < 0 ? errno : 0;
+    const auto signature = sign_block(key, path.filename().string(), data);
     if (!error && (!write_fully(file.fd, data.data(), static_cast<int64_t>(data.size())) ||
-                   !write_fully(file.fd, reinterpret_cast<const uint8_t*>(sums.data()), 8 * static_cast<int64_t>(sums.size()))))
+                   !write_fully(file.fd, reinterpret_cast<const uint8_t*>(sums.data()), 8 * static_cast<int64_t>(sums.size())) ||
+                   !write_fully(file.fd, signature.data(), kSignatureBytes)))
       error = errno;
     if (file.fd >= 0 && ::close(std::exchange(file.fd, -1)) != 0 && !error) error = errno;
     if (!error && ::rename(temp.c_str(), path.c_str()) != 0) error = errno;
@@ -384,6 +433,7 @@ DiskCache::DiskCache(fs::path directory, int64_t limit_bytes) : state_(std::make
   state_->directory = directory;
   state_->blocks = directory / "blocks";
   state_->limit = limit_bytes;
+  state_->key = load_cache_key(directory);
   std::error_code error;
   fs::create_directories(state_->blocks, error);
   if (error) throw OptionsError("cache_dir " + directory.string() + ": cannot make it: " + error.message());

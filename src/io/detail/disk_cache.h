@@ -9,7 +9,8 @@
 // Shared by every process of the node that names the same directory (the ranks of one machine),
 // as Mosaic Streaming's cache is: a block appears by rename, whole or not at all; each block
 // carries an XXH3 of every 64 KiB of it, checked when read, so a block cut short by a crash or
-// damaged on the disk is read from the store again, never handed on. The directory's lock file
+// damaged on the disk is read from the store again, never handed on; and a signature under the
+// user's cache key (cache_key.h), so a block forged by someone who cannot read the key is too. The directory's lock file
 // holds the bytes kept, updated under its flock by each process that writes a block; the writer
 // that passes the limit counts the directory again and removes the least recently used blocks (a
 // block's modification time, renewed when read) down to seven eighths of it. A block removed while
