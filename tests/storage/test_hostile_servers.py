@@ -270,67 +270,50 @@ def _read_all(url):
     return sum(len(labels) for _, labels in feeder.DataLoader(url, batch_size=128, memory_budget="64MiB"))
 
 
-def test_an_object_replaced_behind_a_proxy_that_ignores_if_match_fails_by_name(tmp_path):
-    # After its first two ranges, every reply is of a new version (ETag "v2", other bytes), If-Match or not.
+def _reading_fails(tmp_path, match, **server_options):
+    """The small set on a _files_server(**server_options): reading it fails with a DataError matching `match`."""
     _small_set(tmp_path)
-
-    def answer(server, data, first, last):
-        if server.requests <= 3:
-            return data[first:last + 1], f"bytes {first}-{last}/{len(data)}", '"v1"'
-        return bytes(255 - b for b in data[first:last + 1]), f"bytes {first}-{last}/{len(data)}", '"v2"'
-
-    server = _files_server(tmp_path, answer=answer)
+    server = _files_server(tmp_path, **server_options)
     try:
-        with pytest.raises(feeder.DataError, match=r"small.parquet: changed since it was opened \(its ETag is \"v2\""):
+        with pytest.raises(feeder.DataError, match=match):
             _read_all(server.url("small.parquet"))
     finally:
         server.close()
+
+
+def _replaced_after_two_ranges(server, data, first, last):
+    """After the first two ranges, every reply is of a new version ("v2", other bytes), asked with a
+    condition or not."""
+    if server.requests <= 3:
+        return data[first:last + 1], f"bytes {first}-{last}/{len(data)}", '"v1"'
+    return bytes(255 - b for b in data[first:last + 1]), f"bytes {first}-{last}/{len(data)}", '"v2"'
+
+
+def test_an_object_replaced_behind_a_proxy_that_ignores_if_match_fails_by_name(tmp_path):
+    _reading_fails(tmp_path, r"small.parquet: changed since it was opened \(its ETag is \"v2\"",
+                   answer=_replaced_after_two_ranges)
 
 
 def test_an_object_replaced_on_a_server_without_etags_fails_by_its_last_modified(tmp_path):
     # As above, with Last-Modified the only validator (as Python's http.server gives).
-    _small_set(tmp_path)
-
-    def answer(server, data, first, last):
-        if server.requests <= 3:
-            return data[first:last + 1], f"bytes {first}-{last}/{len(data)}", '"v1"'
-        return bytes(255 - b for b in data[first:last + 1]), f"bytes {first}-{last}/{len(data)}", '"v2"'
-
-    server = _files_server(tmp_path, answer=answer, validator="Last-Modified")
-    try:
-        with pytest.raises(feeder.DataError, match=r"small.parquet: changed since it was opened \(its Last-Modified "
-                                                   r"is Mon, 07 Dec 2026 10:00:05 GMT, was Mon, 07 Dec 2026 10:00:00"):
-            _read_all(server.url("small.parquet"))
-    finally:
-        server.close()
+    _reading_fails(tmp_path, r"small.parquet: changed since it was opened \(its Last-Modified is Mon, 07 Dec 2026 "
+                             r"10:00:05 GMT, was Mon, 07 Dec 2026 10:00:00", answer=_replaced_after_two_ranges,
+                   validator="Last-Modified")
 
 
 def test_an_object_that_names_no_version_is_not_read_in_ranges(tmp_path):
-    _small_set(tmp_path)
-    server = _files_server(tmp_path, validator=None)
-    try:
-        with pytest.raises(feeder.DataError, match=r"small.parquet: the server names no version of it \(neither ETag "
-                                                   r"nor Last-Modified\)"):
-            _read_all(server.url("small.parquet"))
-    finally:
-        server.close()
+    _reading_fails(tmp_path, r"small.parquet: the server names no version of it \(neither ETag nor Last-Modified\)",
+                   validator=None)
+
+
+def _shifted_by_one(server, data, first, last):
+    """The bytes one further on than asked (the same length), honestly labelled."""
+    shifted = min(first + 1, len(data) - (last - first + 1))
+    return data[shifted:shifted + last - first + 1], f"bytes {shifted}-{shifted + last - first}/{len(data)}", '"v1"'
 
 
 def test_a_reply_of_other_bytes_than_asked_fails_by_name(tmp_path):
-    # Every range answered with the bytes one further on (the same length), honestly labelled.
-    _small_set(tmp_path)
-
-    def answer(server, data, first, last):
-        shifted = min(first + 1, len(data) - (last - first + 1))
-        return (data[shifted:shifted + last - first + 1], f"bytes {shifted}-{shifted + last - first}/{len(data)}",
-                '"v1"')
-
-    server = _files_server(tmp_path, answer=answer)
-    try:
-        with pytest.raises(feeder.DataError, match=r"small.parquet: asked for bytes \d+-\d+ of \d+, the server sent"):
-            _read_all(server.url("small.parquet"))
-    finally:
-        server.close()
+    _reading_fails(tmp_path, r"small.parquet: asked for bytes \d+-\d+ of \d+, the server sent", answer=_shifted_by_one)
 
 
 def test_a_short_reply_is_tried_again(tmp_path):
