@@ -68,8 +68,6 @@ Cache& cache() {
   return *c;
 }
 
-void unmap(void* data, size_t size) { munmap(data, size); }
-
 // The deleter of every tensor this allocator made, and its raw deleter: a block of ours goes to
 // the idle list (or is unmapped), anything else to the deleter of the allocator found at install.
 void give_back(void* data) {
@@ -91,7 +89,7 @@ void give_back(void* data) {
   }
   c.mapped.erase(found);
   lock.unlock();
-  unmap(data, size);
+  munmap(data, size);
 }
 
 // A new block of `size` bytes (a multiple of kPage). One of at least a huge page starts on a huge
@@ -187,7 +185,7 @@ void release() {
     c.idle.clear();
     c.idle_bytes = 0;
   }
-  for (auto& [data, size] : freed) unmap(data, size);
+  for (auto& [data, size] : freed) munmap(data, size);
 }
 
 pybind11::dict stats() {

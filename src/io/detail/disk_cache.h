@@ -10,15 +10,16 @@
 // as Mosaic Streaming's cache is: a block appears by rename, whole or not at all; each block
 // carries an XXH3 of every 64 KiB of it, checked when read, so a block cut short by a crash or
 // damaged on the disk is read from the store again, never handed on; and a signature under the
-// user's cache key (cache_key.h), so a block forged by someone who cannot read the key is too. The directory's lock file
-// holds the bytes kept, updated under its flock by each process that writes a block; the writer
-// that passes the limit counts the directory again and removes the least recently used blocks (a
-// block's modification time, renewed when read) down to seven eighths of it. A block removed while
-// another process reads it stays readable to that process.
+// user's cache key (cache_key.h), so a block forged by someone who cannot read the key is too. The
+// directory's lock file holds the bytes kept, updated under its flock by each process that writes a
+// block; the writer that passes the limit counts the directory again and removes the least recently
+// used blocks (a block's modification time, renewed when read) down to seven eighths of it. A block
+// removed while another process reads it stays readable to that process.
 //
 // Thread safety: a DiskCache serves any number of threads; two threads of one process missing the
 // same block make one request (the second waits for the first's bytes). Failing to write (a full
-// disk) costs the copy, not the read: it is said once on stderr and the reads go on.
+// disk) is said once on stderr; from then on the process reads only what is asked from the store
+// (no whole blocks it could not keep), and the blocks already kept from the disk.
 
 #include <cstdint>
 #include <filesystem>

@@ -23,6 +23,11 @@ std::string version_name(const std::string& version) {
   return version.starts_with(kLastModified) ? "Last-Modified" : "ETag";
 }
 
+// The version as its header gives it (the date without the prefix).
+std::string version_value(const std::string& version) {
+  return version.starts_with(kLastModified) ? version.substr(kLastModified.size()) : version;
+}
+
 // An opened object: its size and version then (its ETag, else its Last-Modified); every read a range
 // request made with If-Match (or If-Unmodified-Since), its reply's version compared with the one opened.
 class RemoteFile final : public RandomAccessFile {
@@ -41,14 +46,14 @@ class RemoteFile final : public RandomAccessFile {
     const int64_t wanted = std::min<int64_t>(static_cast<int64_t>(out.size()), size_ - offset);
     std::vector<std::string> headers{"Range: bytes=" + std::to_string(offset) + "-" + std::to_string(offset + wanted - 1)};
     if (etag_.starts_with(kLastModified))
-      headers.push_back("If-Unmodified-Since: " + etag_.substr(kLastModified.size()));
+      headers.push_back("If-Unmodified-Since: " + version_value(etag_));
     else
       headers.push_back("If-Match: " + etag_);
     const HttpResponse response =
         objects_->send(name_, "GET", headers, {}, {}, out.first(static_cast<size_t>(wanted)));
     if (response.status == 412)
-      throw DataError(name_ + ": changed since it was opened (its " + version_name(etag_) + " is no longer " + without_prefix(etag_) +
-                      "): the object was replaced while being read");
+      throw DataError(name_ + ": changed since it was opened (its " + version_name(etag_) + " is no longer " +
+                      version_value(etag_) + "): the object was replaced while being read");
     if (response.status == 416) return 0;
     if (response.status != 206 && response.status != 200) objects_->fail(name_, response, "reading bytes " + std::to_string(offset) + "-" + std::to_string(offset + wanted - 1));
     if (response.status == 200 && offset != 0)
@@ -58,8 +63,8 @@ class RemoteFile final : public RandomAccessFile {
     const std::string version = version_of(response);
     if (version != etag_)
       throw DataError(name_ + ": changed since it was opened (its " + version_name(etag_) + " is " +
-                      (version.empty() ? std::string("not given") : without_prefix(version)) + ", was " +
-                      without_prefix(etag_) + "): the object was replaced while being read");
+                      (version.empty() ? std::string("not given") : version_value(version)) + ", was " +
+                      version_value(etag_) + "): the object was replaced while being read");
     if (response.status == 206) check_range(response.header("content-range"), offset, wanted);
     if (response.body_bytes != wanted)
       throw TransientError(name_ + ": " + std::to_string(response.body_bytes) + " bytes received of the " +
@@ -75,10 +80,6 @@ class RemoteFile final : public RandomAccessFile {
     if (range == "bytes " + asked + "/" + std::to_string(size_) || range == "bytes " + asked + "/*") return;
     throw DataError(name_ + ": asked for bytes " + asked + " of " + std::to_string(size_) + ", the server sent " +
                     (range.empty() ? std::string("no Content-Range") : "'" + range.substr(0, 100) + "'"));
-  }
-
-  static std::string without_prefix(const std::string& version) {
-    return version.starts_with(kLastModified) ? version.substr(kLastModified.size()) : version;
   }
 
   std::shared_ptr<const RemoteObjects> objects_;
@@ -137,7 +138,7 @@ std::shared_ptr<const RandomAccessFile> RemoteObjects::opened(const std::string&
                     "ETags (nginx, S3 and its kin do) or Last-Modified");
   auto file = std::make_shared<const RemoteFile>(shared_from_this(), path, entry.size, entry.version);
   const StorageOptions& options = client().options();
-  if (options.cache_dir.empty() || entry.version.empty()) return file;
+  if (options.cache_dir.empty()) return file;
   // The object's bytes are named by where it is, its ETag and size: a replaced object is another.
   const std::string identity = options.endpoint + "\n" + path + "\n" + entry.version + "\n" + std::to_string(entry.size);
   return disk_cache_for(options.cache_dir, options.cache_limit)->wrap(std::move(file), identity);
